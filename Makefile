@@ -1,0 +1,33 @@
+# The README's two commands: `make run` and `make test`. Both create the
+# environment (.venv, Python 3.11, pinned lock) when it is missing.
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3 2>/dev/null || echo python3.11)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+ARGS ?=
+PYTEST_ARGS ?=
+
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+export MPLBACKEND ?= Agg
+export PYTHONDONTWRITEBYTECODE ?= 1
+
+.PHONY: env run test bench clean-env
+
+env: $(VENV)/.complete
+
+$(VENV)/.complete: requirements.lock setup.py tools/make_env.sh
+	@rm -f $(VENV)/.complete
+	@bash tools/make_env.sh "$(PYTHON)" "$(VENV)"
+
+run: env
+	$(PY) -m experiments.digits_main $(ARGS)
+	@bash tools/check_no_workers.sh
+
+test: env
+	@status=0; $(PY) -m pytest $(PYTEST_ARGS) tests || status=$$?; \
+	  bash tools/check_no_workers.sh || status=1; exit $$status
+
+bench: env
+	$(PY) -m benchmarks.run_all $(ARGS)
+
+clean-env:
+	rm -rf $(VENV)
