@@ -30,12 +30,19 @@ fi
 echo "make_env: creating $venv with $py ($ver)"
 "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+quiet() {  # Drops this machine's noisy "Location ... is ignored" pip warnings, keeps the status.
+  "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+  return "${PIPESTATUS[0]}"
+}
 # The lock pins every package; --no-deps keeps pip from "upgrading" around its known conflicts.
-"${pip[@]}" install --no-deps -r "$here/requirements.lock"
-"${pip[@]}" install --no-deps "tensorflow-federated==0.87.0"
-"${pip[@]}" install --no-deps --no-build-isolation -e "$here"
+# pip freeze leaves out the build tools; they are pinned here.
+quiet "${pip[@]}" install --no-deps "setuptools==69.5.1" "wheel==0.42.0"
+quiet "${pip[@]}" install --no-deps -r "$here/requirements.lock"
+quiet "${pip[@]}" install --no-deps "tensorflow-federated==0.87.0"
+quiet "${pip[@]}" install --no-deps --no-build-isolation -e "$here"
 "$venv/bin/python" - <<'PY'
 import importlib, sys
+import federated_vision.execution  # Retires TFF's import-time context cleanly at exit.
 for mod in ("tensorflow", "tensorflow_federated", "tensorflow_datasets", "s2sphere",
             "sklearn", "matplotlib", "absl", "federated_vision"):
     importlib.import_module(mod)
