@@ -1,0 +1,337 @@
+"""Federated data built inside the executor from client ids.
+
+TFF's C++ worker receives client datasets either as serialised Python-side
+datasets (slow, 100 MB cap per client) or as a `tff.Computation` mapping a
+client id to a `tf.data.Dataset` that it runs itself. Everything here is the
+latter: each `ClientData` has a `serializable_dataset_fn` whose graph holds
+(or reads from disk) the examples and the partition.
+
+Round keys. The ids sent to the learning process each round are *round keys*
+`"<client_id>@<round>"` (or `"<client_id>@<round>.<slot>"` for FedVC's virtual
+clients). `serializable_dataset_fn` strips the suffix, so a round key loads the
+client's data, while the training pipeline hashes the whole key into the seed of
+its shuffle / resampling. Hence the batches of round r depend only on
+(seed, r, client): runs are reproducible and resumable, yet every round
+reshuffles.
+"""
+
+import hashlib
+import os
+from typing import Callable, Dict, Mapping, NamedTuple, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+ROUND_KEY_SEPARATOR = "@"
+# Arrays larger than this are written to per-client files instead of being
+# embedded as graph constants (graphs are re-sent to the worker every round).
+MAX_INLINE_BYTES = 16 << 20
+
+Element = Dict[str, tf.Tensor]
+
+
+def round_key(client_id: str, round_num: int, slot: Optional[int] = None) -> str:
+  """The id sent to the learning process for `client_id` in `round_num`."""
+  key = f"{client_id}{ROUND_KEY_SEPARATOR}{int(round_num)}"
+  return key if slot is None else f"{key}.{int(slot)}"
+
+
+def base_client_id(key: tf.Tensor) -> tf.Tensor:
+  """Strips a round-key suffix in-graph ('a@3.1' -> 'a'; 'a' -> 'a')."""
+  return tf.strings.regex_replace(key, ROUND_KEY_SEPARATOR + ".*$", "")
+
+
+def key_seed(key: tf.Tensor, seed: int) -> tf.Tensor:
+  """A stateless-RNG seed [2] (int64) from a round key and the run's seed."""
+  h = tf.strings.to_hash_bucket_fast(key, 2**62)
+  return tf.stack([h, tf.constant(int(seed), tf.int64)])
+
+
+def _check_client_ids(client_ids: Sequence[str]) -> None:
+  if not client_ids:
+    raise ValueError("a ClientData needs at least one client")
+  if len(set(client_ids)) != len(client_ids):
+    raise ValueError("client ids must be unique")
+  bad = [c for c in client_ids if ROUND_KEY_SEPARATOR in c or not c]
+  if bad:
+    raise ValueError(f"client ids must be non-empty and not contain "
+                     f"'{ROUND_KEY_SEPARATOR}': {bad[:3]}")
+
+
+def _row_lookup(client_ids: Sequence[str]) -> Callable[[tf.Tensor], tf.Tensor]:
+  """In-graph client id -> row number; raises InvalidArgumentError if absent."""
+  ids = tf.constant(list(client_ids), tf.string)
+
+  def lookup(key):
+    base = base_client_id(key)
+    hits = tf.reshape(tf.where(tf.equal(ids, base)), [-1])
+    tf.debugging.assert_equal(tf.size(hits), 1,
+                              message="unknown client id")
+    return hits[0]
+  return lookup
+
+
+class ArrayClientData(tff.simulation.datasets.ClientData):
+  """ClientData over in-memory arrays and a partition of their indices.
+
+  Elements are dicts of the given arrays' rows (e.g. {'x': image, 'y': label}).
+  Small arrays are graph constants; larger ones are written once per client
+  under `storage_dir` (serialized tensors) and read by the graph.
+  """
+
+  def __init__(self, arrays: Mapping[str, np.ndarray],
+               partition: Mapping[str, np.ndarray],
+               storage_dir: Optional[str] = None,
+               max_inline_bytes: int = MAX_INLINE_BYTES):
+    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    sizes = {len(v) for v in arrays.values()}
+    if len(sizes) != 1:
+      raise ValueError(f"arrays must have equal lengths, got "
+                       f"{ {k: len(v) for k, v in arrays.items()} }")
+    total = sizes.pop()
+    self._client_ids = list(partition.keys())
+    _check_client_ids(self._client_ids)
+    self._indices = [np.asarray(partition[c], np.int64) for c in self._client_ids]
+    for cid, idx in zip(self._client_ids, self._indices):
+      if idx.size and (idx.min() < 0 or idx.max() >= total):
+        raise ValueError(f"client {cid!r} has indices outside [0, {total})")
+    self._arrays = arrays
+    self._spec = {k: tf.TensorSpec(v.shape[1:], tf.as_dtype(v.dtype))
+                  for k, v in arrays.items()}
+    nbytes = sum(v.nbytes for v in arrays.values())
+    self._files = None
+    if nbytes > max_inline_bytes:
+      if storage_dir is None:
+        raise ValueError(f"arrays take {nbytes} bytes (> {max_inline_bytes}); "
+                         "give storage_dir for per-client files")
+      self._files = self._write_client_files(storage_dir)
+    self._dataset_fn = self._build_dataset_fn()
+
+  def _write_client_files(self, storage_dir: str) -> Dict[str, list]:
+    digest = hashlib.sha1()
+    for k in sorted(self._arrays):
+      digest.update(k.encode())
+      digest.update(np.ascontiguousarray(self._arrays[k]).data)
+    for cid, idx in zip(self._client_ids, self._indices):
+      digest.update(cid.encode())
+      digest.update(idx.tobytes())
+    root = os.path.join(storage_dir, digest.hexdigest()[:16])
+    files = {k: [] for k in self._arrays}
+    done = os.path.join(root, "COMPLETE")
+    for row, idx in enumerate(self._indices):
+      for k, v in self._arrays.items():
+        files[k].append(os.path.join(root, f"{row}.{k}.tensor"))
+    if not os.path.exists(done):
+      os.makedirs(root, exist_ok=True)
+      for row, idx in enumerate(self._indices):
+        for k, v in self._arrays.items():
+          tf.io.write_file(files[k][row], tf.io.serialize_tensor(v[idx]))
+      with open(done, "w") as f:
+        f.write("ok\n")
+    return files
+
+  def _build_dataset_fn(self):
+    client_ids = list(self._client_ids)
+    spec = self._spec
+    if self._files is None:
+      flat = np.concatenate(self._indices) if self._indices else np.zeros([0], np.int64)
+      splits = np.cumsum([0] + [len(i) for i in self._indices]).astype(np.int64)
+      arrays = self._arrays
+
+      def dataset_fn(client_id):
+        row = _row_lookup(client_ids)(client_id)
+        idx = tf.constant(flat)[tf.constant(splits)[row]:tf.constant(splits)[row + 1]]
+        return tf.data.Dataset.from_tensor_slices(
+            {k: tf.gather(tf.constant(v), idx) for k, v in arrays.items()})
+    else:
+      files = self._files
+
+      def dataset_fn(client_id):
+        row = _row_lookup(client_ids)(client_id)
+        return tf.data.Dataset.from_tensor_slices({
+            k: tf.ensure_shape(
+                tf.io.parse_tensor(tf.io.read_file(tf.constant(paths)[row]),
+                                   spec[k].dtype), [None] + spec[k].shape.as_list())
+            for k, paths in files.items()})
+    return dataset_fn
+
+  @property
+  def client_ids(self):
+    return list(self._client_ids)
+
+  @property
+  def serializable_dataset_fn(self):
+    return self._dataset_fn
+
+  def create_tf_dataset_for_client(self, client_id: str) -> tf.data.Dataset:
+    if client_id not in set(self._client_ids):
+      raise ValueError(f"unknown client id {client_id!r}")
+    return self._dataset_fn(tf.constant(client_id))
+
+  @property
+  def element_type_structure(self):
+    return dict(self._spec)
+
+  @property
+  def dataset_computation(self):
+    return super().dataset_computation
+
+  def client_size(self, client_id: str) -> int:
+    return int(len(self._indices[self._client_ids.index(client_id)]))
+
+
+class FederatedDataset(NamedTuple):
+  """A federated data set: raw client data plus how to make model input.
+
+  Every loader in the package (digits, CIFAR, MNIST, iNaturalist, Landmarks)
+  returns one of these, and every loader has a small synthetic twin with the
+  same element structure.
+
+  Attributes:
+    name: data set name, e.g. 'digits' or 'inaturalist_user_120k'.
+    client_data: `tff.simulation.datasets.ClientData` of *raw* elements (cheap:
+      arrays, or file paths to decode later); its `serializable_dataset_fn`
+      accepts plain client ids and round keys. Each element has an int 'y'.
+    test_data: centralized test set, raw elements of the same structure.
+    train_map_fn: `(element, seed) -> {'x', 'y'}`, decode + augmentation; `seed`
+      is a [2] int64 tensor for `tf.random.stateless_*` / `tf.image.stateless_*`
+      ops, so augmentation is reproducible per (run seed, round, client).
+    eval_map_fn: `element -> {'x', 'y'}`, decode without augmentation.
+    num_classes: number of classes.
+    client_sizes: client id -> number of examples.
+    class_counts: [num_clients, num_classes] int64 in `client_data.client_ids`
+      order (EMD, FedIR's target estimates, reports).
+    input_shape: shape of one 'x'.
+    info: free-form metadata written next to results (source files, split).
+  """
+  name: str
+  client_data: tff.simulation.datasets.ClientData
+  test_data: tf.data.Dataset
+  train_map_fn: Callable[[Element, tf.Tensor], Element]
+  eval_map_fn: Callable[[Element], Element]
+  num_classes: int
+  client_sizes: Mapping[str, int]
+  class_counts: np.ndarray
+  input_shape: tuple
+  info: Mapping[str, object] = {}
+
+
+class TrainingSpec(NamedTuple):
+  """How a client's raw elements become training batches in one round.
+
+  Attributes:
+    batch_size: B; `None` means the whole local data set as one batch
+      (McMahan's B = inf).
+    epochs: E local epochs.
+    shuffle_buffer: buffer of the per-round seeded shuffle; 0 disables it.
+    virtual_client_size: FedVC's N_VC, or None. When set, each round a client
+      trains on exactly N_VC examples drawn from its data, without replacement
+      when it has at least N_VC, with replacement otherwise.
+    max_elements: optional cap on examples per client per round (before
+      batching), applied after shuffling.
+    seed: the run's seed, mixed with each round key.
+  """
+  batch_size: Optional[int] = 32
+  epochs: int = 1
+  shuffle_buffer: int = 10_000
+  virtual_client_size: Optional[int] = None
+  max_elements: Optional[int] = None
+  seed: int = 0
+
+
+def virtual_client_indices(num_examples: tf.Tensor, virtual_size: int,
+                           seed: tf.Tensor) -> tf.Tensor:
+  """FedVC resampling: N_VC indices into [0, n), seeded and stateless.
+
+  Without replacement (a random permutation's first N_VC) when n >= N_VC,
+  uniformly with replacement otherwise.
+  """
+  n = tf.cast(num_examples, tf.int64)
+  tf.debugging.assert_positive(n, message="FedVC client has no examples")
+
+  def without_replacement():
+    keys = tf.random.stateless_uniform(tf.reshape(n, [1]), seed=seed)
+    return tf.argsort(keys)[:virtual_size]
+
+  def with_replacement():
+    return tf.random.stateless_uniform([virtual_size], seed=seed, minval=0,
+                                       maxval=n, dtype=tf.int64)
+  return tf.cast(tf.cond(n >= virtual_size, without_replacement,
+                         with_replacement), tf.int64)
+
+
+def build_training_dataset_fn(
+    raw_dataset_fn: Callable[[tf.Tensor], tf.data.Dataset],
+    spec: TrainingSpec,
+    map_fn: Optional[Callable[[Element, tf.Tensor], Element]] = None,
+) -> Callable[[tf.Tensor], tf.data.Dataset]:
+  """Round key -> batched training dataset (a serializable TF function).
+
+  Order: raw elements -> [FedVC resample] -> seeded shuffle -> map_fn (decode,
+  augment) -> repeat(E) -> batch(B).
+
+  Args:
+    raw_dataset_fn: a ClientData's `serializable_dataset_fn`.
+    spec: batch size, epochs, shuffling, FedVC.
+    map_fn: `(element, seed[2]) -> model input` (see
+      `FederatedDataset.train_map_fn`); identity when None.
+
+  Returns:
+    A function usable inside a `tff.tensorflow.computation`.
+  """
+  if spec.batch_size is not None and spec.batch_size <= 0:
+    raise ValueError(f"batch_size must be > 0 or None, got {spec.batch_size}")
+  if spec.epochs <= 0:
+    raise ValueError(f"epochs must be > 0, got {spec.epochs}")
+  if spec.virtual_client_size is not None and spec.virtual_client_size <= 0:
+    raise ValueError(
+        f"virtual_client_size must be > 0, got {spec.virtual_client_size}")
+
+  def dataset_fn(key):
+    seed = key_seed(key, spec.seed)
+    ds = raw_dataset_fn(key)
+    if spec.virtual_client_size is not None:
+      everything = ds.batch(2**31 - 1).get_single_element()
+      n = tf.shape(tf.nest.flatten(everything)[0], out_type=tf.int64)[0]
+      idx = virtual_client_indices(n, spec.virtual_client_size, seed)
+      ds = tf.data.Dataset.from_tensor_slices(
+          tf.nest.map_structure(lambda t: tf.gather(t, idx), everything))
+    if spec.shuffle_buffer:
+      ds = ds.shuffle(spec.shuffle_buffer, seed=seed[0] % (2**31),
+                      reshuffle_each_iteration=True)
+    if spec.max_elements is not None:
+      ds = ds.take(spec.max_elements)
+    if map_fn is not None:
+      # Augmentation randomness is keyed by the round key and position too.
+      ds = ds.enumerate().map(
+          lambda i, e: map_fn(e, tf.stack([seed[0] + i, seed[1]])),
+          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if spec.batch_size is None:  # B = inf: one full-batch step per epoch.
+      ds = ds.batch(2**31 - 1).repeat(spec.epochs)
+    else:  # TFF convention: epochs are concatenated, then batched.
+      ds = ds.repeat(spec.epochs).batch(spec.batch_size)
+    return ds.prefetch(1)
+  return dataset_fn
+
+
+def build_eval_dataset(raw: tf.data.Dataset,
+                       map_fn: Optional[Callable[[Element], Element]] = None,
+                       batch_size: int = 256) -> tf.data.Dataset:
+  """Centralized evaluation pipeline (no shuffling, no augmentation)."""
+  if map_fn is not None:
+    raw = raw.map(map_fn, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  return raw.batch(batch_size).prefetch(2)
+
+
+def num_local_batches(num_examples: int, spec: TrainingSpec) -> int:
+  """Local steps a client with `num_examples` examples takes in one round."""
+  n = spec.virtual_client_size if spec.virtual_client_size is not None else num_examples
+  if spec.max_elements is not None:
+    n = min(n, spec.max_elements)
+  if n == 0:
+    return 0
+  if spec.batch_size is None:
+    return spec.epochs
+  # repeat() precedes batch(): the last batch of an epoch may straddle epochs.
+  return -(-(n * spec.epochs) // spec.batch_size)
