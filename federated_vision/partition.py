@@ -107,7 +107,11 @@ def dirichlet_partition(labels: Sequence[int],
             f"alpha=0 gives each client one class, but no class with prior > 0"
             f" has {n} examples left for client {cid}; use fewer clients or "
             "fewer examples_per_client")
-      q = np.where(can_fill, p, 0.0)
+      # One class per client: pick it with probability p (renormalised over
+      # the classes that can still fill the client), then take all n from it.
+      q_fill = np.where(can_fill, p, 0.0)
+      q = np.zeros(num_classes, dtype=np.float64)
+      q[rng.choice(num_classes, p=q_fill / q_fill.sum())] = 1.0
     elif math.isinf(alpha):
       q = p.copy()
     else:
@@ -141,8 +145,12 @@ def _dirichlet(rng: np.random.Generator, concentration: np.ndarray) -> np.ndarra
   q = np.zeros_like(concentration)
   support = concentration > 0
   gammas = rng.standard_gamma(concentration[support])
-  if gammas.sum() > 0 and np.all(np.isfinite(gammas)):
-    q[support] = gammas / gammas.sum()
+  top = gammas.max() if gammas.size else 0.0
+  if top > 0 and np.isfinite(top):
+    # Scale exactly by a power of two so the max is in [0.5, 1): dividing
+    # subnormal gammas by their subnormal sum overflows (1/sum = inf).
+    scaled = np.ldexp(gammas, -np.frexp(top)[1])
+    q[support] = scaled / scaled.sum()
   else:  # All gamma draws underflowed: the alpha -> 0 limit, one class.
     probs = concentration[support] / concentration[support].sum()
     q[np.flatnonzero(support)[rng.choice(support.sum(), p=probs)]] = 1.0
