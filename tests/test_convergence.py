@@ -122,6 +122,7 @@ def test_fedsgd_training_spec():
   spec = cv.fedsgd_training_spec(seed=3)
   assert spec.batch_size is None and spec.epochs == 1 and spec.seed == 3
   from federated_vision import client_data
+  from federated_vision import execution  # pylint: disable=unused-import,g-import-not-at-top  # TFF context retired at exit.
   assert client_data.num_local_batches(600, spec) == 1
   spec = cv.fedavg_training_spec(10, 5)
   assert (spec.batch_size, spec.epochs) == (10, 5)
