@@ -70,15 +70,40 @@ def dirichlet_partition(labels: Sequence[int],
   Raises:
     ValueError: naming the argument that is out of range.
   """
-  labels = _check_labels(labels)
   if num_clients <= 0:
     raise ValueError(f"num_clients must be > 0, got {num_clients}")
   if examples_per_client <= 0:
     raise ValueError(f"examples_per_client must be > 0, got {examples_per_client}")
-  if num_clients * examples_per_client > labels.size:
+  return dirichlet_partition_with_sizes(
+      labels, [examples_per_client] * num_clients, alpha, prior, seed)
+
+
+def dirichlet_partition_with_sizes(labels: Sequence[int],
+                                   client_sizes: Sequence[int],
+                                   alpha: float,
+                                   prior: Optional[Sequence[float]] = None,
+                                   seed: int = 0) -> Partition:
+  """`dirichlet_partition` with a given size per client (imbalanced splits).
+
+  Args:
+    labels: integer class label of every example.
+    client_sizes: n_k > 0 for each client; sum(n_k) <= len(labels).
+    alpha: concentration >= 0 (may be `math.inf`).
+    prior: p; uniform over present classes when None.
+    seed: numpy seed.
+
+  Returns:
+    An ordered dict client id -> sorted example indices.
+  """
+  labels = _check_labels(labels)
+  client_sizes = [int(n) for n in client_sizes]
+  num_clients = len(client_sizes)
+  if num_clients == 0 or min(client_sizes) <= 0:
+    raise ValueError("client_sizes must be a non-empty list of sizes > 0")
+  if sum(client_sizes) > labels.size:
     raise ValueError(
-        f"num_clients * examples_per_client = {num_clients * examples_per_client}"
-        f" exceeds the {labels.size} examples available")
+        f"the clients need {sum(client_sizes)} examples but only "
+        f"{labels.size} are available")
   if not alpha >= 0:  # Also rejects NaN.
     raise ValueError(f"alpha must be >= 0 (or inf), got {alpha}")
   num_classes = int(labels.max()) + 1
@@ -98,8 +123,7 @@ def dirichlet_partition(labels: Sequence[int],
   remaining = np.array([len(pool) for pool in pools], dtype=np.int64)
   taken = np.zeros(num_classes, dtype=np.int64)
   partition: Partition = {}
-  for cid in client_ids(num_clients):
-    n = examples_per_client
+  for cid, n in zip(client_ids(num_clients), client_sizes):
     if alpha == 0:
       can_fill = (remaining >= n) & (p > 0)
       if not can_fill.any():
@@ -155,6 +179,29 @@ def _dirichlet(rng: np.random.Generator, concentration: np.ndarray) -> np.ndarra
     probs = concentration[support] / concentration[support].sum()
     q[np.flatnonzero(support)[rng.choice(support.sum(), p=probs)]] = 1.0
   return q
+
+
+def heavy_tailed_sizes(num_clients: int, total: int, sigma: float = 1.0,
+                       min_size: int = 1, seed: int = 0) -> np.ndarray:
+  """Client sizes from a log-normal distribution, summing exactly to `total`.
+
+  Used for imbalanced splits (real federated data sets have a few large
+  clients and many small ones). Sizes are >= min_size.
+  """
+  if num_clients <= 0 or min_size <= 0 or total < num_clients * min_size:
+    raise ValueError(f"cannot give {num_clients} clients at least {min_size} "
+                     f"of {total} examples")
+  if not sigma >= 0:
+    raise ValueError(f"sigma must be >= 0, got {sigma}")
+  rng = np.random.default_rng(seed)
+  w = rng.lognormal(0.0, sigma, num_clients)
+  spare = total - num_clients * min_size
+  sizes = np.floor(w / w.sum() * spare).astype(np.int64)
+  # Hand out the rounding remainder to the largest fractional parts.
+  rest = spare - sizes.sum()
+  frac = w / w.sum() * spare - sizes
+  sizes[np.argsort(-frac, kind="stable")[:rest]] += 1
+  return sizes + min_size
 
 
 def iid_partition(num_examples: int,

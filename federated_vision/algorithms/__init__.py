@@ -1,0 +1,8 @@
+"""Learning processes: FedAvg, FedAvgM, FedSGD, FedIR; FedVC's sampling."""
+
+from federated_vision.algorithms.fedavg import build_fedavg
+from federated_vision.algorithms.fedavg import build_fedavgm
+from federated_vision.algorithms.fedavg import build_fedsgd
+from federated_vision.algorithms.fedavg import build_server_momentum_optimizer
+from federated_vision.algorithms.fedir import build_fedir
+from federated_vision.algorithms.fedir import build_fedir_client_work

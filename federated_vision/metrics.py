@@ -1,0 +1,46 @@
+"""Report metrics: relative accuracy, batch budgets, Acc@Round / Acc@Batch.
+
+Hsu, Qi & Brown 2020: relative accuracy = federated / centralized accuracy;
+the batch budget of a round is the number of local batches of its largest
+client (the round's wall-clock cost on synchronous devices); Acc@Round and
+Acc@Batch read the accuracy curve at a round or a cumulative batch budget.
+"""
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from federated_vision import client_data as client_data_lib
+
+
+def relative_accuracy(federated: float, centralized: float) -> float:
+  """federated / centralized accuracy."""
+  if not centralized > 0:
+    raise ValueError(f"centralized accuracy must be > 0, got {centralized}")
+  return float(federated) / float(centralized)
+
+
+def round_batch_budget(selected_sizes: Sequence[int],
+                       spec: client_data_lib.TrainingSpec) -> int:
+  """Local batches of the round's largest client under `spec`."""
+  if len(selected_sizes) == 0:
+    return 0
+  return max(client_data_lib.num_local_batches(int(n), spec)
+             for n in selected_sizes)
+
+
+def accuracy_at(xs: Sequence[float], accuracies: Sequence[float],
+                x: float) -> Optional[float]:
+  """Accuracy of the last evaluation at or before `x` (None if none).
+
+  With xs = rounds this is Acc@Round; with xs = cumulative batch budgets it is
+  Acc@Batch.
+  """
+  xs = np.asarray(xs, np.float64)
+  accuracies = np.asarray(accuracies, np.float64)
+  if xs.shape != accuracies.shape:
+    raise ValueError("xs and accuracies must have the same length")
+  if xs.size and np.any(np.diff(xs) < 0):
+    raise ValueError("xs must be non-decreasing")
+  i = np.searchsorted(xs, x, side="right") - 1
+  return None if i < 0 else float(accuracies[i])

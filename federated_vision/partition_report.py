@@ -1,0 +1,190 @@
+"""Per-client class statistics of a partition: JSON and a stacked-bar PNG.
+
+The PNG follows Hsu, Qi & Brown 2019, Figure 10 (and Hsu, Qi & Brown 2020,
+Figure 3): one bar per client, its height the client's number of examples,
+stacked by class in a fixed colour per class, so the effect of the Dirichlet
+concentration alpha is visible at a glance (alpha -> 0: one colour per bar;
+alpha -> inf: every bar the same mix).
+
+Plain numpy + matplotlib's object API (no pyplot state, Agg canvas); no
+TensorFlow.
+"""
+
+import json
+import math
+import os
+from typing import Dict, Mapping, Optional, Sequence
+
+import numpy as np
+
+from federated_vision import partition as partition_lib
+
+
+def class_count_report(labels: Sequence[int],
+                       partition: Mapping[str, np.ndarray],
+                       num_classes: Optional[int] = None,
+                       class_names: Optional[Sequence[str]] = None,
+                       metadata: Optional[Mapping[str, object]] = None) -> dict:
+  """JSON-serialisable statistics of a partition.
+
+  Args:
+    labels: label of every example of the source set.
+    partition: client id -> example indices.
+    num_classes: number of classes (default: max label + 1).
+    class_names: optional names, one per class.
+    metadata: free-form fields copied under "metadata" (alpha, seed, data set).
+
+  Returns:
+    {"metadata", "summary" (`partition.partition_stats`: sizes, classes per
+    client, EMD), "class_names", "class_totals", "clients": [{"client_id",
+    "num_examples", "num_classes", "class_counts"}]}.
+  """
+  counts = partition_lib.class_counts(labels, partition, num_classes)
+  if class_names is not None and len(class_names) != counts.shape[1]:
+    raise ValueError(f"class_names has {len(class_names)} names for "
+                     f"{counts.shape[1]} classes")
+  return {
+      "metadata": dict(metadata or {}),
+      "summary": partition_lib.partition_stats(labels, partition,
+                                               counts.shape[1]),
+      "class_names": None if class_names is None else [str(c) for c in class_names],
+      "class_totals": counts.sum(axis=0).tolist(),
+      "clients": [{"client_id": cid, "num_examples": int(row.sum()),
+                   "num_classes": int((row > 0).sum()),
+                   "class_counts": row.tolist()}
+                  for cid, row in zip(partition, counts)],
+  }
+
+
+def counts_from_report(report: Mapping[str, object]) -> np.ndarray:
+  """The [clients, classes] count matrix back from `class_count_report`."""
+  return np.asarray([c["class_counts"] for c in report["clients"]], np.int64)
+
+
+def write_json(path: str, obj: Mapping[str, object]) -> str:
+  """Writes `obj` as indented JSON (atomically); returns `path`."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  tmp = f"{path}.tmp{os.getpid()}"
+  with open(tmp, "w") as f:
+    json.dump(obj, f, indent=1, allow_nan=False)
+    f.write("\n")
+  os.replace(tmp, path)
+  return path
+
+
+def plot_class_counts(counts: np.ndarray, path: str,
+                      client_ids: Optional[Sequence[str]] = None,
+                      class_names: Optional[Sequence[str]] = None,
+                      title: Optional[str] = None,
+                      max_clients: Optional[int] = None,
+                      dpi: int = 100) -> str:
+  """Stacked class counts per client (Hsu et al. 2019, Figure 10) as a PNG.
+
+  Args:
+    counts: [num_clients, num_classes] non-negative counts.
+    path: output .png path.
+    client_ids: x tick labels (shown when there are at most 30 clients).
+    class_names: legend entries (a legend is drawn for at most 20 classes).
+    title: plot title.
+    max_clients: plot only the first this many clients (readability).
+    dpi: resolution; the figure is 10 x 4 inches.
+
+  Returns:
+    `path`.
+  """
+  counts = np.asarray(counts)
+  if counts.ndim != 2 or counts.shape[0] == 0 or np.any(counts < 0):
+    raise ValueError(f"counts must be a non-empty non-negative [clients, "
+                     f"classes] matrix, got shape {counts.shape}")
+  if max_clients is not None:
+    if max_clients < 1:
+      raise ValueError(f"max_clients must be >= 1, got {max_clients}")
+    counts = counts[:max_clients]
+    client_ids = None if client_ids is None else list(client_ids)[:max_clients]
+  if client_ids is not None and len(client_ids) != counts.shape[0]:
+    raise ValueError(f"client_ids has {len(client_ids)} ids for "
+                     f"{counts.shape[0]} clients")
+  # pylint: disable=g-import-not-at-top
+  from matplotlib.backends.backend_agg import FigureCanvasAgg
+  from matplotlib.figure import Figure
+  from matplotlib import colormaps
+  # pylint: enable=g-import-not-at-top
+  num_clients, num_classes = counts.shape
+  cmap = colormaps["tab10" if num_classes <= 10 else
+                   "tab20" if num_classes <= 20 else "viridis"]
+  colour = lambda c: cmap(c if num_classes <= 20 else c / max(num_classes - 1, 1))
+  fig = Figure(figsize=(10, 4), dpi=dpi)
+  FigureCanvasAgg(fig)
+  ax = fig.add_subplot(1, 1, 1)
+  x = np.arange(num_clients)
+  bottom = np.zeros(num_clients)
+  for c in range(num_classes):
+    label = (class_names[c] if class_names is not None else f"class {c}")
+    ax.bar(x, counts[:, c], bottom=bottom, width=1.0, color=colour(c),
+           linewidth=0, label=label)
+    bottom += counts[:, c]
+  ax.set_xlim(-0.5, num_clients - 0.5)
+  ax.set_xlabel("client")
+  ax.set_ylabel("examples per class")
+  if client_ids is not None and num_clients <= 30:
+    ax.set_xticks(x)
+    ax.set_xticklabels(client_ids, rotation=90, fontsize=7)
+  if title:
+    ax.set_title(title)
+  if num_classes <= 20:
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
+  fig.tight_layout()
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  fig.savefig(path, format="png")
+  return path
+
+
+def report_basename(name: str, alpha: Optional[float] = None) -> str:
+  """'<name>' or '<name>_alpha_<alpha:.2f>' (alpha inf -> 'inf')."""
+  if not name or os.sep in name:
+    raise ValueError(f"name must be a non-empty file-name stem, got {name!r}")
+  if alpha is None:
+    return name
+  return f"{name}_alpha_{'inf' if math.isinf(alpha) else f'{alpha:.2f}'}"
+
+
+def write_partition_report(out_dir: str, name: str, labels: Sequence[int],
+                           partition: Mapping[str, np.ndarray],
+                           num_classes: Optional[int] = None,
+                           alpha: Optional[float] = None,
+                           class_names: Optional[Sequence[str]] = None,
+                           metadata: Optional[Mapping[str, object]] = None,
+                           max_clients_in_plot: Optional[int] = None
+                           ) -> Dict[str, str]:
+  """Writes `<base>_class_counts.json` and `<base>_class_counts.png`.
+
+  The helper the experiment binaries call once per partition.
+
+  Args:
+    out_dir: output directory.
+    name: data set name, e.g. 'cifar10'.
+    labels: source labels.
+    partition: client id -> indices.
+    num_classes: number of classes (default: max label + 1).
+    alpha: Dirichlet concentration, recorded in names and metadata.
+    class_names: optional class names.
+    metadata: extra metadata for the JSON.
+    max_clients_in_plot: plot only the first clients.
+
+  Returns:
+    {"json": path, "png": path}.
+  """
+  base = report_basename(name, alpha)
+  meta = {"name": name}
+  if alpha is not None:
+    meta["alpha"] = "inf" if math.isinf(alpha) else float(alpha)
+  meta.update(metadata or {})
+  report = class_count_report(labels, partition, num_classes, class_names, meta)
+  json_path = write_json(os.path.join(out_dir, f"{base}_class_counts.json"), report)
+  title = (f"{name}: alpha = {meta['alpha']}, " if alpha is not None else f"{name}: ") + \
+      f"EMD = {report['summary']['emd']:.3f}"
+  png_path = plot_class_counts(counts_from_report(report),
+                               os.path.join(out_dir, f"{base}_class_counts.png"),
+                               client_ids=list(partition), class_names=class_names,
+                               title=title, max_clients=max_clients_in_plot)
+  return {"json": json_path, "png": png_path}
