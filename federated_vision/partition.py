@@ -74,6 +74,11 @@ def dirichlet_partition(labels: Sequence[int],
     raise ValueError(f"num_clients must be > 0, got {num_clients}")
   if examples_per_client <= 0:
     raise ValueError(f"examples_per_client must be > 0, got {examples_per_client}")
+  num_examples = np.asarray(labels).size
+  if num_clients * examples_per_client > num_examples:
+    raise ValueError(
+        f"num_clients * examples_per_client = {num_clients * examples_per_client}"
+        f" exceeds the {num_examples} examples available")
   return dirichlet_partition_with_sizes(
       labels, [examples_per_client] * num_clients, alpha, prior, seed)
 
