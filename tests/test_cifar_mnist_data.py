@@ -220,6 +220,10 @@ def test_tfds_cifar_and_mnist_with_mock_data(tmp_path):
   assert c10.test_y.shape == (12,) and c10.train_y.dtype == np.int64
   assert c10.train_y.max() < 10 and c100.train_y.max() < 20
   assert c10.source.startswith("tfds:cifar10@")
+  # Names come from the prepared data's info; the mock has none, so indices.
+  assert len(c10.label_names) == 10 and all(isinstance(n, str)
+                                            for n in c10.label_names)
+  assert len(c100.label_names) == 20
   assert mn.train_x.shape == (12, 28, 28, 1) and mn.test_x.shape == (12, 28, 28, 1)
   assert mn.train_y.max() < 10
   assert fd.client_sizes == {"0": 4, "1": 4, "2": 4}

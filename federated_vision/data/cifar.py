@@ -89,8 +89,9 @@ def load_arrays_tfds(name: str = "cifar10", data_dir: Optional[str] = None,
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   num_classes = num_classes_of(name, label_mode)
   try:
-    train, test = tfds.load(name, split=["train", "test"], data_dir=data_dir,
-                            download=False, try_gcs=False)
+    (train, test), info = tfds.load(name, split=["train", "test"],
+                                    data_dir=data_dir, download=False,
+                                    try_gcs=False, with_info=True)
   except (AssertionError, FileNotFoundError,
           tfds.core.registered.DatasetNotFoundError) as e:
     raise FileNotFoundError(
@@ -109,7 +110,10 @@ def load_arrays_tfds(name: str = "cifar10", data_dir: Optional[str] = None,
       if order is not None:
         x, y = x[order], y[order]
     out += [x, y]
-  arrays = archives.ImageArrays(*out, [str(c) for c in range(num_classes)],
+  names = list(getattr(info.features[label_key], "names", None) or [])
+  if len(names) != num_classes:
+    names = [str(c) for c in range(num_classes)]
+  arrays = archives.ImageArrays(*out, names,
                                 f"tfds:{name}@{data_dir}")
   archives.check_arrays(arrays, num_classes, IMAGE_SHAPE)
   return arrays
