@@ -188,3 +188,49 @@ def write_partition_report(out_dir: str, name: str, labels: Sequence[int],
                                client_ids=list(partition), class_names=class_names,
                                title=title, max_clients=max_clients_in_plot)
   return {"json": json_path, "png": png_path}
+
+
+def dirichlet_sweep(out_dir: str, name: str, labels: Sequence[int],
+                    alphas: Sequence[float], num_clients: int,
+                    examples_per_client: int, seed: int = 0,
+                    num_classes: Optional[int] = None,
+                    class_names: Optional[Sequence[str]] = None,
+                    write_csv: bool = True) -> dict:
+  """Hsu et al. 2019's alpha sweep: partition, CSV, JSON and PNG per alpha.
+
+  For each alpha, `partition.dirichlet_partition(labels, num_clients,
+  examples_per_client, alpha, seed=seed)` is written as a published-format
+  CSV (`split_io.split_filename`, finite alphas only) and reported with
+  `write_partition_report`; `<name>_dirichlet_sweep.json` summarises the EMD
+  and classes per client of every alpha.
+
+  Returns:
+    The summary dict: {"alphas": [{"alpha", "emd", "classes_per_client",
+    "csv", "json", "png"}], ...}.
+  """
+  from federated_vision import split_io  # pylint: disable=g-import-not-at-top
+  if not alphas:
+    raise ValueError("alphas must not be empty")
+  rows = []
+  for alpha in alphas:
+    part = partition_lib.dirichlet_partition(labels, num_clients,
+                                             examples_per_client, alpha, seed=seed)
+    paths = write_partition_report(
+        out_dir, name, labels, part, num_classes=num_classes, alpha=alpha,
+        class_names=class_names,
+        metadata={"num_clients": num_clients,
+                  "examples_per_client": examples_per_client, "seed": seed})
+    csv_path = None
+    if write_csv and math.isfinite(alpha):
+      csv_path = split_io.write_split_csv(
+          os.path.join(out_dir, split_io.split_filename(alpha)), part, labels)
+    stats = partition_lib.partition_stats(labels, part, num_classes)
+    rows.append({"alpha": "inf" if math.isinf(alpha) else float(alpha),
+                 "emd": stats["emd"],
+                 "classes_per_client": stats["classes_per_client"],
+                 "csv": csv_path, **paths})
+  summary = {"name": name, "num_clients": num_clients,
+             "examples_per_client": examples_per_client, "seed": seed,
+             "alphas": rows}
+  write_json(os.path.join(out_dir, f"{name}_dirichlet_sweep.json"), summary)
+  return summary

@@ -194,3 +194,26 @@ def test_write_partition_report_json_and_png(tmp_path):
   with pytest.raises(ValueError, match="client_ids"):
     R.plot_class_counts(np.ones((2, 3)), str(tmp_path / "e.png"),
                         client_ids=["a"])
+
+
+def test_dirichlet_sweep_writes_everything(tmp_path):
+  summary = R.dirichlet_sweep(str(tmp_path), "c10", LABELS, [100.0, 0.0,
+                                                            float("inf")],
+                              num_clients=10, examples_per_client=100, seed=1)
+  assert [r["alpha"] for r in summary["alphas"]] == [100.0, 0.0, "inf"]
+  by_alpha = {r["alpha"]: r for r in summary["alphas"]}
+  assert by_alpha[0.0]["emd"] == pytest.approx(1.8)
+  assert by_alpha[0.0]["classes_per_client"]["max"] == 1
+  assert by_alpha[100.0]["emd"] < 0.5
+  assert by_alpha["inf"]["csv"] is None
+  back = S.read_split_csv(by_alpha[0.0]["csv"], labels=LABELS)
+  np.testing.assert_array_equal(
+      back.partition["3"], P.dirichlet_partition(LABELS, 10, 100, 0.0, seed=1)["3"])
+  assert sorted(os.listdir(tmp_path)) == sorted([
+      "c10_alpha_0.00_class_counts.json", "c10_alpha_0.00_class_counts.png",
+      "c10_alpha_100.00_class_counts.json", "c10_alpha_100.00_class_counts.png",
+      "c10_alpha_inf_class_counts.json", "c10_alpha_inf_class_counts.png",
+      "c10_dirichlet_sweep.json", "federated_train_alpha_0.00.csv",
+      "federated_train_alpha_100.00.csv"])
+  with open(tmp_path / "c10_dirichlet_sweep.json") as f:
+    assert json.load(f)["alphas"][1]["emd"] == pytest.approx(1.8)
