@@ -19,7 +19,7 @@ $(VENV)/.complete: requirements.lock setup.py tools/make_env.sh
 	@bash tools/make_env.sh "$(PYTHON)" "$(VENV)"
 
 run: env
-	$(PY) -m experiments.digits_main $(ARGS)
+	$(PY) -m experiments.train_main $(ARGS)
 	@bash tools/check_no_workers.sh
 
 test: env

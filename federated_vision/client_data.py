@@ -23,6 +23,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from federated_vision import execution
+
+execution.install_managed_default_context()  # Never TFF's unmanaged worker.
+
 ROUND_KEY_SEPARATOR = "@"
 # Arrays larger than this are written to per-client files instead of being
 # embedded as graph constants (graphs are re-sent to the worker every round).

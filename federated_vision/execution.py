@@ -243,3 +243,22 @@ def _retire_tff_default_context() -> None:
 
 
 atexit.register(_retire_tff_default_context)
+
+_DEFAULT_WORKER: Optional[ManagedWorker] = None
+
+
+def install_managed_default_context() -> ManagedWorker:
+  """Makes a managed C++ context TFF's default for this process (idempotent).
+
+  Called when `federated_vision` modules that run TFF are imported, so that a
+  TFF computation invoked anywhere (a notebook, a test, a user's script)
+  never starts TFF's unmanaged worker. The worker starts lazily on first use
+  and is stopped at exit (or by the kernel, if this process is killed).
+  """
+  global _DEFAULT_WORKER
+  from tensorflow_federated.python.core.impl.context_stack import context_stack_impl  # pylint: disable=g-import-not-at-top
+  if _DEFAULT_WORKER is None:
+    _DEFAULT_WORKER = ManagedWorker()
+    context_stack_impl.context_stack.set_default_context(
+        create_managed_cpp_context(_DEFAULT_WORKER))
+  return _DEFAULT_WORKER

@@ -21,6 +21,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from federated_vision import execution
+
+execution.install_managed_default_context()  # Never TFF's unmanaged worker.
+
 from federated_vision import client_data as client_data_lib
 from federated_vision import metrics as metrics_lib
 

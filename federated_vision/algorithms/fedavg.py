@@ -19,6 +19,10 @@ from typing import Callable, Optional
 import numpy as np
 import tensorflow_federated as tff
 
+from federated_vision import execution
+
+execution.install_managed_default_context()  # Never TFF's unmanaged worker.
+
 ModelFn = Callable[[], tff.learning.models.VariableModel]
 
 

@@ -1,0 +1,88 @@
+"""Tables, plots and summary files written next to results."""
+
+import json
+import math
+import os
+from typing import Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from federated_vision import metrics as metrics_lib
+
+
+def _curve(rows: Sequence[Mapping[str, object]], x_key: str):
+  xs, ys = [], []
+  for r in rows:
+    acc = r.get("test_accuracy")
+    if acc not in (None, ""):
+      xs.append(float(r[x_key]))
+      ys.append(float(acc))
+  return xs, ys
+
+
+def plot_accuracy(runs: Mapping[str, Sequence[Mapping[str, object]]],
+                  path: str, x_key: str = "round",
+                  centralized: Optional[float] = None) -> str:
+  """PNG of test accuracy vs `x_key` ('round' or 'cumulative_batch_budget')."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  fig, ax = plt.subplots(figsize=(6.4, 4.2))
+  for name, rows in runs.items():
+    xs, ys = _curve(rows, x_key)
+    ax.plot(xs, ys, marker=".", label=name)
+  if centralized is not None and not math.isnan(centralized):
+    ax.axhline(centralized, color="k", ls="--", lw=1, label="centralized")
+  ax.set_xlabel("communication round" if x_key == "round"
+                else "cumulative batch budget (largest client's local batches)")
+  ax.set_ylabel("test accuracy")
+  ax.grid(alpha=0.3)
+  ax.legend()
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+  return path
+
+
+def acc_at_round_and_batch(runs: Mapping[str, Sequence[Mapping[str, object]]],
+                           round_ref: int, batch_ref: int) -> Dict[str, dict]:
+  """Acc@Round and Acc@Batch (Hsu, Qi & Brown 2020, Table 2) per method."""
+  out = {}
+  for name, rows in runs.items():
+    rx, ry = _curve(rows, "round")
+    bx, by = _curve(rows, "cumulative_batch_budget")
+    out[name] = {"acc_at_round": metrics_lib.accuracy_at(rx, ry, round_ref),
+                 "acc_at_batch": metrics_lib.accuracy_at(bx, by, batch_ref)}
+  return out
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+  def cell(v):
+    if v is None:
+      return "-"
+    if isinstance(v, float):
+      return "nan" if math.isnan(v) else f"{v:.4f}"
+    return str(v)
+  cells = [[cell(v) for v in r] for r in rows]
+  widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
+            for i, h in enumerate(header)]
+  line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths))
+  return "\n".join([line(header), line(["-" * w for w in widths])]
+                   + [line(r) for r in cells])
+
+
+def write_json(path: str, value) -> str:
+  def default(o):
+    if isinstance(o, (np.integer,)):
+      return int(o)
+    if isinstance(o, (np.floating,)):
+      return float(o)
+    if isinstance(o, np.ndarray):
+      return o.tolist()
+    return str(o)
+  tmp = path + ".tmp"
+  with open(tmp, "w") as f:
+    json.dump(value, f, indent=2, sort_keys=True, default=default)
+    f.write("\n")
+  os.replace(tmp, path)
+  return path
