@@ -1,0 +1,234 @@
+"""Tiny inputs in exactly the real on-disk formats, and synthetic twins.
+
+Writers for iNaturalist 2017 (`train2017.json`, `val2017.json`,
+`*_locations.json`, `train_val_images/<supercategory>/<category>/<id>.jpg`),
+GLD-v2 (`train.csv`, `train_clean.csv`, `train_attribution.csv`, images at
+`a/b/c/<id>.jpg` or inside `images_NNN.tar`) and published split CSVs. Used
+by the tests, the benchmark and the synthetic twins (`synthetic_inaturalist`,
+`synthetic_landmarks`), which return `FederatedDataset`s with the same element
+structure as the real loaders.
+"""
+
+import csv
+import hashlib
+import json
+import os
+import tarfile
+from typing import Dict, List, NamedTuple, Optional, Sequence
+
+import numpy as np
+
+from federated_vision.realworld import split_csv
+
+
+def write_jpeg(path: str, seed: int, size=(12, 16)) -> None:
+  """A small random RGB JPEG (decodable by PIL and tf.io.decode_jpeg)."""
+  from PIL import Image  # pylint: disable=g-import-not-at-top
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  rng = np.random.default_rng(seed)
+  pixels = rng.integers(0, 256, size=(size[0], size[1], 3), dtype=np.uint8)
+  Image.fromarray(pixels).save(path, "JPEG")
+
+
+def write_corrupt(path: str) -> None:
+  """A file that is not an image."""
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "wb") as f:
+    f.write(b"\x00garbage, not a jpeg\xff" * 4)
+
+
+def image_stem(image_id: int) -> str:
+  """iNaturalist-like file stem (32 hex chars) of an integer image id."""
+  return hashlib.md5(str(int(image_id)).encode()).hexdigest()
+
+
+class InatRecord(NamedTuple):
+  """One iNaturalist image: JSON `images` + `annotations` + locations entry."""
+  image_id: int
+  category_id: int
+  user_id: Optional[int] = None
+  lat: Optional[float] = None
+  lon: Optional[float] = None
+
+
+def inat_categories(num_categories: int, supercategories=("Plantae", "Aves",
+                                                            "Insecta")):
+  return [{"id": c, "name": f"Species {c:04d}",
+           "supercategory": supercategories[c % len(supercategories)]}
+          for c in range(num_categories)]
+
+
+def inat_file_name(record: InatRecord, categories: Sequence[dict]) -> str:
+  cat = {c["id"]: c for c in categories}[record.category_id]
+  return (f"train_val_images/{cat['supercategory']}/{cat['name']}/"
+          f"{image_stem(record.image_id)}.jpg")
+
+
+def write_inaturalist_metadata(root: str, prefix: str,
+                               records: Sequence[InatRecord],
+                               categories: Sequence[dict]) -> Dict[str, str]:
+  """Writes `<prefix>2017.json` and `<prefix>2017_locations.json`.
+
+  Returns:
+    image stem -> file_name (relative to `root`).
+  """
+  os.makedirs(root, exist_ok=True)
+  cat = {c["id"]: c for c in categories}
+  images, annotations, locations, names = [], [], [], {}
+  for r in records:
+    c = cat[r.category_id]
+    file_name = (f"train_val_images/{c['supercategory']}/{c['name']}/"
+                 f"{image_stem(r.image_id)}.jpg")
+    names[image_stem(r.image_id)] = file_name
+    images.append({"id": int(r.image_id), "file_name": file_name,
+                   "width": 16, "height": 12, "license": 1,
+                   "rights_holder": "fixture"})
+    annotations.append({"id": int(r.image_id), "image_id": int(r.image_id),
+                        "category_id": int(r.category_id)})
+    locations.append({"id": int(r.image_id),
+                      "lat": None if r.lat is None else float(r.lat),
+                      "lon": None if r.lon is None else float(r.lon),
+                      "date": "2016-05-01 10:00:00+00:00",
+                      "loc_uncert": None,
+                      "user_id": None if r.user_id is None else int(r.user_id)})
+  meta = {"info": {"year": 2017, "version": "1.0",
+                   "description": "iNaturalist 2017 fixture"},
+          "licenses": [{"id": 1, "name": "fixture", "url": ""}],
+          "images": images, "annotations": annotations,
+          "categories": list(categories)}
+  with open(os.path.join(root, f"{prefix}2017.json"), "w") as f:
+    json.dump(meta, f)
+  with open(os.path.join(root, f"{prefix}2017_locations.json"), "w") as f:
+    json.dump(locations, f)
+  return names
+
+
+def write_images(root: str, relative_paths: Sequence[str], seed: int = 0,
+                 corrupt: Sequence[str] = (), missing: Sequence[str] = ()):
+  """JPEGs at root/path, garbage for `corrupt`, nothing for `missing`."""
+  corrupt, missing = set(corrupt), set(missing)
+  for i, rel in enumerate(relative_paths):
+    if rel in missing:
+      continue
+    path = os.path.join(root, rel)
+    if rel in corrupt:
+      write_corrupt(path)
+    else:
+      write_jpeg(path, seed * 1_000_003 + i)
+
+
+# ----------------------------------------------------------------------------
+# GLD-v2.
+
+
+def gld_image_id(k: int) -> str:
+  """16 hex chars, like GLD-v2 ids."""
+  return hashlib.sha1(f"gld{k}".encode()).hexdigest()[:16]
+
+
+def gld_relative_path(image_id: str) -> str:
+  return f"{image_id[0]}/{image_id[1]}/{image_id[2]}/{image_id}.jpg"
+
+
+class GldImage(NamedTuple):
+  image_id: str
+  landmark_id: int
+  author: str
+  clean: bool = True
+
+
+def write_gld_metadata(root: str, images: Sequence[GldImage]) -> None:
+  """Writes `train.csv`, `train_clean.csv`, `train_attribution.csv`."""
+  os.makedirs(root, exist_ok=True)
+  split_csv.write_csv(
+      os.path.join(root, "train.csv"), ("id", "url", "landmark_id"),
+      [(im.image_id, f"https://upload.wikimedia.org/{im.image_id}.jpg",
+        im.landmark_id) for im in images])
+  by_landmark: Dict[int, List[str]] = {}
+  for im in images:
+    if im.clean:
+      by_landmark.setdefault(im.landmark_id, []).append(im.image_id)
+  split_csv.write_csv(
+      os.path.join(root, "train_clean.csv"), ("landmark_id", "images"),
+      [(lm, " ".join(ids)) for lm, ids in sorted(by_landmark.items())])
+  split_csv.write_csv(
+      os.path.join(root, "train_attribution.csv"),
+      ("id", "url", "author", "license", "title"),
+      [(im.image_id, f"http://commons.wikimedia.org/wiki/File:{im.image_id}.jpg",
+        im.author, "CC-BY-SA-3.0", f"Photo, {im.image_id}")
+       for im in images])
+
+
+def write_gld_tar(path: str, image_root: str, image_ids: Sequence[str]) -> None:
+  """A GLD-style `images_NNN.tar` shard with `a/b/c/<id>.jpg` members."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with tarfile.open(path, "w") as tar:
+    for image_id in image_ids:
+      rel = gld_relative_path(image_id)
+      tar.add(os.path.join(image_root, rel), arcname=rel)
+
+
+# ----------------------------------------------------------------------------
+# Synthetic twins.
+
+
+def write_synthetic_split(root: str, num_clients: int, examples_per_client: int,
+                          num_classes: int, seed: int = 0,
+                          num_test: int = 8, with_label: bool = True):
+  """A `user_id,image_id,class[,label]` split + `test.csv` + JPEGs under root.
+
+  Client k gets examples of classes (k + j) % num_classes.
+
+  Returns:
+    (split_csv_path, test_csv_path).
+  """
+  rows, rel = [], []
+  for k in range(num_clients):
+    for j in range(examples_per_client):
+      image_id = f"img{k:04d}_{j:03d}"
+      c = (k + j) % num_classes
+      rows.append((f"u{k:04d}", image_id, c + 100, c) if with_label
+                  else (f"u{k:04d}", image_id, c + 100))
+      rel.append(f"{image_id}.jpg")
+  test = []
+  for j in range(num_test):
+    image_id = f"test{j:04d}"
+    test.append((image_id, j % num_classes + 100))
+    rel.append(f"{image_id}.jpg")
+  write_images(root, rel, seed)
+  header = split_csv.USER_LAYOUT if with_label else split_csv.LANDMARKS_LAYOUT
+  split_path = os.path.join(root, "split.csv")
+  test_path = os.path.join(root, "test.csv")
+  split_csv.write_csv(split_path, header, rows)
+  split_csv.write_csv(test_path, split_csv.TEST_LAYOUT, test)
+  return split_path, test_path
+
+
+def synthetic_inaturalist(root: str, num_clients: int = 4,
+                          examples_per_client: int = 5, num_classes: int = 3,
+                          seed: int = 0, image_size: int = 299, **config_kw):
+  """Synthetic twin of `image_data.load_inaturalist`: same element structure.
+
+  Writes tiny JPEGs and a user-layout split under `root`.
+  """
+  from federated_vision.realworld import image_data  # pylint: disable=g-import-not-at-top
+  split_path, test_path = write_synthetic_split(
+      root, num_clients, examples_per_client, num_classes, seed)
+  config_kw.setdefault("cache_dir", os.path.join(root, "cache"))
+  return image_data.load_inaturalist(
+      split_path, root, test_csv=test_path,
+      config=image_data.LoaderConfig(image_size=image_size, **config_kw))
+
+
+def synthetic_landmarks(root: str, num_clients: int = 4,
+                        examples_per_client: int = 5, num_classes: int = 3,
+                        seed: int = 0, image_size: int = 224, **config_kw):
+  """Synthetic twin of `image_data.load_landmarks` (user_id,image_id,class)."""
+  from federated_vision.realworld import image_data  # pylint: disable=g-import-not-at-top
+  split_path, test_path = write_synthetic_split(
+      root, num_clients, examples_per_client, num_classes, seed,
+      with_label=False)
+  config_kw.setdefault("cache_dir", os.path.join(root, "cache"))
+  return image_data.load_image_split(
+      "landmarks_synthetic", split_path, root, test_csv=test_path,
+      config=image_data.LoaderConfig(image_size=image_size, **config_kw))
