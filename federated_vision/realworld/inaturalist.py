@@ -1,0 +1,392 @@
+"""iNaturalist-User-120k and iNaturalist-Geo-k (Hsu, Qi & Brown 2020, ECCV).
+
+From the iNaturalist 2017 metadata (`train2017.json`, COCO-like, and
+`train2017_locations.json`, a list of {id, lat, lon, date, user_id}):
+
+1. Class balancing: keep the categories with >= 100 training images and draw
+   exactly 100 of each (seeded; 1,203 x 100 = 120,300 on the real data).
+2. User split: one client per `user_id`; images without a user id are
+   dropped from this split and counted (or make the build fail).
+3. Geo splits: adaptive S2 partitioning (`s2_cells.adaptive_partition`) of the
+   balanced images with coordinates, one per N_max in {30k, 10k, 3k, 1k, 300,
+   100}; cells with < N_min examples are dropped; images without coordinates
+   are counted.
+
+Outputs (sorted, byte-identical for a seed): `inaturalist_user_120k.csv` and
+`inaturalist_geo_<k>.csv` in the `user_id,image_id,class,label` layout (the
+geo files' `user_id` is the S2 token), TFF's `iNaturalist_train.csv` layout,
+`inaturalist_test.csv` (val2017 images of the kept classes),
+`image_paths.csv` (image_id -> path under the image root), `stats.json` and
+PNG figures. `image_id` is the file stem, as in the published CSVs.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from federated_vision.realworld import report, s2_cells, split_csv
+
+USER_SPLIT = "user_120k"
+MISSING_USER_POLICIES = ("drop", "fail")
+
+
+class InputError(ValueError):
+  """Malformed input metadata; the message names the file (and entry)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class InatConfig:
+  """Builder parameters (defaults: the paper's).
+
+  Attributes:
+    min_examples_per_class: keep categories with at least this many images.
+    examples_per_class: draw exactly this many of each kept category.
+    geo_max_examples: the N_max values of the geo splits.
+    geo_min_examples: N_min: geo cells with fewer examples are dropped.
+    missing_user: 'drop' (report) or 'fail' for balanced images with no user.
+    seed: seed of the class-balancing draw.
+    plots: write PNG figures.
+  """
+  min_examples_per_class: int = 100
+  examples_per_class: int = 100
+  geo_max_examples: Tuple[int, ...] = split_csv.GEO_MAX_EXAMPLES
+  geo_min_examples: int = 1
+  missing_user: str = "drop"
+  seed: int = 0
+  plots: bool = True
+
+  def __post_init__(self):
+    if self.examples_per_class < 1:
+      raise ValueError(f"examples_per_class must be >= 1, got "
+                       f"{self.examples_per_class}")
+    if self.min_examples_per_class < self.examples_per_class:
+      raise ValueError(
+          f"min_examples_per_class ({self.min_examples_per_class}) must be >= "
+          f"examples_per_class ({self.examples_per_class})")
+    if not self.geo_max_examples or any(int(n) < 1 for n in self.geo_max_examples):
+      raise ValueError(f"geo_max_examples must be positive integers, got "
+                       f"{self.geo_max_examples}")
+    if len(set(self.geo_max_examples)) != len(self.geo_max_examples):
+      raise ValueError(f"geo_max_examples has duplicates: {self.geo_max_examples}")
+    if not 1 <= self.geo_min_examples <= min(self.geo_max_examples):
+      raise ValueError(f"geo_min_examples must be in [1, min(geo_max_examples)]"
+                       f", got {self.geo_min_examples}")
+    if self.missing_user not in MISSING_USER_POLICIES:
+      raise ValueError(f"missing_user must be one of {MISSING_USER_POLICIES}, "
+                       f"got {self.missing_user!r}")
+
+
+@dataclasses.dataclass
+class InatMetadata:
+  """Parsed metadata, one entry per image, sorted by image id."""
+  image_ids: np.ndarray          # int64
+  stems: List[str]               # file stem = published image_id
+  file_names: List[str]          # relative to the image root
+  category_ids: np.ndarray       # int64
+  user_ids: List[Optional[str]]
+  lat: np.ndarray                # float64, NaN = unknown
+  lon: np.ndarray
+  categories: Dict[int, dict]
+  num_without_location_entry: int = 0
+
+
+def _load_json(path: str):
+  if not os.path.isfile(path):
+    raise InputError(f"{path}: no such file")
+  try:
+    with open(path, encoding="utf-8") as f:
+      return json.load(f)
+  except json.JSONDecodeError as e:
+    raise InputError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+  except UnicodeDecodeError as e:
+    raise InputError(f"{path}: not UTF-8 text ({e.reason})") from None
+
+
+def _get(entry, key, path, what, i):
+  if not isinstance(entry, dict) or key not in entry:
+    raise InputError(f"{path}: {what}[{i}] lacks '{key}'")
+  return entry[key]
+
+
+def _as_int(value, path, what, i, key):
+  if isinstance(value, bool) or not isinstance(value, (int, str)):
+    raise InputError(f"{path}: {what}[{i}].{key} = {value!r} is not an integer")
+  try:
+    return int(value)
+  except ValueError:
+    raise InputError(f"{path}: {what}[{i}].{key} = {value!r} is not an "
+                     "integer") from None
+
+
+def read_metadata(json_path: str, locations_path: Optional[str] = None
+                  ) -> InatMetadata:
+  """Parses `<split>2017.json` (+ optional `<split>2017_locations.json`).
+
+  Raises:
+    InputError: naming the file and the offending entry.
+  """
+  meta = _load_json(json_path)
+  if not isinstance(meta, dict):
+    raise InputError(f"{json_path}: expected a JSON object with images, "
+                     "annotations, categories")
+  for key in ("images", "annotations", "categories"):
+    if not isinstance(meta.get(key), list):
+      raise InputError(f"{json_path}: missing or non-list '{key}'")
+  categories = {}
+  for i, c in enumerate(meta["categories"]):
+    cid = _as_int(_get(c, "id", json_path, "categories", i), json_path,
+                  "categories", i, "id")
+    categories[cid] = {"id": cid, "name": str(c.get("name", cid)),
+                       "supercategory": str(c.get("supercategory", ""))}
+  file_name = {}
+  for i, im in enumerate(meta["images"]):
+    iid = _as_int(_get(im, "id", json_path, "images", i), json_path, "images",
+                  i, "id")
+    fn = _get(im, "file_name", json_path, "images", i)
+    if not isinstance(fn, str) or not fn:
+      raise InputError(f"{json_path}: images[{i}].file_name is not a path")
+    if iid in file_name:
+      raise InputError(f"{json_path}: images[{i}] repeats image id {iid}")
+    file_name[iid] = fn
+  category = {}
+  for i, a in enumerate(meta["annotations"]):
+    iid = _as_int(_get(a, "image_id", json_path, "annotations", i), json_path,
+                  "annotations", i, "image_id")
+    cid = _as_int(_get(a, "category_id", json_path, "annotations", i),
+                  json_path, "annotations", i, "category_id")
+    if iid not in file_name:
+      raise InputError(f"{json_path}: annotations[{i}] refers to unknown image "
+                       f"{iid}")
+    if cid not in categories:
+      raise InputError(f"{json_path}: annotations[{i}] refers to unknown "
+                       f"category {cid}")
+    if category.setdefault(iid, cid) != cid:
+      raise InputError(f"{json_path}: image {iid} has two categories")
+  unlabelled = sorted(set(file_name) - set(category))
+  if unlabelled:
+    raise InputError(f"{json_path}: {len(unlabelled)} images have no "
+                     f"annotation (e.g. {unlabelled[0]})")
+  ids = np.array(sorted(file_name), dtype=np.int64)
+  n = ids.size
+  users: List[Optional[str]] = [None] * n
+  lat = np.full(n, np.nan)
+  lon = np.full(n, np.nan)
+  without = n
+  if locations_path is not None:
+    locs = _load_json(locations_path)
+    if not isinstance(locs, list):
+      raise InputError(f"{locations_path}: expected a JSON list of "
+                       "{id, lat, lon, date, user_id}")
+    pos = {int(iid): k for k, iid in enumerate(ids.tolist())}
+    seen = set()
+    for i, loc in enumerate(locs):
+      iid = _as_int(_get(loc, "id", locations_path, "locations", i),
+                    locations_path, "locations", i, "id")
+      k = pos.get(iid)
+      if k is None:
+        raise InputError(f"{locations_path}: entry [{i}] refers to image "
+                         f"{iid}, absent from {os.path.basename(json_path)}")
+      if iid in seen:
+        raise InputError(f"{locations_path}: entry [{i}] repeats image {iid}")
+      seen.add(iid)
+      u = loc.get("user_id")
+      if u is not None:
+        users[k] = str(_as_int(u, locations_path, "locations", i, "user_id"))
+      la, lo = loc.get("lat"), loc.get("lon")
+      if la is not None and lo is not None:
+        try:
+          la, lo = float(la), float(lo)
+        except (TypeError, ValueError):
+          raise InputError(f"{locations_path}: entry [{i}] has non-numeric "
+                           "lat/lon") from None
+        if np.isfinite(la) and np.isfinite(lo) and abs(la) <= 90 and abs(lo) <= 180:
+          lat[k], lon[k] = la, lo
+    without = n - len(seen)
+  names = [file_name[i] for i in ids.tolist()]
+  return InatMetadata(
+      image_ids=ids,
+      stems=[os.path.splitext(os.path.basename(f))[0] for f in names],
+      file_names=names,
+      category_ids=np.array([category[i] for i in ids.tolist()], np.int64),
+      user_ids=users, lat=lat, lon=lon, categories=categories,
+      num_without_location_entry=without)
+
+
+def image_paths_from_metadata(json_paths: Sequence[str]) -> Dict[str, str]:
+  """image_id (file stem) -> file_name from iNaturalist 2017 JSON files."""
+  out = {}
+  for path in json_paths:
+    meta = _load_json(path)
+    for i, im in enumerate(meta.get("images", [])):
+      fn = _get(im, "file_name", path, "images", i)
+      out[os.path.splitext(os.path.basename(fn))[0]] = fn
+  return out
+
+
+def balance_classes(category_ids: np.ndarray, min_count: int, per_class: int,
+                    seed: int) -> np.ndarray:
+  """Hsu et al. 2020 balancing: classes with >= min_count, `per_class` each.
+
+  Args:
+    category_ids: category of each image (images in a fixed order).
+    min_count: keep categories with at least this many images.
+    per_class: images drawn (without replacement) from each kept category.
+    seed: numpy seed; same seed and input, same selection.
+
+  Returns:
+    Sorted indices of the selected images.
+  """
+  category_ids = np.asarray(category_ids, np.int64)
+  if min_count < per_class:
+    raise ValueError(f"min_count ({min_count}) must be >= per_class ({per_class})")
+  keys = np.random.default_rng(seed).random(category_ids.size)
+  order = np.lexsort((keys, category_ids))
+  cats = category_ids[order]
+  uniq, first, counts = np.unique(cats, return_index=True, return_counts=True)
+  rank = np.arange(cats.size) - np.repeat(first, counts)
+  kept = np.repeat(counts >= min_count, counts)
+  return np.sort(order[kept & (rank < per_class)])
+
+
+class Split:
+  """Rows of one built split: client, image stem, class, label (sorted)."""
+
+  def __init__(self, clients: Sequence[str], idx: np.ndarray):
+    self.clients = list(clients)
+    self.idx = np.asarray(idx, np.int64)
+
+
+def _sorted_split(clients: Sequence[str], idx: np.ndarray, stems: Sequence[str]
+                  ) -> Split:
+  order = sorted(range(len(idx)), key=lambda k: (
+      split_csv.class_sort_key(clients[k]), stems[idx[k]]))
+  return Split([clients[k] for k in order], np.asarray(idx)[order])
+
+
+def build_inaturalist(train_json: str, train_locations: str, output_dir: str,
+                      val_json: Optional[str] = None,
+                      config: InatConfig = InatConfig()) -> dict:
+  """Builds iNaturalist-User-120k and -Geo-k (Hsu, Qi & Brown 2020).
+
+  Args:
+    train_json: `train2017.json`.
+    train_locations: `train2017_locations.json`.
+    output_dir: where CSVs, `stats.json` and PNGs go (created).
+    val_json: optional `val2017.json`: its images of the kept classes form
+      `inaturalist_test.csv`.
+    config: `InatConfig`.
+
+  Returns:
+    The statistics written to `stats.json`.
+
+  Raises:
+    InputError: malformed or missing input (message names the file).
+    ValueError: missing users with `missing_user='fail'`, or no class has
+      `min_examples_per_class` images.
+  """
+  meta = read_metadata(train_json, train_locations)
+  sel = balance_classes(meta.category_ids, config.min_examples_per_class,
+                        config.examples_per_class, config.seed)
+  if sel.size == 0:
+    raise ValueError(f"no category of {train_json} has "
+                     f"{config.min_examples_per_class} images")
+  kept = np.unique(meta.category_ids[sel])
+  label_of = {int(c): i for i, c in enumerate(kept.tolist())}
+  labels = np.full(meta.image_ids.size, -1, np.int64)
+  labels[sel] = [label_of[int(c)] for c in meta.category_ids[sel]]
+  num_classes = len(kept)
+  stems = meta.stems
+  os.makedirs(output_dir, exist_ok=True)
+
+  # User split.
+  no_user = [int(i) for i in sel if meta.user_ids[i] is None]
+  if no_user and config.missing_user == "fail":
+    raise ValueError(f"{train_locations}: {len(no_user)} balanced images have "
+                     f"no user_id (e.g. image {int(meta.image_ids[no_user[0]])}); "
+                     "use missing_user='drop'")
+  with_user = np.array([i for i in sel if meta.user_ids[i] is not None], np.int64)
+  splits: Dict[str, Split] = {USER_SPLIT: _sorted_split(
+      [meta.user_ids[i] for i in with_user], with_user, stems)}
+  extras = {USER_SPLIT: {"num_balanced_without_user": len(no_user),
+                         "missing_user_policy": config.missing_user}}
+
+  # Geo splits.
+  has_xy = sel[np.isfinite(meta.lat[sel])]
+  leaf = s2_cells.leaf_cell_ids(meta.lat[has_xy], meta.lon[has_xy])
+  geo_names = []
+  for n_max in sorted(config.geo_max_examples, reverse=True):
+    name = split_csv.geo_split_name(n_max)
+    geo_names.append(name)
+    part = s2_cells.adaptive_partition(leaf, n_max, config.geo_min_examples)
+    tokens = part.tokens
+    assigned = part.assignment >= 0
+    splits[name] = _sorted_split(
+        [tokens[a] for a in part.assignment[assigned]], has_xy[assigned], stems)
+    extras[name] = {
+        "max_examples": int(n_max), "min_examples": config.geo_min_examples,
+        "num_balanced_without_coordinates": int(sel.size - has_xy.size),
+        "num_dropped_cells": int(part.dropped_cells.size),
+        "num_examples_in_dropped_cells": part.num_dropped,
+        "num_oversized_leaf_cells": int(part.oversized.size),
+        "max_cell_level": max((s2_cells.cell_level(c) for c in
+                               part.cells.tolist()), default=0)}
+
+  # Per-split CSVs.
+  for name, split in splits.items():
+    split_csv.write_csv(
+        os.path.join(output_dir, f"inaturalist_{name}.csv"),
+        split_csv.USER_LAYOUT,
+        ((c, stems[i], int(meta.category_ids[i]), int(labels[i]))
+         for c, i in zip(split.clients, split.idx)))
+
+  # TFF layout: one row per balanced image, NA where not in a split.
+  column_of = {}
+  for name, split in splits.items():
+    column_of[name] = dict(zip(split.idx.tolist(), split.clients))
+  sel_sorted = sorted(sel.tolist(), key=lambda i: stems[i])
+  split_csv.write_csv(
+      os.path.join(output_dir, "iNaturalist_train.csv"),
+      split_csv.TFF_INAT_LAYOUT,
+      ([column_of.get(s, {}).get(i, split_csv.NA)
+        for s in split_csv.TFF_INAT_SPLITS] +
+       [stems[i], int(meta.category_ids[i])] for i in sel_sorted))
+
+  # Test set and image paths.
+  path_rows = {stems[i]: meta.file_names[i] for i in sel.tolist()}
+  test_stats = None
+  if val_json is not None:
+    val = read_metadata(val_json)
+    rows = sorted((val.stems[k], int(c), label_of[int(c)])
+                  for k, c in enumerate(val.category_ids.tolist())
+                  if int(c) in label_of)
+    split_csv.write_csv(os.path.join(output_dir, "inaturalist_test.csv"),
+                        split_csv.TEST_LAYOUT + ("label",), rows)
+    for k, c in enumerate(val.category_ids.tolist()):
+      if int(c) in label_of:
+        path_rows[val.stems[k]] = val.file_names[k]
+    test_stats = {"num_examples": len(rows),
+                  "num_classes_present": len({r[1] for r in rows})}
+  split_csv.write_csv(os.path.join(output_dir, "image_paths.csv"),
+                      split_csv.IMAGE_PATHS_LAYOUT, sorted(path_rows.items()))
+
+  stats = {
+      "reference": "Hsu, Qi & Brown 2020, ECCV (iNaturalist-User-120k, -Geo-k)",
+      "inputs": {"train_json": os.path.basename(train_json),
+                 "train_locations": os.path.basename(train_locations),
+                 "val_json": val_json and os.path.basename(val_json)},
+      "config": dataclasses.asdict(config),
+      "num_train_images": int(meta.image_ids.size),
+      "num_train_categories": len(meta.categories),
+      "num_train_images_without_location_entry": meta.num_without_location_entry,
+      "num_balanced_examples": int(sel.size),
+      "num_classes": num_classes,
+      "splits": {}, "test": test_stats}
+  for name, split in splits.items():
+    stats["splits"][name] = report.report_split(
+        f"inaturalist_{name}", split.clients, labels[split.idx], num_classes,
+        output_dir, extras[name], plots=config.plots)
+  report.write_json(os.path.join(output_dir, "stats.json"), stats)
+  return stats
