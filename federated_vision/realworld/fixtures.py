@@ -232,3 +232,50 @@ def synthetic_landmarks(root: str, num_clients: int = 4,
   return image_data.load_image_split(
       "landmarks_synthetic", split_path, root, test_csv=test_path,
       config=image_data.LoaderConfig(image_size=image_size, **config_kw))
+
+
+# Cities the small fixtures cluster observations around (lat, lon).
+CITIES = ((37.77, -122.42), (48.86, 2.35), (-33.87, 151.21), (35.68, 139.69),
+          (-23.55, -46.63))
+
+
+def small_inaturalist_records(class_sizes=(12, 10, 9, 4, 10, 1), seed: int = 0,
+                              num_users: int = 5, first_id: int = 1000):
+  """Deterministic records: class c has class_sizes[c] images.
+
+  Every 7th image has no user id, every 5th has no coordinates; the others
+  lie within ~0.1 degree of one of `CITIES`.
+  """
+  rng = np.random.default_rng(seed)
+  records, k = [], 0
+  for c, n in enumerate(class_sizes):
+    for _ in range(n):
+      city = CITIES[k % len(CITIES)]
+      user = None if k % 7 == 3 else (k * 3) % num_users
+      if k % 5 == 4:
+        lat = lon = None
+      else:
+        lat = round(city[0] + float(rng.normal(0, 0.1)), 6)
+        lon = round(city[1] + float(rng.normal(0, 0.1)), 6)
+      records.append(InatRecord(first_id + k, c, user, lat, lon))
+      k += 1
+  return records
+
+
+def write_small_inaturalist(root: str, class_sizes=(12, 10, 9, 4, 10, 1),
+                            val_per_class: int = 2, with_images: bool = True,
+                            seed: int = 0):
+  """iNaturalist 2017 layout under root: JSONs + `train_val_images/`.
+
+  Returns:
+    (train_records, val_records, categories, stem -> file_name).
+  """
+  categories = inat_categories(len(class_sizes))
+  train = small_inaturalist_records(class_sizes, seed)
+  val = [InatRecord(90000 + k, c) for c in range(len(class_sizes))
+         for k in range(c * val_per_class, (c + 1) * val_per_class)]
+  names = write_inaturalist_metadata(root, "train", train, categories)
+  names.update(write_inaturalist_metadata(root, "val", val, categories))
+  if with_images:
+    write_images(root, sorted(names.values()), seed)
+  return train, val, categories, names

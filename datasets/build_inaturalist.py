@@ -1,0 +1,68 @@
+"""Builds iNaturalist-User-120k and iNaturalist-Geo-k (Hsu, Qi & Brown 2020).
+
+  python datasets/build_inaturalist.py \
+    --train_json=.../train2017.json \
+    --train_locations=.../train2017_locations.json \
+    --val_json=.../val2017.json --output_dir=output/inaturalist
+
+Writes the per-split CSVs (`user_id,image_id,class,label`), TFF's
+`iNaturalist_train.csv` layout, `inaturalist_test.csv`, `image_paths.csv`,
+`stats.json` and PNG figures. Bad input: one `error:` line, exit status 2.
+"""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+from absl import logging
+
+from federated_vision.realworld import cli, inaturalist
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("train_json", None, "iNaturalist 2017 train2017.json.")
+flags.DEFINE_string("train_locations", None, "train2017_locations.json.")
+flags.DEFINE_string("val_json", None, "Optional val2017.json -> test split.")
+flags.DEFINE_string("output_dir", None, "Output directory.")
+flags.DEFINE_integer("min_examples_per_class", 100,
+                     "Keep classes with at least this many training images.")
+flags.DEFINE_integer("examples_per_class", 100,
+                     "Images drawn from each kept class.")
+flags.DEFINE_list("geo_max_examples", ["30k", "10k", "3k", "1k", "300", "100"],
+                  "N_max values of the geo splits (e.g. 30k,1k,100).")
+flags.DEFINE_integer("geo_min_examples", 1,
+                     "N_min: geo cells with fewer examples are dropped.")
+flags.DEFINE_enum("missing_user", "drop", ["drop", "fail"],
+                  "Balanced images without user_id: drop (reported) or fail.")
+flags.DEFINE_integer("seed", 0, "Seed of the class-balancing draw.")
+flags.DEFINE_bool("plots", True, "Write PNG figures.")
+flags.mark_flags_as_required(["train_json", "train_locations", "output_dir"])
+
+
+@cli.guarded
+def main(argv):
+  if len(argv) > 1:
+    cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
+  config = inaturalist.InatConfig(
+      min_examples_per_class=FLAGS.min_examples_per_class,
+      examples_per_class=FLAGS.examples_per_class,
+      geo_max_examples=tuple(cli.int_list("geo_max_examples",
+                                          FLAGS.geo_max_examples)),
+      geo_min_examples=FLAGS.geo_min_examples,
+      missing_user=FLAGS.missing_user, seed=FLAGS.seed, plots=FLAGS.plots)
+  stats = inaturalist.build_inaturalist(
+      FLAGS.train_json, FLAGS.train_locations, FLAGS.output_dir,
+      val_json=FLAGS.val_json, config=config)
+  for name, s in stats["splits"].items():
+    logging.info("%s: %d clients, %d examples, %d classes, EMD %.3f", name,
+                 s["num_clients"], s["num_examples"], s["num_classes"],
+                 s.get("emd", float("nan")))
+  print(f"wrote {FLAGS.output_dir}: {stats['num_balanced_examples']} balanced "
+        f"examples, {stats['num_classes']} classes, splits "
+        f"{', '.join(stats['splits'])}")
+
+
+if __name__ == "__main__":
+  app.run(main)

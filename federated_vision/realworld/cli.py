@@ -1,0 +1,48 @@
+"""Shared error handling of the `datasets/` binaries: one line, no traceback."""
+
+import json
+import sys
+from typing import Callable, List, Sequence
+
+from federated_vision.realworld import split_csv
+
+# Input errors that are the user's, not bugs: reported as one line, exit 2.
+INPUT_ERRORS = (FileNotFoundError, IsADirectoryError, PermissionError,
+                ValueError, json.JSONDecodeError, UnicodeDecodeError,
+                split_csv.CsvFormatError)
+
+
+def fail(message: str, code: int = 2) -> None:
+  """Prints `error: <message>` (one line) to stderr and exits."""
+  sys.stderr.write("error: " + " ".join(str(message).split()) + "\n")
+  sys.stderr.flush()
+  sys.exit(code)
+
+
+def guarded(main: Callable[[Sequence[str]], None]) -> Callable[[Sequence[str]], None]:
+  """Wraps an absl main so that input errors exit 2 with one line."""
+  def wrapped(argv):
+    try:
+      main(argv)
+    except INPUT_ERRORS as e:
+      fail(str(e))
+    except RuntimeError as e:  # e.g. image_data.BadImagesError.
+      fail(str(e), code=3)
+  return wrapped
+
+
+def int_list(flag_name: str, values: Sequence[str]) -> List[int]:
+  """Parses a list flag of positive integers ('30000,10000' or '30k,10k')."""
+  out = []
+  for v in values:
+    v = v.strip().lower()
+    try:
+      n = int(v[:-1]) * 1000 if v.endswith("k") else int(v)
+    except ValueError:
+      fail(f"--{flag_name}: {v!r} is not an integer")
+    if n < 1:
+      fail(f"--{flag_name}: {n} must be >= 1")
+    out.append(n)
+  if not out:
+    fail(f"--{flag_name}: give at least one value")
+  return out

@@ -1,0 +1,207 @@
+"""iNaturalist-User-120k / -Geo builders (Hsu, Qi & Brown 2020) on fixtures."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import s2sphere
+
+from federated_vision.realworld import fixtures, inaturalist, split_csv
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = sys.executable
+# Small fixture: classes with >= 9 images are kept, 8 drawn from each.
+CFG = inaturalist.InatConfig(min_examples_per_class=9, examples_per_class=8,
+                             geo_max_examples=(10, 4, 2), geo_min_examples=2,
+                             plots=False)
+
+
+def _rows(path):
+  with open(path, newline="") as f:
+    return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+  root = tmp_path_factory.mktemp("inat")
+  train, val, cats, names = fixtures.write_small_inaturalist(
+      str(root), with_images=False)
+  out = root / "out"
+  stats = inaturalist.build_inaturalist(
+      str(root / "train2017.json"), str(root / "train2017_locations.json"),
+      str(out), val_json=str(root / "val2017.json"), config=CFG)
+  return root, out, train, val, stats
+
+
+def test_class_balancing(built):
+  _, out, train, _, stats = built
+  by_stem = {fixtures.image_stem(r.image_id): r for r in train}
+  rows = _rows(out / "iNaturalist_train.csv")
+  classes = [int(r["class"]) for r in rows]
+  # class sizes (12, 10, 9, 4, 10, 1): classes 0, 1, 2, 4 have >= 9.
+  assert sorted(set(classes)) == [0, 1, 2, 4]
+  assert np.bincount(classes).tolist() == [8, 8, 8, 0, 8]
+  assert len({r["image_id"] for r in rows}) == 32
+  for r in rows:
+    assert by_stem[r["image_id"]].category_id == int(r["class"])
+  assert stats["num_balanced_examples"] == 32 and stats["num_classes"] == 4
+
+
+def test_user_split(built):
+  _, out, train, _, stats = built
+  by_stem = {fixtures.image_stem(r.image_id): r for r in train}
+  rows = _rows(out / "inaturalist_user_120k.csv")
+  assert list(rows[0].keys()) == list(split_csv.USER_LAYOUT)
+  balanced = {r["image_id"] for r in _rows(out / "iNaturalist_train.csv")}
+  no_user = {s for s in balanced if by_stem[s].user_id is None}
+  assert no_user  # The fixture has some; they are dropped and counted.
+  assert {r["image_id"] for r in rows} == balanced - no_user
+  for r in rows:
+    assert r["user_id"] == str(by_stem[r["image_id"]].user_id)
+  label_of = {0: 0, 1: 1, 2: 2, 4: 3}
+  assert all(int(r["label"]) == label_of[int(r["class"])] for r in rows)
+  s = stats["splits"]["user_120k"]
+  assert s["num_balanced_without_user"] == len(no_user)
+  assert s["num_examples"] == len(rows)
+  assert s["num_clients"] == len({r["user_id"] for r in rows})
+
+
+@pytest.mark.parametrize("n_max", [10, 4, 2])
+def test_geo_splits(built, n_max):
+  _, out, train, _, stats = built
+  by_stem = {fixtures.image_stem(r.image_id): r for r in train}
+  name = split_csv.geo_split_name(n_max)
+  rows = _rows(out / f"inaturalist_{name}.csv")
+  balanced = {r["image_id"] for r in _rows(out / "iNaturalist_train.csv")}
+  with_xy = {s for s in balanced if by_stem[s].lat is not None}
+  ids = [r["image_id"] for r in rows]
+  assert len(ids) == len(set(ids))  # Each example in at most one cell.
+  sizes = {}
+  for r in rows:
+    sizes[r["user_id"]] = sizes.get(r["user_id"], 0) + 1
+    rec = by_stem[r["image_id"]]
+    cell = s2sphere.CellId.from_token(r["user_id"])
+    assert cell.is_valid() and cell.to_token() == r["user_id"]
+    assert cell.contains(s2sphere.CellId.from_lat_lng(
+        s2sphere.LatLng.from_degrees(rec.lat, rec.lon)))
+  assert max(sizes.values()) <= n_max and min(sizes.values()) >= 2
+  s = stats["splits"][name]
+  assert s["num_balanced_without_coordinates"] == len(balanced - with_xy)
+  # Kept + in dropped cells == all balanced examples with coordinates.
+  assert len(rows) + s["num_examples_in_dropped_cells"] == len(with_xy)
+  assert s["num_clients"] == len(sizes)
+
+
+def test_tff_layout_matches_split_files(built):
+  _, out, *_ = built
+  rows = _rows(out / "iNaturalist_train.csv")
+  assert list(rows[0].keys()) == list(split_csv.TFF_INAT_LAYOUT)
+  for col, fname in [("user_120k", "inaturalist_user_120k.csv"),
+                     ("geo_100", None), ("geo_30k", None)]:
+    got = {(r[col], r["image_id"]) for r in rows if r[col] != "NA"}
+    if fname is None:
+      assert got == set()  # Not built with this config: all NA.
+    else:
+      assert got == {(r["user_id"], r["image_id"]) for r in _rows(out / fname)}
+
+
+def test_test_split_and_paths(built):
+  root, out, _, val, _ = built
+  rows = _rows(out / "inaturalist_test.csv")
+  assert sorted(int(r["class"]) for r in rows) == [0, 0, 1, 1, 2, 2, 4, 4]
+  paths = {r["image_id"]: r["path"] for r in _rows(out / "image_paths.csv")}
+  meta = json.load(open(root / "val2017.json"))
+  by_stem = {os.path.basename(i["file_name"])[:-4]: i["file_name"]
+             for i in meta["images"]}
+  for r in rows:
+    assert paths[r["image_id"]] == by_stem[r["image_id"]]
+
+
+def test_deterministic_and_seeded(built, tmp_path):
+  root, out, *_ = built
+  args = (str(root / "train2017.json"), str(root / "train2017_locations.json"))
+  inaturalist.build_inaturalist(*args, str(tmp_path / "same"), config=CFG)
+  for f in ("iNaturalist_train.csv", "inaturalist_user_120k.csv",
+            "inaturalist_geo_4.csv"):
+    assert (tmp_path / "same" / f).read_bytes() == (out / f).read_bytes()
+  import dataclasses
+  other = dataclasses.replace(CFG, seed=1)
+  inaturalist.build_inaturalist(*args, str(tmp_path / "other"), config=other)
+  assert ((tmp_path / "other" / "iNaturalist_train.csv").read_bytes() !=
+          (out / "iNaturalist_train.csv").read_bytes())
+
+
+def test_stats_json(built):
+  _, out, *_ = built
+  stats = json.load(open(out / "stats.json"))
+  assert set(stats["splits"]) == {"user_120k", "geo_10", "geo_4", "geo_2"}
+  for s in stats["splits"].values():
+    assert 0 <= s["emd"] <= 2
+    assert s["num_classes"] == 4
+
+
+def test_balance_classes_exact():
+  cats = np.array([0] * 5 + [1] * 3 + [2] * 4)
+  sel = inaturalist.balance_classes(cats, 4, 2, seed=0)
+  assert np.bincount(cats[sel]).tolist() == [2, 0, 2]
+  assert sel.tolist() == sorted(sel.tolist())
+  assert inaturalist.balance_classes(cats, 4, 2, 0).tolist() == sel.tolist()
+
+
+def test_config_validation():
+  with pytest.raises(ValueError, match="min_examples_per_class"):
+    inaturalist.InatConfig(min_examples_per_class=5, examples_per_class=10)
+  with pytest.raises(ValueError, match="missing_user"):
+    inaturalist.InatConfig(missing_user="keep")
+  with pytest.raises(ValueError, match="geo_min_examples"):
+    inaturalist.InatConfig(geo_max_examples=(10,), geo_min_examples=11)
+
+
+def test_missing_user_fail(built, tmp_path):
+  root, *_ = built
+  import dataclasses
+  with pytest.raises(ValueError, match="no user_id"):
+    inaturalist.build_inaturalist(
+        str(root / "train2017.json"), str(root / "train2017_locations.json"),
+        str(tmp_path), config=dataclasses.replace(CFG, missing_user="fail"))
+
+
+def test_malformed_json_names_file_and_line(tmp_path):
+  bad = tmp_path / "train2017.json"
+  bad.write_text('{"images": [\n{"id": 1,}\n]}')
+  with pytest.raises(inaturalist.InputError, match=r"train2017.json:2"):
+    inaturalist.read_metadata(str(bad))
+  bad.write_text('{"images": [{"id": 1}], "annotations": [], "categories": []}')
+  with pytest.raises(inaturalist.InputError, match=r"images\[0\] lacks 'file_name'"):
+    inaturalist.read_metadata(str(bad))
+
+
+def test_binary_smoke_and_bad_input(built, tmp_path):
+  root, out, *_ = built
+  cmd = [PY, os.path.join(REPO, "datasets", "build_inaturalist.py"),
+         f"--train_json={root / 'train2017.json'}",
+         f"--train_locations={root / 'train2017_locations.json'}",
+         f"--val_json={root / 'val2017.json'}",
+         f"--output_dir={tmp_path / 'bin'}", "--min_examples_per_class=9",
+         "--examples_per_class=8", "--geo_max_examples=10,4,2",
+         "--geo_min_examples=2", "--noplots"]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+  assert res.returncode == 0, res.stderr
+  for f in ("iNaturalist_train.csv", "inaturalist_geo_2.csv",
+            "inaturalist_test.csv"):
+    assert (tmp_path / "bin" / f).read_bytes() == (out / f).read_bytes()
+  bad = tmp_path / "bad.json"
+  bad.write_text("{not json")
+  for extra, needle in [([f"--train_json={bad}"], "bad.json:1"),
+                        (["--geo_max_examples=10,x"], "--geo_max_examples"),
+                        ([f"--train_json={tmp_path / 'nope.json'}"], "nope.json")]:
+    res = subprocess.run(cmd + extra, capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert res.returncode != 0
+    assert "Traceback" not in res.stderr
+    assert needle in res.stderr
