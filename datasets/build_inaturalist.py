@@ -38,13 +38,13 @@ flags.DEFINE_enum("missing_user", "drop", ["drop", "fail"],
                   "Balanced images without user_id: drop (reported) or fail.")
 flags.DEFINE_integer("seed", 0, "Seed of the class-balancing draw.")
 flags.DEFINE_bool("plots", True, "Write PNG figures.")
-flags.mark_flags_as_required(["train_json", "train_locations", "output_dir"])
 
 
 @cli.guarded
 def main(argv):
   if len(argv) > 1:
     cli.fail(f"unexpected arguments: {' '.join(argv[1:])}")
+  cli.require_flags(FLAGS, ["train_json", "train_locations", "output_dir"])
   config = inaturalist.InatConfig(
       min_examples_per_class=FLAGS.min_examples_per_class,
       examples_per_class=FLAGS.examples_per_class,

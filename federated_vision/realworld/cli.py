@@ -46,3 +46,10 @@ def int_list(flag_name: str, values: Sequence[str]) -> List[int]:
   if not out:
     fail(f"--{flag_name}: give at least one value")
   return out
+
+
+def require_flags(flag_values, names: Sequence[str]) -> None:
+  """Fails with one line listing the required flags that were not given."""
+  missing = [f"--{n}" for n in names if getattr(flag_values, n) in (None, "")]
+  if missing:
+    fail(f"missing required flag(s): {', '.join(missing)}")

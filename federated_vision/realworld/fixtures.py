@@ -279,3 +279,18 @@ def write_small_inaturalist(root: str, class_sizes=(12, 10, 9, 4, 10, 1),
   if with_images:
     write_images(root, sorted(names.values()), seed)
   return train, val, categories, names
+
+
+def small_gld_images(num_landmarks: int = 8, num_authors: int = 10,
+                     num_images: int = 400, seed: int = 0) -> List[GldImage]:
+  """Random GLD-v2 images with skewed landmarks/authors; some authorless
+  (empty author field) and some not in the clean set."""
+  rng = np.random.default_rng(seed)
+  lm_p = rng.dirichlet(np.ones(num_landmarks))
+  au_p = rng.dirichlet(np.ones(num_authors) * 0.7)
+  out = []
+  for k in range(num_images):
+    author = "" if k % 23 == 5 else f"Author {int(rng.choice(num_authors, p=au_p))}, Jr"
+    out.append(GldImage(gld_image_id(k), 1000 + 7 * int(rng.choice(
+        num_landmarks, p=lm_p)), author, clean=(k % 17 != 3)))
+  return out
