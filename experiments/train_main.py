@@ -34,6 +34,7 @@ def _fail(message: str) -> None:
 
 
 def main(argv):
+  sys.stdout.reconfigure(line_buffering=True)  # Progress reaches pipes/logs.
   if len(argv) > 1:
     _fail(f"unexpected arguments {argv[1:]}; all options are --flags")
   from absl import logging  # pylint: disable=g-import-not-at-top
@@ -44,6 +45,10 @@ def main(argv):
     runner.run(FLAGS)
   except flags_lib.FlagError as e:
     _fail(str(e))
+  except KeyboardInterrupt:
+    print("interrupted; run the same command again to resume from the last "
+          "checkpoint", file=sys.stderr)
+    sys.exit(130)
 
 
 if __name__ == "__main__":

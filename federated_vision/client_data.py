@@ -70,9 +70,10 @@ def _row_lookup(client_ids: Sequence[str]) -> Callable[[tf.Tensor], tf.Tensor]:
   def lookup(key):
     base = base_client_id(key)
     hits = tf.reshape(tf.where(tf.equal(ids, base)), [-1])
-    tf.debugging.assert_equal(tf.size(hits), 1,
-                              message="unknown client id")
-    return hits[0]
+    check = tf.debugging.assert_equal(tf.size(hits), 1,
+                                      message="unknown client id")
+    with tf.control_dependencies([check]):  # Enforced in graph mode too.
+      return tf.identity(hits[0])
   return lookup
 
 

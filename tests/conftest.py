@@ -1,0 +1,72 @@
+"""Shared test setup: quiet TF, repo on sys.path, and a process-hygiene check.
+
+No TFF worker_binary started during the session may outlive it: the session
+fails if one does (CI would hang on its open pipes).
+"""
+
+import os
+import subprocess
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("MPLBACKEND", "Agg")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+  sys.path.insert(0, REPO)
+
+import pytest  # pylint: disable=g-import-not-at-top
+
+_WORKER_PATTERN = "tensorflow_federated/.*worker_binary"
+
+
+def worker_pids() -> set:
+  out = subprocess.run(["pgrep", "-f", _WORKER_PATTERN], capture_output=True,
+                       text=True, check=False).stdout
+  pids = set()
+  for pid in out.split():
+    try:
+      with open(f"/proc/{pid}/stat") as f:
+        if f.read().split(")")[-1].split()[0] != "Z":  # Zombies are dead.
+          pids.add(int(pid))
+    except OSError:
+      pass
+  return pids
+
+
+_BEFORE = set()
+
+
+def pytest_sessionstart(session):
+  del session
+  _BEFORE.update(worker_pids())
+
+
+def pytest_sessionfinish(session, exitstatus):
+  del exitstatus
+  import time  # pylint: disable=g-import-not-at-top
+  from federated_vision import execution  # pylint: disable=g-import-not-at-top
+  execution.stop_all_workers()
+  deadline = time.time() + 10
+  left = worker_pids() - _BEFORE
+  while left and time.time() < deadline:
+    time.sleep(0.2)
+    left = worker_pids() - _BEFORE
+  if left:
+    print(f"\nERROR: TFF worker processes outlived the tests: {sorted(left)}",
+          file=sys.stderr)
+    session.exitstatus = 1
+
+
+def run_module(module: str, *args: str, timeout: float = 300,
+               cwd: str = REPO, env=None) -> subprocess.CompletedProcess:
+  """Runs `python -m module args` from the repo; captures output."""
+  full_env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", MPLBACKEND="Agg")
+  full_env.update(env or {})
+  return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd,
+                        capture_output=True, text=True, timeout=timeout,
+                        env=full_env, stdin=subprocess.DEVNULL, check=False)
+
+
+@pytest.fixture
+def repo_root():
+  return REPO

@@ -1,0 +1,177 @@
+"""The default experiment binary: outputs, determinism, resume, bad input."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, run_module, worker_pids
+
+BINARY = "experiments.train_main"
+SMALL = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=3",
+         "--client_batch_size=20", "--rounds_per_eval=2",
+         "--rounds_per_checkpoint=1", "--centralized_epochs=1", "--seed=3"]
+
+
+def _metric_rows(path):
+  """CSV rows without the timing columns."""
+  with open(path, newline="") as f:
+    rows = list(csv.DictReader(f))
+  for r in rows:
+    r.pop("round_seconds")
+  return rows
+
+
+def test_smoke_two_rounds_writes_every_output(tmp_path):
+  proc = run_module(BINARY, f"--root_output_dir={tmp_path}",
+                    "--experiment_name=smoke", "--total_rounds=2",
+                    "--rounds_per_eval=1", "--centralized_epochs=2")
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  out = tmp_path / "smoke"
+  summary = json.loads((out / "summary.json").read_text())
+  assert set(summary["methods"]) == {"fedavg", "fedavgm"}
+  for name, m in summary["methods"].items():
+    assert m["rounds"] == 2
+    assert 0 <= m["final_accuracy"] <= 1
+    assert m["relative_accuracy"] == pytest.approx(
+        m["final_accuracy"] / summary["centralized"]["accuracy"])
+    rows = _metric_rows(out / name / "metrics.csv")
+    assert [r["round"] for r in rows] == ["1", "2"]
+    assert all(r["test_accuracy"] for r in rows)
+    assert os.listdir(out / name / "tensorboard")
+    assert (out / name / "checkpoints" / "round_2").is_dir()
+  assert len(summary["centralized"]["history"]) == 2
+  hparams = json.loads((out / "hparams.json").read_text())
+  for flag in ("dataset", "algorithm", "clients_per_round", "client_epochs",
+               "client_batch_size", "client_learning_rate",
+               "server_learning_rate", "server_momentum", "total_rounds",
+               "rounds_per_eval", "rounds_per_checkpoint", "seed",
+               "root_output_dir", "experiment_name", "alpha"):
+    assert flag in hparams
+  assert hparams["total_rounds"] == 2
+  assert hparams["partition"]["num_clients"] == 20
+  for png in ("accuracy.png", "accuracy_vs_batches.png"):
+    assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  # One progress line per round and method, then the table.
+  assert proc.stdout.count("[fedavg] round") == 2
+  assert proc.stdout.count("[fedavgm] round") == 2
+  assert "relative_acc" in proc.stdout and str(out) in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+  root = tmp_path_factory.mktemp("runs")
+  runs = []
+  for name in ("a", "b"):
+    proc = run_module(BINARY, f"--root_output_dir={root}",
+                      f"--experiment_name={name}", "--total_rounds=6", *SMALL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs.append(root / name)
+  return runs
+
+
+def test_same_seed_gives_identical_metrics(uninterrupted):
+  a, b = uninterrupted
+  rows_a = _metric_rows(a / "fedavg" / "metrics.csv")
+  assert len(rows_a) == 6
+  assert rows_a == _metric_rows(b / "fedavg" / "metrics.csv")
+  # Byte-identical once the timing column is cut.
+  strip = lambda p: [",".join(l.split(",")[:-1]) for l in p.read_text().splitlines()]
+  assert strip(a / "fedavg" / "metrics.csv") == strip(b / "fedavg" / "metrics.csv")
+
+
+def test_sigkill_then_resume_matches_uninterrupted(uninterrupted, tmp_path):
+  args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
+          "--experiment_name=killed", "--total_rounds=6", *SMALL]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  first_ckpt = tmp_path / "killed" / "fedavg" / "checkpoints" / "round_1"
+  proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+  try:
+    deadline = time.time() + 240
+    while not first_ckpt.is_dir() and proc.poll() is None:
+      assert time.time() < deadline, "no checkpoint appeared"
+      time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert proc.returncode == -signal.SIGKILL
+  csv_path = tmp_path / "killed" / "fedavg" / "metrics.csv"
+  assert len(_metric_rows(csv_path)) < 6, "run finished before the kill"
+
+  again = run_module(BINARY, *args[3:])
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "resuming from the checkpoint of round" in again.stdout
+  summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
+  assert summary["methods"]["fedavg"]["resumed_from_round"] >= 1
+  reference = uninterrupted[0]
+  assert _metric_rows(csv_path) == _metric_rows(reference / "fedavg" / "metrics.csv")
+  ref_summary = json.loads((reference / "summary.json").read_text())
+  assert (summary["methods"]["fedavg"]["final_accuracy"]
+          == ref_summary["methods"]["fedavg"]["final_accuracy"])
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 128 + 15),
+                                       (signal.SIGINT, 130)])
+def test_signal_stops_run_and_worker(tmp_path, sig, code):
+  before = worker_pids()
+  args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
+          "--total_rounds=200", *SMALL]
+  proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                          text=True)
+  try:
+    line = ""
+    deadline = time.time() + 240
+    while "[fedavg] round" not in line:
+      assert time.time() < deadline and proc.poll() is None, proc.stderr.read()
+      line = proc.stdout.readline()
+    ours = worker_pids() - before
+    assert ours, "no worker while training"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert proc.returncode == code
+  assert "Traceback" not in err
+  time.sleep(0.5)
+  assert not (worker_pids() & ours)
+
+
+def _file_in(tmp_path):
+  blocker = tmp_path / "a_file"
+  blocker.write_text("not a directory")
+  return str(blocker / "sub")
+
+
+@pytest.mark.parametrize("flag_args, must_mention", [
+    (["--dataset=imagenet"], ["--dataset", "digits"]),
+    (["--total_rounds=0"], ["--total_rounds"]),
+    (["--total_rounds=-3"], ["--total_rounds"]),
+    (["--clients_per_round=21"], ["--clients_per_round", "[1, 20]"]),
+    (["--alpha=-0.5"], ["--alpha"]),
+    (["--algorithm=fedfoo"], ["--algorithm", "fedavg, fedavgm, fedsgd"]),
+    (["--server_momentum=1.5"], ["--server_momentum", "[0, 1)"]),
+    ("UNWRITABLE", ["--root_output_dir", "cannot write"]),
+])
+def test_bad_input_exits_with_one_clear_line(tmp_path, flag_args, must_mention):
+  if flag_args == "UNWRITABLE":
+    flag_args = [f"--root_output_dir={_file_in(tmp_path)}"]
+  else:
+    flag_args = [f"--root_output_dir={tmp_path}", *flag_args]
+  proc = run_module(BINARY, *flag_args, "--total_rounds=1"
+                    if not any("total_rounds" in a for a in flag_args) else
+                    "--seed=0", timeout=120)
+  assert proc.returncode != 0
+  assert "Traceback" not in proc.stderr
+  lines = [l for l in proc.stderr.splitlines()
+           if all(m in l for m in must_mention)]
+  assert lines, proc.stderr
