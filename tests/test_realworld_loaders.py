@@ -20,7 +20,8 @@ from federated_vision.realworld import (fixtures, image_data, inaturalist,
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INAT_CFG = inaturalist.InatConfig(min_examples_per_class=9,
                                   examples_per_class=8,
-                                  geo_max_examples=(10, 4), geo_min_examples=2,
+                                  geo_max_examples=(100, 10, 4),
+                                  geo_min_examples=2,
                                   plots=False)
 
 
@@ -126,6 +127,17 @@ def test_published_tff_layout_and_metadata_paths(inat, tmp_path):
                for cid in fds.client_data.client_ids
                for e in fds.client_data.create_tf_dataset_for_client(cid).as_numpy_iterator())
   assert got == sorted((r["image_id"], int(r["label"])) for r in user)
+  # A geo column of the TFF layout equals the per-split file.
+  geo = image_data.load_inaturalist(
+      str(out / "iNaturalist_train.csv"), str(root), split="geo_100",
+      image_paths=str(out / "image_paths.csv"), config=_cfg(tmp_path))
+  per_split = image_data.load_inaturalist(
+      str(out / "inaturalist_geo_100.csv"), str(root),
+      image_paths=str(out / "image_paths.csv"), config=_cfg(tmp_path))
+  assert dict(geo.client_sizes) == dict(per_split.client_sizes)
+  assert geo.client_data.client_ids == per_split.client_data.client_ids
+  np.testing.assert_array_equal(geo.class_counts, per_split.class_counts)
+  assert geo.client_data.index_path == per_split.client_data.index_path
   with pytest.raises(ValueError, match="geo_1k"):
     image_data.load_inaturalist(str(out / "iNaturalist_train.csv"), str(root),
                                 split="geo_1k", config=_cfg(tmp_path))
