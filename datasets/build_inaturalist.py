@@ -7,7 +7,10 @@
 
 Writes the per-split CSVs (`user_id,image_id,class,label`), TFF's
 `iNaturalist_train.csv` layout, `inaturalist_test.csv`, `image_paths.csv`,
-`stats.json` and PNG figures. Bad input: one `error:` line, exit status 2.
+`stats.json` and PNG figures. With --image_root the images are checked first
+(--check_images=exists|decode); bad ones are listed in --report_path and
+fail the build (exit status 3) or, with --on_bad_image=skip, are dropped before
+any filtering. Bad input: one `error:` line, exit status 2.
 """
 
 import os
@@ -38,6 +41,7 @@ flags.DEFINE_enum("missing_user", "drop", ["drop", "fail"],
                   "Balanced images without user_id: drop (reported) or fail.")
 flags.DEFINE_integer("seed", 0, "Seed of the class-balancing draw.")
 flags.DEFINE_bool("plots", True, "Write PNG figures.")
+cli.define_image_check_flags(flags, tar_shards=False)
 
 
 @cli.guarded
@@ -54,7 +58,8 @@ def main(argv):
       missing_user=FLAGS.missing_user, seed=FLAGS.seed, plots=FLAGS.plots)
   stats = inaturalist.build_inaturalist(
       FLAGS.train_json, FLAGS.train_locations, FLAGS.output_dir,
-      val_json=FLAGS.val_json, config=config)
+      val_json=FLAGS.val_json, config=config,
+      image_check=cli.image_check_config(FLAGS, FLAGS.output_dir))
   for name, s in stats["splits"].items():
     logging.info("%s: %d clients, %d examples, %d classes, EMD %.3f", name,
                  s["num_clients"], s["num_examples"], s["num_classes"],

@@ -8,8 +8,11 @@
 The landmark rule (>= 30 images, >= 10 users) and user rule (>= 30 images of
 >= 5 landmarks) are iterated to a fixed point, so they hold on the output.
 Writes `federated_train.csv`, `test.csv`, `authors.csv`,
-`landmark_classes.csv`, `stats.json`, PNGs. Bad input: one `error:` line,
-exit status 2.
+`landmark_classes.csv`, `stats.json`, PNGs. With --image_root or --tar_shards
+the clean images are checked first (--check_images=exists|decode); bad ones are
+listed in --report_path and fail the build (exit status 3) or, with
+--on_bad_image=skip, are dropped before the rules. Bad input: one `error:`
+line, exit status 2.
 """
 
 import os
@@ -31,6 +34,7 @@ flags.DEFINE_integer("min_landmark_users", 10, "Landmark rule: users.")
 flags.DEFINE_integer("min_user_images", 30, "User rule: images.")
 flags.DEFINE_integer("min_user_landmarks", 5, "User rule: landmarks.")
 flags.DEFINE_bool("plots", True, "Write PNG figures.")
+cli.define_image_check_flags(flags, tar_shards=True)
 
 
 @cli.guarded
@@ -49,7 +53,8 @@ def main(argv):
       min_user_landmarks=FLAGS.min_user_landmarks, plots=FLAGS.plots)
   stats = landmarks.build_landmarks(
       FLAGS.train_clean_csv, FLAGS.attribution_csv, FLAGS.output_dir,
-      train_csv=FLAGS.train_csv, config=config)
+      train_csv=FLAGS.train_csv, config=config,
+      image_check=cli.image_check_config(FLAGS, FLAGS.output_dir))
   t = stats["train"]
   print(f"wrote {FLAGS.output_dir}: {t['num_clients']} users, "
         f"{t['num_examples']} train images, {t['num_classes']} landmarks, "

@@ -205,3 +205,50 @@ def test_binary_smoke_and_bad_input(built, tmp_path):
     assert res.returncode != 0
     assert "Traceback" not in res.stderr
     assert needle in res.stderr
+
+
+@pytest.mark.parametrize("policy", ["fail", "skip"])
+def test_builder_image_check(tmp_path, policy):
+  from federated_vision.realworld import image_check
+  train, _, cats, names = fixtures.write_small_inaturalist(str(tmp_path))
+  # Class 2 has exactly 9 images; losing one drops the class from balancing.
+  c2 = [r for r in train if r.category_id == 2]
+  corrupt = names[fixtures.image_stem(c2[0].image_id)]
+  missing = names[fixtures.image_stem(c2[1].image_id)]
+  fixtures.write_corrupt(str(tmp_path / corrupt))
+  os.remove(tmp_path / missing)
+  check = image_check.ImageCheckConfig(
+      image_root=str(tmp_path), check_images="decode", on_bad_image=policy,
+      report_path=str(tmp_path / "report.json"))
+  args = (str(tmp_path / "train2017.json"),
+          str(tmp_path / "train2017_locations.json"), str(tmp_path / "out"))
+  if policy == "fail":
+    with pytest.raises(image_check.BadImagesError,
+                       match="1 missing, 1 corrupt.*report.json"):
+      inaturalist.build_inaturalist(*args, config=CFG, image_check=check)
+  else:
+    stats = inaturalist.build_inaturalist(*args, config=CFG, image_check=check)
+    classes = {int(r["class"]) for r in
+               _rows(tmp_path / "out" / "iNaturalist_train.csv")}
+    assert classes == {0, 1, 4}
+    assert stats["num_images_dropped_bad"] == {"train": 2}
+  rep = json.load(open(tmp_path / "report.json"))["splits"]["train"]
+  assert [m["path"] for m in rep["missing"]] == [str(tmp_path / missing)]
+  assert [m["path"] for m in rep["corrupt"]] == [str(tmp_path / corrupt)]
+
+
+def test_binary_bad_images_exit_3(tmp_path):
+  _, _, _, names = fixtures.write_small_inaturalist(str(tmp_path))
+  os.remove(tmp_path / sorted(names.values())[0])
+  res = subprocess.run(
+      [PY, os.path.join(REPO, "datasets", "build_inaturalist.py"),
+       f"--train_json={tmp_path / 'train2017.json'}",
+       f"--train_locations={tmp_path / 'train2017_locations.json'}",
+       f"--output_dir={tmp_path / 'out'}", f"--image_root={tmp_path}",
+       "--min_examples_per_class=9", "--examples_per_class=8",
+       "--geo_max_examples=10", "--noplots"],
+      capture_output=True, text=True, timeout=120,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert res.returncode == 3 and "Traceback" not in res.stderr
+  assert "1 missing" in res.stderr and "image_report.json" in res.stderr
+  assert (tmp_path / "out" / "image_report.json").exists()

@@ -1,6 +1,7 @@
 """Landmarks-User-160k builder (Hsu, Qi & Brown 2020) on GLD-v2 fixtures."""
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -162,3 +163,30 @@ def test_binary_smoke_and_bad_input(built, tmp_path):
     assert res.returncode == 2, res.stderr
     assert "Traceback" not in res.stderr
     assert needle in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("policy", ["fail", "skip"])
+def test_builder_checks_tar_shard_images(built, tmp_path, policy):
+  from federated_vision.realworld import image_check
+  root, out, images, _ = built
+  clean = [im.image_id for im in images if im.clean]
+  fixtures.write_images(str(tmp_path / "img"),
+                        [fixtures.gld_relative_path(i) for i in clean])
+  absent = _rows(out / "federated_train.csv")[0]["image_id"]
+  fixtures.write_gld_tar(str(tmp_path / "images_000.tar"), str(tmp_path / "img"),
+                         [i for i in clean if i != absent])
+  check = image_check.ImageCheckConfig(
+      tar_shards=(str(tmp_path / "images_000.tar"),), on_bad_image=policy,
+      report_path=str(tmp_path / "report.json"))
+  args = (str(root / "train_clean.csv"), str(root / "train_attribution.csv"),
+          str(tmp_path / "out"))
+  if policy == "fail":
+    with pytest.raises(image_check.BadImagesError, match="1 missing"):
+      landmarks.build_landmarks(*args, config=CFG, image_check=check)
+  else:
+    stats = landmarks.build_landmarks(*args, config=CFG, image_check=check)
+    assert stats["num_clean_images_dropped_bad"] == 1
+    ids = {r["image_id"] for r in _rows(tmp_path / "out" / "federated_train.csv")}
+    assert absent not in ids and ids
+  rep = json.load(open(tmp_path / "report.json"))["splits"]["clean"]
+  assert [m["image_id"] for m in rep["missing"]] == [absent]

@@ -1,10 +1,11 @@
 """Shared error handling of the `datasets/` binaries: one line, no traceback."""
 
 import json
+import os
 import sys
 from typing import Callable, List, Sequence
 
-from federated_vision.realworld import split_csv
+from federated_vision.realworld import image_check, split_csv
 
 # Input errors that are the user's, not bugs: reported as one line, exit 2.
 INPUT_ERRORS = (FileNotFoundError, IsADirectoryError, PermissionError,
@@ -24,10 +25,10 @@ def guarded(main: Callable[[Sequence[str]], None]) -> Callable[[Sequence[str]], 
   def wrapped(argv):
     try:
       main(argv)
+    except image_check.BadImagesError as e:  # The report names the images.
+      fail(str(e), code=3)
     except INPUT_ERRORS as e:
       fail(str(e))
-    except RuntimeError as e:  # e.g. image_data.BadImagesError.
-      fail(str(e), code=3)
   return wrapped
 
 
@@ -53,3 +54,38 @@ def require_flags(flag_values, names: Sequence[str]) -> None:
   missing = [f"--{n}" for n in names if getattr(flag_values, n) in (None, "")]
   if missing:
     fail(f"missing required flag(s): {', '.join(missing)}")
+
+
+def define_image_check_flags(flags_module, tar_shards: bool) -> None:
+  """--image_root [--tar_shards] --check_images --on_bad_image --report_path."""
+  flags_module.DEFINE_string(
+      "image_root", None, "If given, images are checked before building "
+      "(missing/corrupt ones listed in --report_path).")
+  if tar_shards:
+    flags_module.DEFINE_list("tar_shards", [], "GLD-v2 images_NNN.tar shards to "
+                             "check instead of --image_root (globs ok).")
+  flags_module.DEFINE_enum("check_images", "exists", ["exists", "decode"],
+                           "Image check: existence or full decode.")
+  flags_module.DEFINE_enum("on_bad_image", "fail", ["fail", "skip"],
+                           "Bad images: fail (exit 3) or drop before building.")
+  flags_module.DEFINE_string("report_path", None, "Bad-image report JSON "
+                             "(default <output_dir>/image_report.json).")
+
+
+def image_check_config(flag_values, output_dir: str):
+  """ImageCheckConfig from the flags, or None when no images were given."""
+  import glob  # pylint: disable=g-import-not-at-top
+  shards = []
+  for pattern in getattr(flag_values, "tar_shards", None) or []:
+    hits = sorted(glob.glob(pattern))
+    if not hits:
+      fail(f"--tar_shards: no file matches {pattern}")
+    shards.extend(hits)
+  if not flag_values.image_root and not shards:
+    return None
+  return image_check.ImageCheckConfig(
+      image_root=flag_values.image_root or None, tar_shards=tuple(shards),
+      check_images=flag_values.check_images,
+      on_bad_image=flag_values.on_bad_image,
+      report_path=flag_values.report_path or os.path.join(
+          output_dir, "image_report.json"))

@@ -25,11 +25,7 @@ dropped with a warning giving the per-split count (`'skip'`). Never silent.
 
 import dataclasses
 import hashlib
-import io
-import json
-import logging
 import os
-import tarfile
 import tempfile
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -38,18 +34,14 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision import client_data as cd
-from federated_vision.realworld import split_csv
+from federated_vision.realworld import image_check, split_csv
 
-WHOLE_FILE = (0, -1, -1)
-CHECK_MODES = ("none", "exists", "decode")
-BAD_IMAGE_POLICIES = ("fail", "skip")
+WHOLE_FILE = image_check.WHOLE_FILE
+CHECK_MODES = image_check.CHECK_MODES
+BAD_IMAGE_POLICIES = image_check.BAD_IMAGE_POLICIES
+BadImagesError = image_check.BadImagesError
+index_tar_shards = image_check.index_tar_shards
 _HASH_BUCKETS = 2**62
-
-log = logging.getLogger(__name__)
-
-
-class BadImagesError(RuntimeError):
-  """Missing or corrupt images with `on_bad_image='fail'`; names the report."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -391,29 +383,6 @@ def index_dataset(index: ExampleIndex) -> tf.data.Dataset:
 # Resolving image ids to files, tar shards.
 
 
-def index_tar_shards(shards: Sequence[str]) -> Dict[str, Tuple[str, int, int, int]]:
-  """image id (member basename without extension) -> (shard, offset, size, shard_size).
-
-  Reads tar headers only (GLD-v2 `images_NNN.tar`), not image data.
-  """
-  out = {}
-  for shard in shards:
-    if not os.path.isfile(shard):
-      raise FileNotFoundError(f"{shard}: no such tar shard")
-    shard_abs = os.path.abspath(shard)
-    shard_size = os.path.getsize(shard)
-    try:
-      with tarfile.open(shard, "r:") as tar:
-        for m in tar:
-          if not m.isfile():
-            continue
-          stem = os.path.splitext(os.path.basename(m.name))[0]
-          out[stem] = (shard_abs, m.offset_data, m.size, shard_size)
-    except tarfile.TarError as e:
-      raise ValueError(f"{shard}: not a readable uncompressed tar ({e})") from None
-  return out
-
-
 PathSpec = Union[None, str, Mapping[str, str]]
 
 
@@ -457,38 +426,9 @@ def resolve_paths(image_ids: Sequence[str], image_root: Optional[str],
   return paths, ranges, missing
 
 
-def _decodes(path: str, byte_range) -> bool:
-  from PIL import Image  # pylint: disable=g-import-not-at-top
-  try:
-    with open(path, "rb") as f:
-      if byte_range[1] >= 0:
-        f.seek(int(byte_range[0]))
-        data = f.read(int(byte_range[1]))
-      else:
-        data = f.read()
-    with Image.open(io.BytesIO(data)) as im:
-      if im.format not in ("JPEG", "PNG", "GIF", "BMP"):
-        return False
-      im.load()
-    return True
-  except Exception:  # pylint: disable=broad-except
-    return False
-
-
 def check_index(index: ExampleIndex, missing: np.ndarray, mode: str):
   """(missing_mask, corrupt_mask) after the requested check."""
-  missing = missing.copy()
-  corrupt = np.zeros(len(index), bool)
-  if mode == "none":
-    return missing, corrupt
-  for i, (p, r) in enumerate(zip(index.paths, index.ranges)):
-    if missing[i]:
-      continue
-    if r[1] < 0 and not os.path.isfile(p):
-      missing[i] = True
-    elif mode == "decode" and not _decodes(p, r):
-      corrupt[i] = True
-  return missing, corrupt
+  return image_check.check_files(index.paths, index.ranges, missing, mode)
 
 
 def apply_bad_image_policy(splits: Mapping[str, Tuple[ExampleIndex, np.ndarray, np.ndarray]],
@@ -498,54 +438,20 @@ def apply_bad_image_policy(splits: Mapping[str, Tuple[ExampleIndex, np.ndarray, 
 
   Args:
     splits: split name -> (index, missing_mask, corrupt_mask).
-    config: `on_bad_image` policy.
-    report_path: JSON report (always written when any check ran).
+    config: `check_images` and `on_bad_image`.
+    report_path: JSON report (always written when a check ran).
     name: data set name for messages.
 
   Returns:
     split name -> index without the bad examples.
   """
-  report = {"dataset": name, "check_images": config.check_images,
-            "on_bad_image": config.on_bad_image, "splits": {}}
-  total_bad = 0
-  for split, (index, missing, corrupt) in splits.items():
-    bad = missing | corrupt
-    total_bad += int(bad.sum())
-    entry = {
-        "num_examples": len(index),
-        "num_missing": int(missing.sum()),
-        "num_corrupt": int(corrupt.sum()),
-        "num_dropped": int(bad.sum()) if config.on_bad_image == "skip" else 0,
-        "missing": [{"image_id": index.image_ids[i], "path": index.paths[i]}
-                    for i in np.flatnonzero(missing)],
-        "corrupt": [{"image_id": index.image_ids[i], "path": index.paths[i]}
-                    for i in np.flatnonzero(corrupt)],
-    }
-    if index.client_ids is not None and config.on_bad_image == "skip":
-      before = set(index.client_ids)
-      after = {c for c, b in zip(index.client_ids, bad) if not b}
-      entry["clients_emptied"] = sorted(before - after)
-    report["splits"][split] = entry
-  if config.check_images != "none" or total_bad:
-    os.makedirs(os.path.dirname(os.path.abspath(report_path)), exist_ok=True)
-    with open(report_path, "w") as f:
-      json.dump(report, f, indent=1, sort_keys=True)
-  if total_bad and config.on_bad_image == "fail":
-    counts = ", ".join(
-        f"{s}: {e['num_missing']} missing, {e['num_corrupt']} corrupt"
-        for s, e in report["splits"].items())
-    raise BadImagesError(f"{name}: bad images ({counts}); listed in "
-                         f"{report_path}; use on_bad_image='skip' to drop them")
-  out = {}
-  for split, (index, missing, corrupt) in splits.items():
-    bad = missing | corrupt
-    if bad.any():
-      log.warning("%s/%s: dropped %d of %d examples (%d missing, %d corrupt "
-                  "images); listed in %s", name, split, int(bad.sum()),
-                  len(index), int(missing.sum()), int(corrupt.sum()),
-                  report_path)
-    out[split] = index.subset(~bad) if bad.any() else index
-  return out
+  keep = image_check.report_and_apply(
+      name, {split: image_check.SplitCheck(index.image_ids, index.paths,
+                                           missing, corrupt, index.client_ids)
+             for split, (index, missing, corrupt) in splits.items()},
+      config.check_images, config.on_bad_image, report_path)
+  return {split: (index if keep[split].all() else index.subset(keep[split]))
+          for split, (index, _, _) in splits.items()}
 
 
 # ----------------------------------------------------------------------------

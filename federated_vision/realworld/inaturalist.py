@@ -27,6 +27,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from federated_vision.realworld import image_check as image_check_lib
 from federated_vision.realworld import report, s2_cells, split_csv
 
 USER_SPLIT = "user_120k"
@@ -91,6 +92,14 @@ class InatMetadata:
   lon: np.ndarray
   categories: Dict[int, dict]
   num_without_location_entry: int = 0
+
+  def subset(self, keep: np.ndarray) -> "InatMetadata":
+    keep = np.asarray(keep, bool)
+    pick = lambda xs: [x for x, k in zip(xs, keep) if k]
+    return InatMetadata(self.image_ids[keep], pick(self.stems),
+                        pick(self.file_names), self.category_ids[keep],
+                        pick(self.user_ids), self.lat[keep], self.lon[keep],
+                        self.categories, self.num_without_location_entry)
 
 
 def _load_json(path: str):
@@ -268,7 +277,9 @@ def _sorted_split(clients: Sequence[str], idx: np.ndarray, stems: Sequence[str]
 
 def build_inaturalist(train_json: str, train_locations: str, output_dir: str,
                       val_json: Optional[str] = None,
-                      config: InatConfig = InatConfig()) -> dict:
+                      config: InatConfig = InatConfig(),
+                      image_check: Optional[image_check_lib.ImageCheckConfig] = None
+                      ) -> dict:
   """Builds iNaturalist-User-120k and -Geo-k (Hsu, Qi & Brown 2020).
 
   Args:
@@ -278,6 +289,9 @@ def build_inaturalist(train_json: str, train_locations: str, output_dir: str,
     val_json: optional `val2017.json`: its images of the kept classes form
       `inaturalist_test.csv`.
     config: `InatConfig`.
+    image_check: if given, the images are checked before balancing; bad ones
+      are listed in its report and either fail the build
+      (`image_check.BadImagesError`) or are dropped before balancing.
 
   Returns:
     The statistics written to `stats.json`.
@@ -288,6 +302,18 @@ def build_inaturalist(train_json: str, train_locations: str, output_dir: str,
       `min_examples_per_class` images.
   """
   meta = read_metadata(train_json, train_locations)
+  val = read_metadata(val_json) if val_json is not None else None
+  bad_images = None
+  if image_check is not None:
+    splits = {"train": (meta.stems, meta.file_names)}
+    if val is not None:
+      splits["val"] = (val.stems, val.file_names)
+    keep = image_check_lib.check_relative_images("inaturalist", image_check,
+                                                 splits)
+    bad_images = {k: int((~v).sum()) for k, v in keep.items()}
+    meta = meta.subset(keep["train"])
+    if val is not None:
+      val = val.subset(keep["val"])
   sel = balance_classes(meta.category_ids, config.min_examples_per_class,
                         config.examples_per_class, config.seed)
   if sel.size == 0:
@@ -357,8 +383,7 @@ def build_inaturalist(train_json: str, train_locations: str, output_dir: str,
   # Test set and image paths.
   path_rows = {stems[i]: meta.file_names[i] for i in sel.tolist()}
   test_stats = None
-  if val_json is not None:
-    val = read_metadata(val_json)
+  if val is not None:
     rows = sorted((val.stems[k], int(c), label_of[int(c)])
                   for k, c in enumerate(val.category_ids.tolist())
                   if int(c) in label_of)
@@ -381,6 +406,8 @@ def build_inaturalist(train_json: str, train_locations: str, output_dir: str,
       "num_train_images": int(meta.image_ids.size),
       "num_train_categories": len(meta.categories),
       "num_train_images_without_location_entry": meta.num_without_location_entry,
+      "num_images_dropped_bad": bad_images,
+      "image_report": image_check and image_check.report_path,
       "num_balanced_examples": int(sel.size),
       "num_classes": num_classes,
       "splits": {}, "test": test_stats}

@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from federated_vision.realworld import image_check as image_check_lib
 from federated_vision.realworld import report, split_csv
 
 CsvFormatError = split_csv.CsvFormatError
@@ -142,7 +143,9 @@ def fixed_point_filter(landmark: np.ndarray, user: np.ndarray,
 
 def build_landmarks(train_clean_csv: str, attribution_csv: str, output_dir: str,
                     train_csv: Optional[str] = None,
-                    config: GldConfig = GldConfig()) -> dict:
+                    config: GldConfig = GldConfig(),
+                    image_check: Optional[image_check_lib.ImageCheckConfig] = None
+                    ) -> dict:
   """Builds Landmarks-User-160k (Hsu, Qi & Brown 2020) from GLD-v2-clean.
 
   Args:
@@ -151,6 +154,9 @@ def build_landmarks(train_clean_csv: str, attribution_csv: str, output_dir: str,
     output_dir: created; receives CSVs, `stats.json`, PNGs.
     train_csv: optional GLD-v2 `train.csv`, only counted in the stats.
     config: `GldConfig`.
+    image_check: if given, clean images are checked (files under its
+      image_root, or members of its tar shards) before the rules; bad ones
+      are listed in its report and fail the build or are dropped first.
 
   Returns:
     The statistics written to `stats.json`.
@@ -159,6 +165,14 @@ def build_landmarks(train_clean_csv: str, attribution_csv: str, output_dir: str,
     FileNotFoundError, CsvFormatError (file:line), ValueError (empty result).
   """
   ids, landmark_ids = read_clean(train_clean_csv)
+  bad_images = None
+  if image_check is not None:
+    keep = image_check_lib.check_relative_images(
+        "landmarks", image_check,
+        {"clean": (ids, [f"{i[0]}/{i[1]}/{i[2]}/{i}.jpg" for i in ids])})["clean"]
+    bad_images = int((~keep).sum())
+    ids = [i for i, k in zip(ids, keep) if k]
+    landmark_ids = landmark_ids[keep]
   authors = read_authors(attribution_csv, set(ids))
   has_author = np.array([i in authors for i in ids], bool)
   cand = np.flatnonzero(has_author)
@@ -208,6 +222,8 @@ def build_landmarks(train_clean_csv: str, attribution_csv: str, output_dir: str,
       "fixed_point_iterations": iterations,
       "num_clean_images": len(ids),
       "num_clean_landmarks": int(lm_values.size),
+      "num_clean_images_dropped_bad": bad_images,
+      "image_report": image_check and image_check.report_path,
       "num_clean_images_without_author": int((~has_author).sum()),
       "num_train_csv_images": count_train_csv(train_csv) if train_csv else None,
       "train": report.report_split(
