@@ -252,3 +252,17 @@ def test_binary_bad_images_exit_3(tmp_path):
   assert res.returncode == 3 and "Traceback" not in res.stderr
   assert "1 missing" in res.stderr and "image_report.json" in res.stderr
   assert (tmp_path / "out" / "image_report.json").exists()
+
+
+def test_figures_written(built, tmp_path):
+  import dataclasses
+  root, *_ = built
+  stats = inaturalist.build_inaturalist(
+      str(root / "train2017.json"), str(root / "train2017_locations.json"),
+      str(tmp_path), config=dataclasses.replace(CFG, geo_max_examples=(4,),
+                                                plots=True))
+  for name in ("user_120k", "geo_4"):
+    figs = stats["splits"][name]["figures"]
+    assert set(figs) == {"examples_per_client", "classes_per_client"}
+    for f in figs.values():
+      assert (tmp_path / f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
