@@ -13,6 +13,7 @@ hyper-parameters and the target distribution p.
 """
 
 import collections
+import functools
 from typing import Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -121,10 +122,14 @@ def build_fedir_client_work(
 
   @tff.tensorflow.computation(state_type, weights_type, data_type)
   def client_update(state, initial_weights, dataset):
-    model = model_fn()
-    return _client_update(model, client_optimizer, state, initial_weights,
-                          dataset, num_classes, per_example_loss_fn,
-                          client_weighting)
+    model = model_fn()  # Variables are created outside the tf.function.
+    # tf.function adds the automatic control dependencies that order the
+    # variable reads and assignments (TFF traces in TF1-style graph mode).
+    update = tf.function(functools.partial(
+        _client_update, model, client_optimizer, num_classes=num_classes,
+        per_example_loss_fn=per_example_loss_fn,
+        client_weighting=client_weighting))
+    return update(state, initial_weights, dataset)
 
   @tff.federated_computation(
       init_fn.type_signature.result,
@@ -143,7 +148,7 @@ def build_fedir_client_work(
   return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
 
 
-def _client_update(model, optimizer, state, initial_weights, dataset,
+def _client_update(model, optimizer, state, initial_weights, dataset, *,
                    num_classes, per_example_loss_fn, client_weighting):
   """One client's local training with importance-weighted losses."""
   hparams, target = state
@@ -197,10 +202,9 @@ def _zero_if_non_finite(structure):
 
 def with_target_distribution(state, target_distribution: Sequence[float]):
   """Returns a FedIR learning-process state whose target p is replaced."""
-  import attrs  # pylint: disable=g-import-not-at-top
   work = state.client_work
   p = _check_distribution(target_distribution, len(work.target_distribution))
-  return attrs.evolve(state, client_work=FedIRState(work.optimizer_hparams, p))
+  return state._replace(client_work=FedIRState(work.optimizer_hparams, p))
 
 
 def estimate_target_distribution(labels: Sequence[int], num_classes: int,

@@ -1,0 +1,242 @@
+"""FedAvg / FedAvgM / FedSGD / FedIR processes: construction and exact runs."""
+
+import collections
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from federated_vision import algorithms
+from federated_vision import execution
+from federated_vision.algorithms import fedir
+
+NUM_CLASSES = 3
+FEATURES = 4
+
+
+def _keras_model():
+  init = tf.keras.initializers.GlorotUniform(seed=7)
+  return tf.keras.Sequential([
+      tf.keras.layers.InputLayer(input_shape=(FEATURES,)),
+      tf.keras.layers.Dense(5, activation="relu", kernel_initializer=init),
+      tf.keras.layers.Dense(NUM_CLASSES, kernel_initializer=init)])
+
+
+INPUT_SPEC = collections.OrderedDict(
+    x=tf.TensorSpec([None, FEATURES], tf.float32),
+    y=tf.TensorSpec([None], tf.int64))
+
+
+def model_fn():
+  return tff.learning.models.from_keras_model(
+      _keras_model(), input_spec=INPUT_SPEC,
+      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+      metrics=[tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
+
+
+def _client_datasets(labels_per_client, batch_size=3, seed=0):
+  rng = np.random.default_rng(seed)
+  out = []
+  for labels in labels_per_client:
+    labels = np.asarray(labels, np.int64)
+    x = rng.normal(size=(len(labels), FEATURES)).astype(np.float32)
+    x[:, 0] += labels  # Learnable signal.
+    out.append(tf.data.Dataset.from_tensor_slices(
+        collections.OrderedDict(x=x, y=labels)).batch(batch_size))
+  return out
+
+
+def _train(process, datasets, rounds=3):
+  state = process.initialize()
+  losses = []
+  for _ in range(rounds):
+    out = process.next(state, datasets)
+    state = out.state
+    losses.append(float(out.metrics["client_work"]["train"]["loss"]))
+  weights = process.get_model_weights(state)
+  return [np.asarray(w) for w in weights.trainable], losses
+
+
+def _sgd(lr):
+  return tff.learning.optimizers.build_sgdm(learning_rate=lr)
+
+
+# --- exact maths -----------------------------------------------------------
+
+def test_importance_weights_exact():
+  labels = tf.constant([0, 0, 1, 2, 2, 2], tf.int64)
+  p = tf.constant([0.5, 0.25, 0.25])
+  q = tf.constant([2 / 6, 1 / 6, 3 / 6])
+  w = fedir.importance_weights(labels, p, q).numpy()
+  np.testing.assert_allclose(w, [1.5, 1.5, 1.5, 0.5, 0.5, 0.5], rtol=1e-6)
+  losses = tf.constant([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+  # Eq. 4: sum w l / sum w = (1.5*6 + 0.5*15) / 6 = 16.5 / 6.
+  assert fedir.self_normalized_loss(losses, w).numpy() == pytest.approx(2.75)
+
+
+def test_importance_weights_zero_where_client_lacks_class():
+  w = fedir.importance_weights(tf.constant([1]), tf.constant([0.5, 0.5]),
+                               tf.constant([1.0, 0.0])).numpy()
+  assert w.tolist() == [0.0]
+  assert fedir.self_normalized_loss(tf.constant([3.0]), w).numpy() == 0.0
+
+
+def test_label_distribution_counts_all_batches():
+  ds = tf.data.Dataset.from_tensor_slices(
+      {"y": tf.constant([0, 2, 2, 2], tf.int64)}).batch(3)
+  np.testing.assert_allclose(fedir.label_distribution(ds, 3).numpy(),
+                             [0.25, 0.0, 0.75])
+
+
+def test_estimate_target_distribution():
+  np.testing.assert_allclose(
+      fedir.estimate_target_distribution([0, 1, 1, 1], 3), [0.25, 0.75, 0.0])
+  with pytest.raises(ValueError, match="labels must lie"):
+    fedir.estimate_target_distribution([0, 3], 3)
+
+
+# --- construction ----------------------------------------------------------
+
+def test_builders_validate_arguments():
+  with pytest.raises(TypeError, match="client_optimizer"):
+    algorithms.build_fedavg(model_fn, tf.keras.optimizers.SGD(0.1))
+  with pytest.raises(ValueError, match="server_momentum"):
+    algorithms.build_fedavgm(model_fn, _sgd(0.1), server_momentum=1.0)
+  with pytest.raises(ValueError, match="server_learning_rate"):
+    algorithms.build_fedavgm(model_fn, _sgd(0.1), server_learning_rate=0.0)
+  with pytest.raises(ValueError, match="learning_rate"):
+    algorithms.build_fedsgd(model_fn, learning_rate=-1.0)
+  with pytest.raises(ValueError, match="target_distribution"):
+    fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES,
+                      target_distribution=[0.5, 0.5])
+  with pytest.raises(ValueError, match="num_classes"):
+    fedir.build_fedir(model_fn, _sgd(0.1), 0)
+
+
+def test_type_signatures():
+  avg = algorithms.build_fedavg(model_fn, _sgd(0.1))
+  assert isinstance(avg, tff.learning.templates.LearningProcess)
+  ir = fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES)
+  # Same data and model weights types; FedIR's client-work state carries p.
+  assert (avg.next.type_signature.parameter[1]
+          == ir.next.type_signature.parameter[1])
+  assert (avg.get_model_weights.type_signature.result
+          == ir.get_model_weights.type_signature.result)
+  work_state = ir.initialize.type_signature.result.member.client_work
+  assert work_state.target_distribution.shape == (NUM_CLASSES,)
+
+
+# --- tiny runs ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def context():
+  with execution.managed_execution_context() as worker:
+    yield worker
+
+
+IMBALANCED = [[0, 0, 0, 1, 2, 0, 0], [1, 1, 2, 2, 2], [2, 0, 1, 1]]
+
+
+def test_fedavg_matches_tff_weighted_fed_avg(context):
+  del context
+  data = _client_datasets(IMBALANCED)
+  ours, our_losses = _train(algorithms.build_fedavg(model_fn, _sgd(0.1)), data)
+  theirs, _ = _train(tff.learning.algorithms.build_weighted_fed_avg(
+      model_fn, _sgd(0.1), _sgd(1.0)), data)
+  for a, b in zip(ours, theirs):
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+  assert our_losses[-1] < our_losses[0]
+
+
+def test_fedavgm_without_momentum_is_fedavg(context):
+  del context
+  data = _client_datasets(IMBALANCED)
+  avg, _ = _train(algorithms.build_fedavg(model_fn, _sgd(0.1)), data)
+  avgm0, _ = _train(algorithms.build_fedavgm(
+      model_fn, _sgd(0.1), server_learning_rate=1.0, server_momentum=0.0), data)
+  for a, b in zip(avg, avgm0):
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+  avgm, _ = _train(algorithms.build_fedavgm(
+      model_fn, _sgd(0.1), server_learning_rate=1.0, server_momentum=0.9), data)
+  assert max(np.abs(a - b).max() for a, b in zip(avg, avgm)) > 1e-3
+
+
+def test_fedir_with_own_distribution_is_fedavg(context):
+  del context
+  # Every client has the same class distribution q = (3/6, 1/6, 2/6) = p.
+  same = [[0, 0, 0, 1, 2, 2], [2, 0, 1, 0, 2, 0], [0, 2, 1, 2, 0, 0]]
+  data = _client_datasets(same)
+  p = [3 / 6, 1 / 6, 2 / 6]
+  avg, _ = _train(algorithms.build_fedavg(model_fn, _sgd(0.1)), data)
+  ir, _ = _train(fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES,
+                                   target_distribution=p), data)
+  for a, b in zip(avg, ir):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+  # A different target changes training.
+  ir_u, _ = _train(fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES), data)
+  assert max(np.abs(a - b).max() for a, b in zip(avg, ir_u)) > 1e-4
+
+
+def test_fedir_gradient_equals_explicitly_weighted_loss(context):
+  del context
+  labels = [0, 0, 0, 1, 2]
+  (data,) = _client_datasets([labels], batch_size=5)
+  p = np.array([0.2, 0.5, 0.3], np.float32)
+  process = fedir.build_fedir(model_fn, _sgd(0.5), NUM_CLASSES,
+                              target_distribution=p)
+  state = process.initialize()
+  start = process.get_model_weights(state)
+  end = process.get_model_weights(process.next(state, [data]).state)
+  # Reference: one SGD step on sum_i w_i l_i / sum_i w_i with w = p(y)/q(y).
+  model = _keras_model()
+  start.assign_weights_to(model)
+  batch = next(iter(data))
+  q = np.bincount(labels, minlength=3) / len(labels)
+  w = p[labels] / q[labels]
+  with tf.GradientTape() as tape:
+    logits = model(batch["x"])
+    l = tf.keras.losses.sparse_categorical_crossentropy(batch["y"], logits,
+                                                        from_logits=True)
+    loss = tf.reduce_sum(w * l) / w.sum()
+  grads = tape.gradient(loss, model.trainable_variables)
+  for v0, g, v1 in zip(start.trainable, grads, end.trainable):
+    np.testing.assert_allclose(np.asarray(v0) - 0.5 * g.numpy(), v1,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_fedir_composes_with_server_momentum(context):
+  del context
+  data = _client_datasets(IMBALANCED)
+  process = fedir.build_fedir(
+      model_fn, _sgd(0.1), NUM_CLASSES,
+      server_optimizer=algorithms.build_server_momentum_optimizer(1.0, 0.9))
+  finalizer_state = process.initialize().finalizer
+  assert "momentum" in str(finalizer_state) or len(finalizer_state) > 1
+  _, losses = _train(process, data, rounds=4)
+  assert np.isfinite(losses).all() and losses[-1] < losses[0]
+  state = fedir.with_target_distribution(process.initialize(), [1, 1, 2])
+  np.testing.assert_allclose(state.client_work.target_distribution,
+                             [0.25, 0.25, 0.5])
+
+
+def test_fedsgd_is_one_full_batch_gradient_step(context):
+  del context
+  data = _client_datasets([[0, 1, 2, 0], [1, 1]], batch_size=100)
+  process = algorithms.build_fedsgd(model_fn, learning_rate=0.3)
+  state = process.initialize()
+  start = process.get_model_weights(state)
+  end = process.get_model_weights(process.next(state, data).state)
+  # Reference: the n_k-weighted mean of per-client mean-loss gradients.
+  model = _keras_model()
+  start.assign_weights_to(model)
+  total = None
+  for ds, n in zip(data, (4, 2)):
+    batch = next(iter(ds))
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
+          batch["y"], model(batch["x"]), from_logits=True))
+    g = [n / 6 * t.numpy() for t in tape.gradient(loss, model.trainable_variables)]
+    total = g if total is None else [a + b for a, b in zip(total, g)]
+  for v0, g, v1 in zip(start.trainable, total, end.trainable):
+    np.testing.assert_allclose(np.asarray(v0) - 0.3 * g, v1, rtol=1e-5, atol=1e-6)
