@@ -10,10 +10,29 @@ from typing import Callable, Dict, List, NamedTuple, Optional
 
 from absl import flags
 
-# Data sets this binary can train on: name -> (loader, keras model builder).
-# Loaders take the parsed FLAGS and return a FederatedDataset.
-DATASET_NAMES = ("digits",)
+# Data sets this binary can train on. `synthetic_*` are random-image twins of
+# the real sets (same element structure, model and partition code path) for
+# tests and smoke runs; they never touch the disk.
+DATASET_NAMES = ("digits", "cifar10", "cifar100", "mnist", "synthetic_cifar10",
+                 "synthetic_mnist")
 ALGORITHMS = ("fedavg", "fedavgm", "fedsgd")
+DATA_SOURCES = ("tfds", "archive")
+PARTITIONS = ("dirichlet", "iid", "shards")
+MODELS = ("digits_cnn", "mnist_2nn", "mnist_cnn", "cifar_cnn")
+
+# Data set -> (family, default model, default K, default examples per client).
+# Families decide which models fit: digits 8x8x1, mnist 28x28x1, cifar 24x24x3.
+_DATASETS = {
+    "digits": ("digits", "digits_cnn", 20, None),
+    "cifar10": ("cifar", "cifar_cnn", 100, 500),      # Hsu et al. 2019.
+    "cifar100": ("cifar", "cifar_cnn", 100, 500),
+    "mnist": ("mnist", "mnist_cnn", 100, 600),        # McMahan et al. 2017.
+    "synthetic_cifar10": ("cifar", "cifar_cnn", 10, 20),
+    "synthetic_mnist": ("mnist", "mnist_cnn", 10, 20),
+}
+_MODEL_FAMILY = {"digits_cnn": "digits", "mnist_2nn": "mnist",
+                 "mnist_cnn": "mnist", "cifar_cnn": "cifar"}
+_SYNTHETIC_TEST_EXAMPLES = 40
 
 
 class FlagError(ValueError):
@@ -39,16 +58,56 @@ def define_flags() -> None:
   flags.DEFINE_integer("virtual_client_size", 64, "FedVC's N_VC.", lower_bound=1)
   flags.DEFINE_bool("include_plain", True, "With --fedir/--fedvc, also run the "
                     "plain algorithms for comparison.")
-  flags.DEFINE_integer("num_clients", 20, "Clients in the partition.",
-                       lower_bound=1)
+  flags.DEFINE_string("data_source", "tfds", f"Where real data sets come from: "
+                      f"{' | '.join(DATA_SOURCES)}. 'tfds' reads a prepared "
+                      "tensorflow-datasets directory (--data_dir; never "
+                      "downloads); 'archive' reads the canonical files "
+                      "(--archive_path). Ignored for digits and synthetic_*.")
+  flags.DEFINE_string("data_dir", None, "tensorflow-datasets data_dir "
+                      "(default: tfds' own, ~/tensorflow_datasets).")
+  flags.DEFINE_string("archive_path", None, "With --data_source=archive: "
+                      "cifar-10-python.tar.gz / cifar-100-python.tar.gz (or a "
+                      "directory holding it or its extracted folder), or the "
+                      "directory of MNIST's four IDX files.")
+  flags.DEFINE_string("partition", "dirichlet", f"How training examples are "
+                      f"dealt to clients: {' | '.join(PARTITIONS)}. dirichlet: "
+                      "Hsu et al. 2019, q_k ~ Dir(alpha p), --num_clients x "
+                      "--examples_per_client; iid: a random equal share; "
+                      "shards: McMahan et al. 2017, label-sorted examples cut "
+                      "into 2 x --num_clients shards, 2 per client (MNIST: 200 "
+                      "shards of 300). digits supports dirichlet only.")
+  flags.DEFINE_integer("num_clients", None, "Clients K in the partition "
+                       "(default per --dataset: digits 20, cifar10/cifar100/"
+                       "mnist 100, synthetic_* 10).", lower_bound=1)
+  flags.DEFINE_integer("examples_per_client", None, "Examples per client for "
+                       "the dirichlet and iid partitions (default: cifar 500, "
+                       "mnist 600, synthetic_* 20; digits uses all its "
+                       "training examples).", lower_bound=1)
+  flags.DEFINE_string("split_csv", None, "A published user_id,image_id,class "
+                      "split (Hsu, Qi & Brown 2020 format) to use instead of "
+                      "partitioning; replaces --partition, --alpha, "
+                      "--num_clients and --examples_per_client. Not for "
+                      "digits.")
+  flags.DEFINE_float("client_fraction", None, "McMahan's C: when set, clients "
+                     "per round = max(round(C*K), 1) (C = 0 is one client), "
+                     "overriding --clients_per_round (giving both on the "
+                     "command line is an error).")
+  flags.DEFINE_string("model", None, f"Model: {' | '.join(MODELS)} (default "
+                      "per --dataset: digits_cnn, mnist_cnn, cifar_cnn). "
+                      "mnist_* need mnist data, cifar_cnn cifar data.")
+  flags.DEFINE_float("weight_decay", 0.0, "L2 kernel regularization of "
+                     "mnist_cnn / cifar_cnn (0 = none).", lower_bound=0.0)
+  flags.DEFINE_float("target_accuracy", None, "If set, summary.json reports "
+                     "each method's rounds to first reach this test accuracy "
+                     "(McMahan et al. 2017: best-so-far, interpolated).")
   flags.DEFINE_float("alpha", 0.5, "Dirichlet concentration of the class "
                      "distribution per client (0 = one class each, inf = IID).",
                      lower_bound=0.0)
   flags.DEFINE_float("imbalance_sigma", None, "If set, client sizes are "
                      "log-normal with this sigma (heavy-tailed) instead of "
                      "equal.", lower_bound=0.0)
-  flags.DEFINE_integer("clients_per_round", 10, "Clients selected per round.",
-                       lower_bound=1)
+  flags.DEFINE_integer("clients_per_round", 10, "Clients selected per round "
+                       "(see --client_fraction).", lower_bound=1)
   flags.DEFINE_integer("client_epochs", 1, "Local epochs E.", lower_bound=1)
   flags.DEFINE_integer("client_batch_size", 10, "Local batch size B; 0 means "
                        "the whole local data set as one batch (B = inf).",
@@ -113,14 +172,163 @@ def check_output_dir(root: str, name: str) -> str:
   return path
 
 
+def resolve(f) -> Dict[str, object]:
+  """Per-dataset defaults of the flags left unset (None), as a dict.
+
+  Keys: family, model, num_clients, examples_per_client, clients_per_round
+  (None when it depends on K, i.e. --client_fraction with --split_csv).
+  """
+  family, model, k, n = _DATASETS[f.dataset]
+  num_clients = f.num_clients if f.num_clients is not None else k
+  if f.partition == "shards" and f.examples_per_client is not None:
+    raise FlagError(f"--examples_per_client={f.examples_per_client}: not used "
+                    "by --partition=shards (shard size = training examples / "
+                    "(2 x --num_clients)); leave it unset")
+  out = {"family": family, "model": f.model or model,
+         "num_clients": num_clients,
+         "examples_per_client": (f.examples_per_client
+                                 if f.examples_per_client is not None else n),
+         "clients_per_round": f.clients_per_round}
+  if f.client_fraction is not None:
+    out["clients_per_round"] = _clients_per_round(f.client_fraction,
+                                                  num_clients)
+  return out
+
+
+def _clients_per_round(fraction: float, num_clients: int) -> int:
+  from federated_vision import convergence  # pylint: disable=g-import-not-at-top
+  return convergence.clients_per_round(fraction, num_clients)
+
+
+def _explicit(f, name: str) -> bool:
+  """Whether `--name` was given on the command line (not just defaulted)."""
+  return isinstance(f, flags.FlagValues) and f[name].present
+
+
+def _one_line(e: BaseException) -> str:
+  text = str(e).strip() or type(e).__name__
+  return text.splitlines()[0]
+
+
+def _load_arrays(f, family: str):
+  """Real or synthetic `archives.ImageArrays` for an mnist/cifar data set."""
+  from federated_vision.data import cifar  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import mnist  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import archives  # pylint: disable=g-import-not-at-top
+  r = resolve(f)
+  if f.dataset.startswith("synthetic_"):
+    if f.partition == "shards":
+      n_train = 2 * r["num_clients"] * max(r["examples_per_client"] // 2, 1)
+    else:
+      n_train = r["num_clients"] * r["examples_per_client"]
+    if family == "cifar":
+      return cifar.synthetic_arrays(max(n_train, 10), _SYNTHETIC_TEST_EXAMPLES,
+                                    10, seed=f.seed)
+    return mnist.synthetic_arrays(max(n_train, 10), _SYNTHETIC_TEST_EXAMPLES,
+                                  seed=f.seed)
+  try:
+    if f.data_source == "archive":
+      if family == "cifar":
+        return cifar.load_arrays_archive(f.archive_path, f.dataset)
+      return mnist.load_arrays_archive(f.archive_path)
+    if family == "cifar":
+      return cifar.load_arrays_tfds(f.dataset, f.data_dir)
+    return mnist.load_arrays_tfds(f.data_dir)
+  except (FileNotFoundError, archives.ArchiveError, ValueError) as e:
+    if f.data_source == "archive":
+      raise FlagError(f"--archive_path={f.archive_path}: cannot read "
+                      f"{f.dataset} ({_one_line(e)})") from None
+    raise FlagError(f"--data_dir={f.data_dir}: tensorflow-datasets "
+                    f"{'mnist' if family == 'mnist' else f.dataset!r} is not "
+                    "prepared there (nothing is downloaded; prepare it with "
+                    "tfds or use --data_source=archive --archive_path=...)"
+                    ) from None
+
+
+def _make_partition(f, labels):
+  """(partition, info) from --split_csv or --partition and its flags."""
+  from federated_vision import partition as partition_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision import split_io  # pylint: disable=g-import-not-at-top
+  r = resolve(f)
+  if f.split_csv is not None:
+    try:
+      split = split_io.read_split_csv(f.split_csv, labels=labels)
+    except (FileNotFoundError, ValueError) as e:
+      raise FlagError(f"--split_csv={f.split_csv}: {_one_line(e)}") from None
+    return split.partition, {"partition": "csv",
+                             "split_csv": os.path.abspath(f.split_csv)}
+  k, n = r["num_clients"], r["examples_per_client"]
+  try:
+    if f.partition == "iid":
+      part = partition_lib.iid_partition(len(labels), k, n, seed=f.seed)
+      info = {"num_clients": k, "examples_per_client": n}
+    elif f.partition == "shards":
+      usable = len(labels) - len(labels) % (2 * k)
+      part = partition_lib.shard_partition(labels[:usable], 2 * k, 2,
+                                           seed=f.seed)
+      info = {"num_shards": 2 * k, "shards_per_client": 2,
+              "shard_size": usable // (2 * k)}
+    else:
+      part = partition_lib.dirichlet_partition(labels, k, n, f.alpha,
+                                               seed=f.seed)
+      info = {"num_clients": k, "examples_per_client": n,
+              "alpha": float(f.alpha)}
+  except ValueError as e:
+    raise FlagError(f"--partition={f.partition} with --num_clients={k}"
+                    f"{'' if f.partition == 'shards' else f' --examples_per_client={n}'}"
+                    f": {_one_line(e)}") from None
+  return part, dict(info, partition=f.partition, partition_seed=f.seed)
+
+
+def _keras_model_fn(f, num_classes: int, input_shape) -> Callable:
+  """A no-arg builder of the --model Keras model (same seed every call)."""
+  model = resolve(f)["model"]
+  wd, seed = f.weight_decay, f.seed
+  if model == "digits_cnn":
+    from federated_vision.models import digits as m  # pylint: disable=g-import-not-at-top
+    return lambda: m.create_digits_cnn(num_classes, seed)
+  if model == "mnist_2nn":
+    from federated_vision.models import mnist as m  # pylint: disable=g-import-not-at-top
+    return lambda: m.create_2nn(num_classes, input_shape, seed=seed)
+  if model == "mnist_cnn":
+    from federated_vision.models import mnist as m  # pylint: disable=g-import-not-at-top
+    return lambda: m.create_cnn(num_classes, input_shape, weight_decay=wd,
+                                seed=seed)
+  from federated_vision.models import cifar as m  # pylint: disable=g-import-not-at-top
+  return lambda: m.create_cifar_cnn(num_classes, input_shape, weight_decay=wd,
+                                    seed=seed)
+
+
 def _load_dataset(f):
+  """(FederatedDataset, keras model builder) for --dataset and its flags."""
+  r = resolve(f)
   if f.dataset == "digits":
     from federated_vision.data import digits  # pylint: disable=g-import-not-at-top
-    from federated_vision.models import digits as digits_models  # pylint: disable=g-import-not-at-top
-    fed = digits.load_federated(f.num_clients, f.alpha, seed=f.seed,
+    fed = digits.load_federated(r["num_clients"], f.alpha, seed=f.seed,
                                 imbalance_sigma=f.imbalance_sigma)
-    return fed, lambda: digits_models.create_digits_cnn(fed.num_classes, f.seed)
-  raise FlagError(f"--dataset={f.dataset}: must be one of {DATASET_NAMES}")
+  elif f.dataset in _DATASETS:
+    family = r["family"]
+    arrays = _load_arrays(f, family)
+    part, info = _make_partition(f, arrays.train_y)
+    storage = os.path.join(f.root_output_dir, ".client_data")
+    if family == "cifar":
+      from federated_vision.data import cifar  # pylint: disable=g-import-not-at-top
+      fed = cifar.from_arrays(f.dataset, arrays, part, 10 if "10" in f.dataset
+                              else 100, storage_dir=storage, info=info)
+    else:
+      from federated_vision.data import mnist  # pylint: disable=g-import-not-at-top
+      fed = mnist.from_arrays(f.dataset, arrays, part, storage_dir=storage,
+                              info=info)
+  else:
+    raise FlagError(f"--dataset={f.dataset}: must be one of "
+                    f"{', '.join(DATASET_NAMES)}")
+  return fed, _keras_model_fn(f, fed.num_classes, tuple(fed.input_shape))
+
+
+def _check_choice(f, name: str, allowed) -> None:
+  value = getattr(f, name)
+  if value not in allowed:
+    raise FlagError(f"--{name}={value}: must be one of {', '.join(allowed)}")
 
 
 def validate(f) -> None:
@@ -129,12 +337,71 @@ def validate(f) -> None:
   if unknown or not f.algorithm:
     raise FlagError(f"--algorithm={','.join(f.algorithm)}: each must be one of "
                     f"{', '.join(ALGORITHMS)}")
+  _check_choice(f, "dataset", DATASET_NAMES)
+  _check_choice(f, "data_source", DATA_SOURCES)
+  _check_choice(f, "partition", PARTITIONS)
+  if f.model is not None:
+    _check_choice(f, "model", MODELS)
   _positive("client_learning_rate", f.client_learning_rate)
   _positive("server_learning_rate", f.server_learning_rate)
   if not 0 <= f.server_momentum < 1:
     raise FlagError(f"--server_momentum={f.server_momentum}: must be in [0, 1)")
-  if f.dataset == "digits" and f.num_clients > 300:
-    raise FlagError(f"--num_clients={f.num_clients}: must be in [1, 300] for "
+  if f.weight_decay < 0 or not math.isfinite(f.weight_decay):
+    raise FlagError(f"--weight_decay={f.weight_decay}: must be a finite "
+                    "number >= 0")
+  if f.client_fraction is not None and not 0 <= f.client_fraction <= 1:
+    raise FlagError(f"--client_fraction={f.client_fraction}: must be in [0, 1]")
+  if (f.client_fraction is not None and _explicit(f, "client_fraction")
+      and _explicit(f, "clients_per_round")):
+    raise FlagError("--client_fraction and --clients_per_round: give only "
+                    "one (--client_fraction sets clients per round = "
+                    "max(C*K, 1))")
+  if f.target_accuracy is not None and not 0 < f.target_accuracy <= 1:
+    raise FlagError(f"--target_accuracy={f.target_accuracy}: must be in (0, 1]")
+  family = _DATASETS[f.dataset][0]
+  synthetic = f.dataset.startswith("synthetic_")
+  if f.archive_path is not None and f.data_source != "archive":
+    raise FlagError(f"--archive_path={f.archive_path}: only read with "
+                    "--data_source=archive")
+  if f.data_source == "archive" and family != "digits" and not synthetic:
+    if not f.archive_path:
+      raise FlagError(f"--data_source=archive needs --archive_path (the "
+                      f"canonical {f.dataset} archive file or directory)")
+    if f.data_dir is not None:
+      raise FlagError(f"--data_dir={f.data_dir}: only read with "
+                      "--data_source=tfds (not with --archive_path)")
+    if not os.path.exists(f.archive_path):
+      raise FlagError(f"--archive_path={f.archive_path}: does not exist")
+  if (f.data_source == "tfds" and f.data_dir is not None and family != "digits"
+      and not synthetic and not os.path.isdir(f.data_dir)):
+    raise FlagError(f"--data_dir={f.data_dir}: not a directory (the "
+                    "tensorflow-datasets data_dir holding a prepared "
+                    f"{f.dataset})")
+  model = f.model or _DATASETS[f.dataset][1]
+  if _MODEL_FAMILY[model] != family:
+    fits = [m for m in MODELS if _MODEL_FAMILY[m] == family]
+    raise FlagError(f"--model={model}: does not fit --dataset={f.dataset}; "
+                    f"use one of {', '.join(fits)}")
+  if f.weight_decay > 0 and model in ("digits_cnn", "mnist_2nn"):
+    raise FlagError(f"--weight_decay={f.weight_decay}: --model={model} has no "
+                    "weight decay; use mnist_cnn or cifar_cnn, or 0")
+  if family == "digits":
+    if f.partition != "dirichlet" or f.split_csv is not None:
+      raise FlagError(f"--partition={f.partition}"
+                      f"{' --split_csv' if f.split_csv else ''}: digits "
+                      "supports --partition=dirichlet only")
+    if f.examples_per_client is not None:
+      raise FlagError("--examples_per_client: not used by --dataset=digits "
+                      "(its 1,437 training examples are shared by the clients)")
+  if f.split_csv is not None:
+    if _explicit(f, "partition"):
+      raise FlagError("--split_csv and --partition: give only one (the CSV "
+                      "is the partition)")
+    if not os.path.isfile(f.split_csv):
+      raise FlagError(f"--split_csv={f.split_csv}: no such file")
+  num_clients = resolve(f)["num_clients"]
+  if f.dataset == "digits" and num_clients > 300:
+    raise FlagError(f"--num_clients={num_clients}: must be in [1, 300] for "
                     "--dataset=digits (1,437 training examples)")
   if not f.include_plain and not (f.fedir or f.fedvc):
     raise FlagError("--noinclude_plain needs --fedir or --fedvc: nothing to run")
@@ -154,10 +421,16 @@ def build_experiment(f) -> Experiment:
   output_dir = check_output_dir(f.root_output_dir, f.experiment_name)
   fed, keras_model_fn = _load_dataset(f)
   ids = fed.client_data.client_ids
-  if f.clients_per_round > len(ids):
-    raise FlagError(f"--clients_per_round={f.clients_per_round}: must be in "
-                    f"[1, {len(ids)}] (the number of clients of "
-                    f"--dataset={f.dataset})")
+  resolved = resolve(f)
+  if f.client_fraction is not None:  # K may come from --split_csv.
+    clients_per_round = _clients_per_round(f.client_fraction, len(ids))
+  else:
+    clients_per_round = f.clients_per_round
+    if clients_per_round > len(ids):
+      raise FlagError(f"--clients_per_round={f.clients_per_round}: must be in "
+                      f"[1, {len(ids)}] (the number of clients of "
+                      f"--dataset={f.dataset})")
+  resolved.update(num_clients=len(ids), clients_per_round=clients_per_round)
   batch = None if f.client_batch_size == 0 else f.client_batch_size
   base_spec = cdl.TrainingSpec(batch_size=batch, epochs=f.client_epochs,
                                shuffle_buffer=10_000, seed=f.seed)
@@ -200,9 +473,9 @@ def build_experiment(f) -> Experiment:
       if "fedvc" in variant:
         spec = spec._replace(virtual_client_size=f.virtual_client_size)
         sampler = sampling.SizeProportionalSampler(ids, sizes,
-                                                   f.clients_per_round, f.seed)
+                                                   clients_per_round, f.seed)
       else:
-        sampler = sampling.UniformSampler(ids, f.clients_per_round, f.seed)
+        sampler = sampling.UniformSampler(ids, clients_per_round, f.seed)
       if "fedir" in variant:
         process = fedir_lib.build_fedir(
             model_fn, client_opt(), fed.num_classes, server_opt(algorithm),
@@ -217,6 +490,7 @@ def build_experiment(f) -> Experiment:
 
   hparams = {name: flags.FLAGS[name].value
              for name in sorted(flags.FLAGS) if name in _OUR_FLAGS}
+  hparams["resolved"] = {k: v for k, v in resolved.items() if k != "family"}
   hparams["data"] = dict(fed.info)
   stats = _stats_from_counts(fed.class_counts)
   return Experiment(fed, keras_model_fn, methods, output_dir, hparams, stats)
@@ -240,4 +514,6 @@ _OUR_FLAGS = frozenset([
     "client_batch_size", "client_learning_rate", "server_learning_rate",
     "server_momentum", "total_rounds", "rounds_per_eval",
     "rounds_per_checkpoint", "centralized_epochs", "seed", "root_output_dir",
-    "experiment_name"])
+    "experiment_name", "data_source", "data_dir", "archive_path", "partition",
+    "examples_per_client", "split_csv", "client_fraction", "model",
+    "weight_decay", "target_accuracy"])

@@ -7,6 +7,46 @@ import time
 from experiments import flags_lib
 
 
+def rounds_to_target(rows, target: float):
+  """McMahan's rounds to `target` test accuracy from metric rows (or None)."""
+  from federated_vision import convergence  # pylint: disable=g-import-not-at-top
+  evaluated = [(float(r["round"]), float(r["test_accuracy"])) for r in rows
+               if r.get("test_accuracy") not in (None, "")]
+  if not evaluated:
+    return None
+  rounds, accs = zip(*evaluated)
+  return convergence.rounds_to_target(rounds, accs, target)
+
+
+def write_partition_report(exp, f) -> dict:
+  """Per-client class counts (JSON) + Hsu et al. 2019 Figure-10 PNG.
+
+  Built from the data set's count matrix, so it works for every loader:
+  pseudo-labels reproduce each client's class counts exactly.
+  """
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from federated_vision import partition_report  # pylint: disable=g-import-not-at-top
+  fed = exp.fed_data
+  counts = np.asarray(fed.class_counts, np.int64)
+  ids = list(fed.client_data.client_ids)
+  labels = np.concatenate([np.repeat(np.arange(counts.shape[1]), row)
+                           for row in counts])
+  ends = np.cumsum(counts.sum(axis=1))
+  partition = {cid: np.arange(end - n, end) for cid, n, end
+               in zip(ids, counts.sum(axis=1), ends)}
+  names = fed.info.get("label_names")
+  info = {k: (str(v) if isinstance(v, float) and not math.isfinite(v) else v)
+          for k, v in fed.info.items() if k != "label_names"}
+  alpha = f.alpha if info.get("partition", "dirichlet") == "dirichlet" and \
+      f.split_csv is None else None
+  return partition_report.write_partition_report(
+      exp.output_dir, "partition", labels, partition,
+      num_classes=counts.shape[1], alpha=alpha,
+      class_names=names if names and len(names) == counts.shape[1] else None,
+      metadata={"dataset": fed.name, "seed": f.seed, **info},
+      max_clients_in_plot=100)
+
+
 def run(f) -> dict:
   """Builds the experiment from flags, runs it, writes and prints results."""
   from federated_vision import execution  # pylint: disable=g-import-not-at-top
@@ -23,9 +63,11 @@ def run(f) -> dict:
   out = exp.output_dir
   reporting.write_json(os.path.join(out, "hparams.json"),
                        dict(exp.hparams, partition=exp.partition_stats))
+  report_paths = write_partition_report(exp, f)
   print(f"data: {fed.name}, {exp.partition_stats['num_clients']} clients, "
         f"{exp.partition_stats['num_examples']} training examples, "
         f"EMD non-identicalness {exp.partition_stats['emd']:.3f}")
+  print(f"partition report: {report_paths['json']}, {report_paths['png']}")
   eval_ds = cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn)
   evaluate = training_loop.build_keras_evaluate_fn(exp.keras_model_fn, eval_ds)
 
@@ -57,7 +99,9 @@ def run(f) -> dict:
                   for r in results.values())
   at = reporting.acc_at_round_and_batch(runs, f.total_rounds, batch_ref)
   summary = {"methods": {}, "centralized": None,
-             "acc_at_round_ref": f.total_rounds, "acc_at_batch_ref": batch_ref}
+             "acc_at_round_ref": f.total_rounds, "acc_at_batch_ref": batch_ref,
+             "target_accuracy": f.target_accuracy,
+             "emd": exp.partition_stats["emd"]}
   table = []
   for name, r in results.items():
     rel = (metrics_lib.relative_accuracy(r.final_accuracy, central_acc)
@@ -70,6 +114,9 @@ def run(f) -> dict:
         "acc_at_round": at[name]["acc_at_round"],
         "acc_at_batch": at[name]["acc_at_batch"],
         "resumed_from_round": r.resumed_from}
+    if f.target_accuracy is not None:
+      summary["methods"][name]["rounds_to_target"] = rounds_to_target(
+          r.rows, f.target_accuracy)
     table.append([name, r.final_accuracy, central_acc, rel,
                   at[name]["acc_at_round"], at[name]["acc_at_batch"],
                   r.rounds, round(r.seconds, 1)])
