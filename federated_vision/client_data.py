@@ -253,17 +253,18 @@ def virtual_client_indices(num_examples: tf.Tensor, virtual_size: int,
   uniformly with replacement otherwise.
   """
   n = tf.cast(num_examples, tf.int64)
-  tf.debugging.assert_positive(n, message="FedVC client has no examples")
+  check = tf.debugging.assert_positive(n, message="FedVC client has no examples")
 
   def without_replacement():
     keys = tf.random.stateless_uniform(tf.reshape(n, [1]), seed=seed)
-    return tf.argsort(keys)[:virtual_size]
+    return tf.cast(tf.argsort(keys)[:virtual_size], tf.int64)
 
   def with_replacement():
     return tf.random.stateless_uniform([virtual_size], seed=seed, minval=0,
                                        maxval=n, dtype=tf.int64)
-  return tf.cast(tf.cond(n >= virtual_size, without_replacement,
-                         with_replacement), tf.int64)
+  with tf.control_dependencies([check]):
+    idx = tf.cond(n >= virtual_size, without_replacement, with_replacement)
+  return tf.ensure_shape(idx, [virtual_size])
 
 
 def build_training_dataset_fn(
