@@ -1,0 +1,140 @@
+"""The experiment grids of `sweep_main`, as data (no TensorFlow import).
+
+A sweep is a `base` of flag values (defaults of the sweep; flags given on the
+command line win over them) and a tuple of `Point`s, each a name (its output
+sub-directory) and the flag values of its grid axes (these win over
+everything; giving an axis flag on the command line is an error).
+
+hsu2019_cifar10 / hsu2019_cifar100 (Hsu, Qi & Brown 2019, "Measuring the
+Effects of Non-Identical Data Distribution for Federated Visual
+Classification"): CIFAR over K = 100 clients of 500 examples, Dirichlet(alpha)
+class distributions, for FedAvg and FedAvgM (server momentum 0.9):
+  CIFAR-10  alpha in {100, 10, 1, 0.5, 0.2, 0.1, 0.05, 0}   -> 16 points
+  CIFAR-100 alpha in {1000, 100, 10, 5, 2, 1, 0.5, 0}       -> 16 points
+Base: cifar_cnn, 10 clients per round (C = 0.1), E = 1, B = 64, 10,000 rounds
+evaluated every 50, no centralized baseline. Point names:
+`<algorithm>_alpha_<alpha>`, e.g. `fedavgm_alpha_0.05`.
+
+mcmahan_mnist_grid (McMahan et al. 2017, Tables 1, 2 and 4, as one full
+product): MNIST over K = 100 clients, FedAvg with
+  model     in {mnist_2nn, mnist_cnn}
+  partition in {iid (600 examples each), shards (200 shards of 300, 2 each)}
+  C         in {0, 0.1, 0.2, 0.5, 1.0}   (clients per round max(C*K, 1))
+  E         in {1, 5, 20}
+  B         in {inf, 10, 50}             (B = inf is --client_batch_size=0)
+-> 2 x 2 x 5 x 3 x 3 = 180 points. The (B = inf, E = 1) points are FedSGD
+(McMahan's speedup reference). Target accuracies as in the paper: 97% for the
+2NN, 99% for the CNN. Base: 1,000 rounds, evaluated every round, no
+centralized baseline. Point names: `<2nn|cnn>_<iid|shards>_C<C>_E<E>_B<B>`,
+e.g. `cnn_shards_C0.1_E5_Binf`.
+"""
+
+import fnmatch
+import itertools
+from typing import Dict, NamedTuple, Sequence, Tuple
+
+HSU2019_CIFAR10_ALPHAS = (100.0, 10.0, 1.0, 0.5, 0.2, 0.1, 0.05, 0.0)
+HSU2019_CIFAR100_ALPHAS = (1000.0, 100.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.0)
+HSU2019_ALGORITHMS = ("fedavg", "fedavgm")
+
+MCMAHAN_MODELS = ("mnist_2nn", "mnist_cnn")
+MCMAHAN_PARTITIONS = ("iid", "shards")
+MCMAHAN_CLIENT_FRACTIONS = (0.0, 0.1, 0.2, 0.5, 1.0)
+MCMAHAN_EPOCHS = (1, 5, 20)
+MCMAHAN_BATCH_SIZES = (0, 10, 50)  # 0 = B = inf.
+MCMAHAN_TARGETS = {"mnist_2nn": 0.97, "mnist_cnn": 0.99}
+
+
+class Point(NamedTuple):
+  """One run of a sweep: output sub-directory name and its axis flags."""
+  name: str
+  flags: Dict[str, object]
+
+
+class Sweep(NamedTuple):
+  """A named grid: datasets it accepts, base flag values, its points."""
+  name: str
+  datasets: Tuple[str, ...]  # The real data set first, then its twin.
+  base: Dict[str, object]
+  points: Tuple[Point, ...]
+
+
+def format_number(x: float) -> str:
+  """Short, file-name-safe: 100.0 -> '100', 0.05 -> '0.05', 0.0 -> '0'."""
+  return f"{x:g}"
+
+
+def _hsu2019(dataset: str, alphas: Sequence[float]) -> Sweep:
+  base = {"dataset": dataset, "partition": "dirichlet", "num_clients": 100,
+          "examples_per_client": 500, "model": "cifar_cnn",
+          "clients_per_round": 10, "client_epochs": 1,
+          "client_batch_size": 64, "server_momentum": 0.9,
+          "total_rounds": 10_000, "rounds_per_eval": 50,
+          "rounds_per_checkpoint": 50, "centralized_epochs": 0}
+  points = tuple(
+      Point(f"{algorithm}_alpha_{format_number(alpha)}",
+            {"algorithm": [algorithm], "alpha": alpha})
+      for algorithm in HSU2019_ALGORITHMS for alpha in alphas)
+  return Sweep(f"hsu2019_{dataset}", (dataset, f"synthetic_{dataset}")
+               if dataset == "cifar10" else (dataset,), base, points)
+
+
+def _mcmahan_mnist_grid() -> Sweep:
+  base = {"dataset": "mnist", "num_clients": 100, "examples_per_client": 600,
+          "algorithm": ["fedavg"],
+          "total_rounds": 1000, "rounds_per_eval": 1,
+          "rounds_per_checkpoint": 20, "centralized_epochs": 0}
+  points = []
+  for model, partition, c, e, b in itertools.product(
+      MCMAHAN_MODELS, MCMAHAN_PARTITIONS, MCMAHAN_CLIENT_FRACTIONS,
+      MCMAHAN_EPOCHS, MCMAHAN_BATCH_SIZES):
+    name = (f"{model.split('_')[1]}_{partition}_C{format_number(c)}_E{e}_"
+            f"B{'inf' if b == 0 else b}")
+    point = {"model": model, "partition": partition, "client_fraction": c,
+             "client_epochs": e, "client_batch_size": b,
+             "target_accuracy": MCMAHAN_TARGETS[model]}
+    if partition == "shards":  # Shards fix the client size (2 x 300).
+      point["examples_per_client"] = None
+    points.append(Point(name, point))
+  return Sweep("mcmahan_mnist_grid", ("mnist", "synthetic_mnist"), base,
+               tuple(points))
+
+
+SWEEPS = {s.name: s for s in (
+    _hsu2019("cifar10", HSU2019_CIFAR10_ALPHAS),
+    _hsu2019("cifar100", HSU2019_CIFAR100_ALPHAS),
+    _mcmahan_mnist_grid())}
+SWEEP_NAMES = tuple(SWEEPS)
+
+
+def select(sweep: Sweep, patterns: Sequence[str] = ()) -> Tuple[Point, ...]:
+  """The points whose name matches any of the fnmatch `patterns` (all if none).
+
+  Raises:
+    ValueError: a pattern matches no point (names the pattern).
+  """
+  if not patterns:
+    return sweep.points
+  for p in patterns:
+    if not any(fnmatch.fnmatchcase(pt.name, p) for pt in sweep.points):
+      raise ValueError(f"{p!r} matches no point of {sweep.name}")
+  return tuple(pt for pt in sweep.points
+               if any(fnmatch.fnmatchcase(pt.name, p) for p in patterns))
+
+
+def point_flags(sweep: Sweep, point: Point,
+                explicit: Sequence[str] = ()) -> Dict[str, object]:
+  """Flag values of a point: base (unless given explicitly), then its axes."""
+  values = {k: v for k, v in sweep.base.items() if k not in explicit}
+  values.update(point.flags)
+  return values
+
+
+def axis_conflicts(points: Sequence[Point], explicit: Sequence[str]) -> list:
+  """Flags given on the command line that a selected point also sets."""
+  axes = set()
+  for pt in points:
+    axes.update(pt.flags)
+    if "client_fraction" in pt.flags:
+      axes.add("clients_per_round")  # Derived from C.
+  return sorted(axes & set(explicit))
