@@ -188,7 +188,8 @@ def resolve(f) -> Dict[str, object]:
          "num_clients": num_clients,
          "examples_per_client": (f.examples_per_client
                                  if f.examples_per_client is not None else n),
-         "clients_per_round": f.clients_per_round}
+         "clients_per_round": f.clients_per_round,
+         "partition": "csv" if f.split_csv is not None else f.partition}
   if f.client_fraction is not None:
     out["clients_per_round"] = _clients_per_round(f.client_fraction,
                                                   num_clients)
