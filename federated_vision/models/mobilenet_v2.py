@@ -14,9 +14,11 @@ also report training only the last two layers.
 Architecture: exactly `tf.keras.applications.MobileNetV2` (Keras 2.14), with
 the same layer names ("Conv1", "bn_Conv1", "block_3_expand", "block_3_expand_BN",
 "block_3_depthwise", ..., "Conv_1", "Conv_1_bn"), so ImageNet weights map by
-name. Each normalization layer keeps its BN name but is a
-`tf.keras.layers.GroupNormalization` (epsilon 1e-3, as the BN layers). The head
-is global average pooling -> [Dense(bottleneck_dim) "bottleneck", linear] ->
+name. Each normalization layer keeps its BN name but is a `GroupNorm`, a
+subclass of `tf.keras.layers.GroupNormalization` (epsilon 1e-3, as the BN
+layers) whose forward pass is cheaper to build and differentiate. The head
+is global average pooling -> [Dense(bottleneck_dim) "bottleneck", linear: no
+activation is assumed for it] ->
 Dense(num_classes) "logits", linear: the model outputs logits, like every model
 in `federated_vision.models`.
 
@@ -31,6 +33,12 @@ Parameter count: GN has gamma and beta per channel (trainable) and no moving
 statistics, so the GN model has exactly the stock model's count minus the 2
 moving statistics per BN channel. For alpha=1.0, 224x224, 1000 classes:
 stock 3,538,984 (34,112 non-trainable) -> GN 3,504,872, all trainable.
+
+ImageNet weights: `load_pretrained_weights` reads a local Keras .h5 file (no
+download here), copies conv/depthwise kernels and maps BN gamma/beta to GN
+gamma/beta; BN moving statistics are dropped, so the pretrained features are
+an initialisation for fine-tuning, not reproduced exactly. "predictions" (the
+ImageNet classifier) is never loaded.
 
 Inputs are float images in [0, 1] (what the data loaders produce); a
 `Rescaling` layer maps them to [-1, 1], MobileNetV2's expected range.
