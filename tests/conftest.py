@@ -17,6 +17,18 @@ if REPO not in sys.path:
 import pytest  # pylint: disable=g-import-not-at-top
 
 _WORKER_PATTERN = "tensorflow_federated/.*worker_binary"
+# Inherited by every process this session starts, including TFF workers, so
+# the leak check counts only our own (not those of a concurrent run).
+_MARKER = "FEDERATED_VISION_TEST_SESSION"
+os.environ[_MARKER] = f"{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def _ours(pid: str) -> bool:
+  try:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+      return f"{_MARKER}={os.environ[_MARKER]}".encode() in f.read().split(b"\0")
+  except OSError:
+    return False
 
 
 def worker_pids() -> set:
@@ -26,8 +38,8 @@ def worker_pids() -> set:
   for pid in out.split():
     try:
       with open(f"/proc/{pid}/stat") as f:
-        if f.read().split(")")[-1].split()[0] != "Z":  # Zombies are dead.
-          pids.add(int(pid))
+        if f.read().split(")")[-1].split()[0] != "Z" and _ours(pid):
+          pids.add(int(pid))  # Alive (not a zombie) and started by us.
     except OSError:
       pass
   return pids
