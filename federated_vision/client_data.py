@@ -314,7 +314,10 @@ def build_training_dataset_fn(
           lambda i, e: map_fn(e, tf.stack([seed[0] + i, seed[1]])),
           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if spec.batch_size is None:  # B = inf: one full-batch step per epoch.
-      ds = ds.batch(2**31 - 1).repeat(spec.epochs)
+      # Batch by the client's actual size: TFF's worker binary hangs on a
+      # constant batch of 2**31 - 1 (its BatchDataset reserves batch_size).
+      n = ds.reduce(tf.constant(0, tf.int64), lambda c, _: c + 1)
+      ds = ds.batch(tf.maximum(n, 1)).repeat(spec.epochs)
     else:  # TFF convention: epochs are concatenated, then batched.
       ds = ds.repeat(spec.epochs).batch(spec.batch_size)
     return ds.prefetch(1)
