@@ -25,16 +25,23 @@ from absl import flags
 
 from federated_vision import convergence
 
-flags.DEFINE_string("input_dir", None, "Directory searched (recursively) for "
-                    "summary.json files, e.g. <root_output_dir>/<sweep>.")
-flags.DEFINE_string("output_dir", None, "Where report.csv and report.md go "
-                    "(default: --input_dir).")
-flags.DEFINE_string("reference", None, "Row whose rounds-to-target is the "
-                    "speedup reference: a point name, or point/method when the "
-                    "point ran several methods.")
-flags.DEFINE_float("target_accuracy", None, "Target accuracy for "
-                   "rounds-to-target (default: each run's --target_accuracy; "
-                   "none -> empty column).")
+
+
+def define_flags():
+  """The binary's flags (defined in __main__ only, so importing this module
+  next to `flags_lib`, which also has --target_accuracy, is safe)."""
+  flags.DEFINE_string("input_dir", None, "Directory searched (recursively) for "
+                      "summary.json files, e.g. <root_output_dir>/<sweep>.")
+  flags.DEFINE_string("output_dir", None, "Where report.csv and report.md go "
+                      "(default: --input_dir).")
+  flags.DEFINE_string("reference", None, "Row whose rounds-to-target is the "
+                      "speedup reference: a point name, or point/method when the "
+                      "point ran several methods.")
+  flags.DEFINE_float("target_accuracy", None, "Target accuracy for "
+                     "rounds-to-target (default: each run's --target_accuracy; "
+                     "none -> empty column).")
+
+
 FLAGS = flags.FLAGS
 
 COLUMNS = ("point", "dataset", "partition", "alpha", "algorithm", "C",
@@ -199,4 +206,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)
