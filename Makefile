@@ -9,6 +9,9 @@ PYTEST_ARGS ?=
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export MPLBACKEND ?= Agg
 export PYTHONDONTWRITEBYTECODE ?= 1
+# Inherited by every process a target starts (TFF workers too), so the final
+# worker check only looks at our own.
+export FEDERATED_VISION_SESSION := make-$(shell date +%s%N)
 
 .PHONY: env run test bench clean-env
 
