@@ -77,7 +77,40 @@ def _row_lookup(client_ids: Sequence[str]) -> Callable[[tf.Tensor], tf.Tensor]:
   return lookup
 
 
-class ArrayClientData(tff.simulation.datasets.ClientData):
+class InGraphClientData(tff.simulation.datasets.ClientData):
+  """A ClientData whose datasets are built in-graph from the client id.
+
+  Subclasses set, in `__init__`: `self._client_ids` (list), `self._sizes`
+  (client id -> examples), `self._dataset_fn` (serializable; accepts plain ids
+  and round keys) and `self._spec` (element spec dict).
+  """
+
+  @property
+  def client_ids(self):
+    return list(self._client_ids)
+
+  @property
+  def serializable_dataset_fn(self):
+    return self._dataset_fn
+
+  def create_tf_dataset_for_client(self, client_id: str) -> tf.data.Dataset:
+    if client_id not in self._sizes:
+      raise ValueError(f"unknown client id {client_id!r}")
+    return self._dataset_fn(tf.constant(client_id))
+
+  @property
+  def element_type_structure(self):
+    return dict(self._spec)
+
+  def client_size(self, client_id: str) -> int:
+    return int(self._sizes[client_id])
+
+  @property
+  def client_sizes(self) -> Dict[str, int]:
+    return dict(self._sizes)
+
+
+class ArrayClientData(InGraphClientData):
   """ClientData over in-memory arrays and a partition of their indices.
 
   Elements are dicts of the given arrays' rows (e.g. {'x': image, 'y': label}).
@@ -98,6 +131,7 @@ class ArrayClientData(tff.simulation.datasets.ClientData):
     self._client_ids = list(partition.keys())
     _check_client_ids(self._client_ids)
     self._indices = [np.asarray(partition[c], np.int64) for c in self._client_ids]
+    self._sizes = {c: len(i) for c, i in zip(self._client_ids, self._indices)}
     for cid, idx in zip(self._client_ids, self._indices):
       if idx.size and (idx.min() < 0 or idx.max() >= total):
         raise ValueError(f"client {cid!r} has indices outside [0, {total})")
@@ -160,30 +194,6 @@ class ArrayClientData(tff.simulation.datasets.ClientData):
                                    spec[k].dtype), [None] + spec[k].shape.as_list())
             for k, paths in files.items()})
     return dataset_fn
-
-  @property
-  def client_ids(self):
-    return list(self._client_ids)
-
-  @property
-  def serializable_dataset_fn(self):
-    return self._dataset_fn
-
-  def create_tf_dataset_for_client(self, client_id: str) -> tf.data.Dataset:
-    if client_id not in set(self._client_ids):
-      raise ValueError(f"unknown client id {client_id!r}")
-    return self._dataset_fn(tf.constant(client_id))
-
-  @property
-  def element_type_structure(self):
-    return dict(self._spec)
-
-  @property
-  def dataset_computation(self):
-    return super().dataset_computation
-
-  def client_size(self, client_id: str) -> int:
-    return int(len(self._indices[self._client_ids.index(client_id)]))
 
 
 class FederatedDataset(NamedTuple):

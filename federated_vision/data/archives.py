@@ -293,6 +293,23 @@ def read_mnist(directory: str) -> ImageArrays:
                      [str(d) for d in range(10)], os.path.abspath(directory))
 
 
+def synthetic_image_arrays(image_shape: Tuple[int, ...], class_names: List[str],
+                           num_train: int, num_test: int,
+                           seed: int) -> ImageArrays:
+  """Random uint8 images with balanced training labels (the loaders' twins)."""
+  num_classes = len(class_names)
+  if num_train < num_classes or num_test < 1:
+    raise ValueError(f"num_train must be >= num_classes ({num_classes}) and "
+                     f"num_test >= 1, got {num_train}, {num_test}")
+  rng = np.random.default_rng(seed)
+  x = rng.integers(0, 256, (num_train + num_test,) + tuple(image_shape),
+                   dtype=np.uint8)
+  y = np.concatenate([np.arange(num_train) % num_classes,
+                      rng.integers(0, num_classes, num_test)]).astype(np.int64)
+  return ImageArrays(x[:num_train], y[:num_train], x[num_train:],
+                     y[num_train:], list(class_names), "synthetic")
+
+
 def describe(arrays: ImageArrays) -> dict:
   """Sizes and source for `FederatedDataset.info`."""
   return {"source": arrays.source, "train_examples": int(len(arrays.train_y)),

@@ -299,17 +299,9 @@ def load_federated(name: str = "cifar10", *, data_dir: Optional[str] = None,
 def synthetic_arrays(num_train: int = 200, num_test: int = 40,
                      num_classes: int = 10, seed: int = 0) -> archives.ImageArrays:
   """Random uint8 32x32x3 images with balanced labels (test twin)."""
-  if num_train < num_classes or num_test < 1:
-    raise ValueError(f"num_train must be >= num_classes ({num_classes}) and "
-                     f"num_test >= 1, got {num_train}, {num_test}")
-  rng = np.random.default_rng(seed)
-  x = rng.integers(0, 256, (num_train + num_test,) + IMAGE_SHAPE, dtype=np.uint8)
-  y = np.concatenate([np.arange(num_train) % num_classes,
-                      rng.integers(0, num_classes, num_test)]).astype(np.int64)
-  return archives.ImageArrays(x[:num_train], y[:num_train], x[num_train:],
-                              y[num_train:],
-                              [f"class_{c}" for c in range(num_classes)],
-                              "synthetic")
+  return archives.synthetic_image_arrays(
+      IMAGE_SHAPE, [f"class_{c}" for c in range(num_classes)], num_train,
+      num_test, seed)
 
 
 def synthetic(name: str = "cifar10", num_clients: int = 4,

@@ -194,16 +194,9 @@ def load_federated(scheme: str = "iid", *, data_dir: Optional[str] = None,
 def synthetic_arrays(num_train: int = 200, num_test: int = 40,
                      seed: int = 0) -> archives.ImageArrays:
   """Random uint8 28x28x1 images, balanced labels (test twin)."""
-  if num_train < NUM_CLASSES or num_test < 1:
-    raise ValueError(f"num_train must be >= {NUM_CLASSES} and num_test >= 1, "
-                     f"got {num_train}, {num_test}")
-  rng = np.random.default_rng(seed)
-  x = rng.integers(0, 256, (num_train + num_test,) + INPUT_SHAPE, dtype=np.uint8)
-  y = np.concatenate([np.arange(num_train) % NUM_CLASSES,
-                      rng.integers(0, NUM_CLASSES, num_test)]).astype(np.int64)
-  return archives.ImageArrays(x[:num_train], y[:num_train], x[num_train:],
-                              y[num_train:], [str(d) for d in range(NUM_CLASSES)],
-                              "synthetic")
+  return archives.synthetic_image_arrays(
+      INPUT_SHAPE, [str(d) for d in range(NUM_CLASSES)], num_train, num_test,
+      seed)
 
 
 def synthetic(num_clients: int = 4, examples_per_client: int = 10,

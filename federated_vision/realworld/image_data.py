@@ -261,7 +261,7 @@ def _index_bytes(index: ExampleIndex, order: np.ndarray) -> List[bytes]:
   return lines
 
 
-class IndexedImageClientData(tff.simulation.datasets.ClientData):
+class IndexedImageClientData(cd.InGraphClientData):
   """ClientData of {'path', 'range', 'y'} elements read from an index file.
 
   The graph holds sorted client ids and byte offsets only; see module doc.
@@ -305,6 +305,9 @@ class IndexedImageClientData(tff.simulation.datasets.ClientData):
     self._rows = rows
     self._order = order
     self._labels = index.labels
+    self._spec = {"path": tf.TensorSpec([], tf.string),
+                  "range": tf.TensorSpec([3], tf.int64),
+                  "y": tf.TensorSpec([], tf.int64)}
     self._dataset_fn = self._build(block_offset.astype(np.int64),
                                    block_length.astype(np.int64),
                                    len(content))
@@ -338,31 +341,7 @@ class IndexedImageClientData(tff.simulation.datasets.ClientData):
   def index_path(self) -> str:
     return self._index_path
 
-  @property
-  def client_ids(self):
-    return list(self._client_ids)
 
-  @property
-  def serializable_dataset_fn(self):
-    return self._dataset_fn
-
-  def create_tf_dataset_for_client(self, client_id: str) -> tf.data.Dataset:
-    if client_id not in self._sizes:
-      raise ValueError(f"unknown client id {client_id!r}")
-    return self._dataset_fn(tf.constant(client_id))
-
-  @property
-  def element_type_structure(self):
-    return {"path": tf.TensorSpec([], tf.string),
-            "range": tf.TensorSpec([3], tf.int64),
-            "y": tf.TensorSpec([], tf.int64)}
-
-  def client_size(self, client_id: str) -> int:
-    return int(self._sizes[client_id])
-
-  @property
-  def client_sizes(self) -> Dict[str, int]:
-    return dict(self._sizes)
 
   def class_counts(self, num_classes: int) -> np.ndarray:
     counts = np.zeros([len(self._client_ids), num_classes], np.int64)

@@ -93,7 +93,7 @@ def convert_to_tfrecords(fds: cd.FederatedDataset, output_dir: str) -> dict:
   return meta
 
 
-class TFRecordClientData(tff.simulation.datasets.ClientData):
+class TFRecordClientData(cd.InGraphClientData):
   """ClientData over per-client TFRecord shards ({'image', 'y'} elements)."""
 
   def __init__(self, output_dir: str):
@@ -113,28 +113,8 @@ class TFRecordClientData(tff.simulation.datasets.ClientData):
       return tf.data.TFRecordDataset(path).map(
           lambda s: tf.io.parse_single_example(s, _FEATURES))
     self._dataset_fn = dataset_fn
-
-  @property
-  def client_ids(self):
-    return list(self._client_ids)
-
-  @property
-  def serializable_dataset_fn(self):
-    return self._dataset_fn
-
-  def create_tf_dataset_for_client(self, client_id):
-    if client_id not in self._sizes:
-      raise ValueError(f"unknown client id {client_id!r}")
-    return self._dataset_fn(tf.constant(client_id))
-
-  @property
-  def element_type_structure(self):
-    return {"image": tf.TensorSpec([], tf.string),
-            "y": tf.TensorSpec([], tf.int64)}
-
-  @property
-  def client_sizes(self):
-    return dict(self._sizes)
+    self._spec = {"image": tf.TensorSpec([], tf.string),
+                  "y": tf.TensorSpec([], tf.int64)}
 
 
 def load_tfrecords(output_dir: str,
