@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
 
-export TF_CPP_MIN_LOG_LEVEL ?= 2
+# 3 hides TF 2.14's harmless import-time "Unable to register cuDNN factory" errors.
+export TF_CPP_MIN_LOG_LEVEL ?= 3
 export MPLBACKEND ?= Agg
 export PYTHONDONTWRITEBYTECODE ?= 1
 # Inherited by every process a target starts (TFF workers too), so the final

@@ -10,7 +10,7 @@ import argparse
 import os
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tensorflow_federated as tff

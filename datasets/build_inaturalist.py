@@ -16,7 +16,7 @@ any filtering. Bad input: one `error:` line, exit status 2.
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags

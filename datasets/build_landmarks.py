@@ -17,7 +17,7 @@ line, exit status 2.
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags

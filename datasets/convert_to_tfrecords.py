@@ -20,7 +20,7 @@ Bad flags or inputs: one `error:` line, exit status 2.
 import glob
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags

@@ -12,7 +12,7 @@ summary.json under --root_output_dir/--experiment_name.
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 # TensorFlow must be imported before absl.app.run: imported for the first time
