@@ -21,7 +21,7 @@ alpha sweep) on the command line is an error.
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 # TensorFlow must be imported before absl.app.run (see train_main.py).
