@@ -4,6 +4,7 @@ Binaries call `define_flags()` at import time, then `build_experiment(FLAGS)`
 in `main`. Every flag value is recorded in `hparams.json` next to results.
 """
 
+import glob
 import math
 import os
 from typing import Callable, Dict, List, NamedTuple, Optional
@@ -12,13 +13,21 @@ from absl import flags
 
 # Data sets this binary can train on. `synthetic_*` are random-image twins of
 # the real sets (same element structure, model and partition code path) for
-# tests and smoke runs; they never touch the disk.
+# tests and smoke runs; they never touch the disk (except synthetic_inaturalist
+# / synthetic_landmarks, which write tiny JPEG fixtures under
+# <root_output_dir>/.synthetic_data and open them with the real loaders).
 DATASET_NAMES = ("digits", "cifar10", "cifar100", "mnist", "synthetic_cifar10",
-                 "synthetic_mnist")
+                 "synthetic_mnist", "inaturalist", "landmarks",
+                 "synthetic_inaturalist", "synthetic_landmarks")
 ALGORITHMS = ("fedavg", "fedavgm", "fedsgd")
 DATA_SOURCES = ("tfds", "archive")
 PARTITIONS = ("dirichlet", "iid", "shards")
-MODELS = ("digits_cnn", "mnist_2nn", "mnist_cnn", "cifar_cnn")
+MODELS = ("digits_cnn", "mnist_2nn", "mnist_cnn", "cifar_cnn",
+          "mobilenet_v2_gn")
+CHECK_IMAGES = ("none", "exists", "decode")
+BAD_IMAGE_POLICIES = ("fail", "skip")
+# Families of the real-world image splits of Hsu, Qi & Brown 2020.
+REALWORLD_FAMILIES = ("inaturalist", "landmarks")
 
 # Data set -> (family, default model, default K, default examples per client).
 # Families decide which models fit: digits 8x8x1, mnist 28x28x1, cifar 24x24x3.
@@ -29,9 +38,27 @@ _DATASETS = {
     "mnist": ("mnist", "mnist_cnn", 100, 600),        # McMahan et al. 2017.
     "synthetic_cifar10": ("cifar", "cifar_cnn", 10, 20),
     "synthetic_mnist": ("mnist", "mnist_cnn", 10, 20),
+    # K and n come from --split_csv.
+    "inaturalist": ("inaturalist", "mobilenet_v2_gn", None, None),
+    "landmarks": ("landmarks", "mobilenet_v2_gn", None, None),
+    "synthetic_inaturalist": ("inaturalist", "mobilenet_v2_gn", 6, 5),
+    "synthetic_landmarks": ("landmarks", "mobilenet_v2_gn", 6, 5),
 }
-_MODEL_FAMILY = {"digits_cnn": "digits", "mnist_2nn": "mnist",
-                 "mnist_cnn": "mnist", "cifar_cnn": "cifar"}
+_MODEL_FAMILY = {"digits_cnn": ("digits",), "mnist_2nn": ("mnist",),
+                 "mnist_cnn": ("mnist",), "cifar_cnn": ("cifar",),
+                 "mobilenet_v2_gn": REALWORLD_FAMILIES}
+# Crop side S: Hsu, Qi & Brown 2020 (iNaturalist 299, Landmarks 224); the
+# synthetic twins use MobileNetV2's minimum so smoke runs are fast.
+_IMAGE_SIZE = {"inaturalist": 299, "landmarks": 224}
+_SYNTHETIC_IMAGE_SIZE = 32
+_SYNTHETIC_CLASSES = 3
+_MOBILENET_MIN_SIZE = 32
+# Flags only read with --dataset=inaturalist|landmarks (and the twins).
+_REALWORLD_ONLY = ("test_csv", "image_root", "image_paths_csv", "metadata_json",
+                   "inat_split", "tar_shards", "image_report_path",
+                   "index_cache_dir", "image_size")
+_MOBILENET_ONLY = ("mobilenet_alpha", "gn_groups", "bottleneck_dim",
+                   "pretrained_weights", "trainable_last_layers")
 _SYNTHETIC_TEST_EXAMPLES = 40
 
 
@@ -93,8 +120,9 @@ def define_flags() -> None:
                      "overriding --clients_per_round (giving both on the "
                      "command line is an error).")
   flags.DEFINE_string("model", None, f"Model: {' | '.join(MODELS)} (default "
-                      "per --dataset: digits_cnn, mnist_cnn, cifar_cnn). "
-                      "mnist_* need mnist data, cifar_cnn cifar data.")
+                      "per --dataset: digits_cnn, mnist_cnn, cifar_cnn, "
+                      "mobilenet_v2_gn). mnist_* need mnist data, cifar_cnn "
+                      "cifar data, mobilenet_v2_gn inaturalist/landmarks.")
   flags.DEFINE_float("weight_decay", 0.0, "L2 kernel regularization of "
                      "mnist_cnn / cifar_cnn (0 = none).", lower_bound=0.0)
   flags.DEFINE_float("target_accuracy", None, "If set, summary.json reports "
@@ -127,6 +155,58 @@ def define_flags() -> None:
   flags.DEFINE_integer("seed", 0, "Seed of partition, sampling, shuffling and "
                        "initialisation.")
   flags.DEFINE_string("root_output_dir", "output", "Root of all results.")
+  # Real-world splits (Hsu, Qi & Brown 2020): --dataset=inaturalist|landmarks.
+  flags.DEFINE_string("test_csv", None, "inaturalist/landmarks: the "
+                      "image_id,class[,label] test set (e.g. the builders' "
+                      "inaturalist_test.csv / test.csv); required.")
+  flags.DEFINE_string("image_root", None, "inaturalist: the directory holding "
+                      "train_val_images/ (required); landmarks: the GLD-v2 "
+                      "image directory (a/b/c/<id>.jpg), or use --tar_shards.")
+  flags.DEFINE_string("image_paths_csv", None, "inaturalist: an image_id,path "
+                      "CSV (the builder's image_paths.csv); paths are relative "
+                      "to --image_root.")
+  flags.DEFINE_list("metadata_json", [], "inaturalist: train2017.json, "
+                    "val2017.json to resolve image paths (instead of "
+                    "--image_paths_csv), e.g. for TFF's published CSV.")
+  flags.DEFINE_string("inat_split", None, "inaturalist: the client column of "
+                      "TFF's iNaturalist_train.csv layout (e.g. user_120k, "
+                      "geo_1k); not needed for a builder's per-split CSV.")
+  flags.DEFINE_list("tar_shards", [], "landmarks: GLD-v2 images_NNN.tar "
+                    "shards (comma-separated paths or globs) instead of "
+                    "--image_root.")
+  flags.DEFINE_string("check_images", "exists", "inaturalist/landmarks: check "
+                      "images when opening the split: none | exists (stat "
+                      "calls) | decode (slow).")
+  flags.DEFINE_string("on_bad_image", "fail", "inaturalist/landmarks: missing "
+                      "or corrupt images (listed in --image_report_path) "
+                      "either fail the run or are skipped (dropped, counted): "
+                      "fail | skip.")
+  flags.DEFINE_string("image_report_path", None, "Bad-image report JSON "
+                      "(default: <root_output_dir>/<experiment_name>/"
+                      "image_report.json).")
+  flags.DEFINE_string("index_cache_dir", None, "Where the split's example "
+                      "index is cached (default: <root_output_dir>/"
+                      ".image_index).")
+  flags.DEFINE_integer("image_size", None, "Crop side S (default: 299 "
+                       "inaturalist, 224 landmarks, 32 synthetic_*).",
+                       lower_bound=_MOBILENET_MIN_SIZE)
+  # MobileNetV2-GroupNorm (Hsu, Qi & Brown 2020).
+  flags.DEFINE_float("mobilenet_alpha", 1.0, "mobilenet_v2_gn width "
+                     "multiplier (ImageNet weights exist for 0.35, 0.5, 0.75, "
+                     "1.0, 1.3, 1.4).")
+  flags.DEFINE_integer("gn_groups", 32, "mobilenet_v2_gn: maximum GroupNorm "
+                       "groups per layer.", lower_bound=1)
+  flags.DEFINE_integer("bottleneck_dim", None, "mobilenet_v2_gn: width of the "
+                       "linear bottleneck before the classifier (default: 64 "
+                       "for landmarks, none otherwise; 0 = none).",
+                       lower_bound=0)
+  flags.DEFINE_string("pretrained_weights", None, "mobilenet_v2_gn: a local "
+                      "Keras MobileNetV2 .h5 weights file of the same alpha "
+                      "(ImageNet initialisation; nothing is downloaded).")
+  flags.DEFINE_integer("trainable_last_layers", None, "mobilenet_v2_gn: train "
+                       "only the last k weighted layers (2 = the paper's "
+                       "last-two-layers setting); default: all.",
+                       lower_bound=1)
   flags.DEFINE_string("experiment_name", "digits_fedavg_vs_fedavgm",
                       "Results go to <root_output_dir>/<experiment_name>.")
 
@@ -190,10 +270,25 @@ def resolve(f) -> Dict[str, object]:
                                  if f.examples_per_client is not None else n),
          "clients_per_round": f.clients_per_round,
          "partition": "csv" if f.split_csv is not None else f.partition}
+  if family in REALWORLD_FAMILIES:
+    out["partition"] = "csv"
+    out["image_size"] = f.image_size or (
+        _SYNTHETIC_IMAGE_SIZE if f.dataset.startswith("synthetic_")
+        else _IMAGE_SIZE[family])
+  if out["model"] == "mobilenet_v2_gn":
+    out["bottleneck_dim"] = _bottleneck_dim(f, family)
   if f.client_fraction is not None:
-    out["clients_per_round"] = _clients_per_round(f.client_fraction,
-                                                  num_clients)
+    out["clients_per_round"] = (None if num_clients is None else
+                                _clients_per_round(f.client_fraction,
+                                                   num_clients))
   return out
+
+
+def _bottleneck_dim(f, family: str) -> Optional[int]:
+  """--bottleneck_dim: 0 = none; default 64 for landmarks (Hsu et al. 2020)."""
+  if f.bottleneck_dim is None:
+    return 64 if family == "landmarks" else None
+  return f.bottleneck_dim or None
 
 
 def _clients_per_round(fraction: float, num_clients: int) -> int:
@@ -283,8 +378,31 @@ def _make_partition(f, labels):
 
 def _keras_model_fn(f, num_classes: int, input_shape) -> Callable:
   """A no-arg builder of the --model Keras model (same seed every call)."""
-  model = resolve(f)["model"]
+  r = resolve(f)
+  model = r["model"]
   wd, seed = f.weight_decay, f.seed
+  if model == "mobilenet_v2_gn":
+    from federated_vision.models import mobilenet_v2 as m  # pylint: disable=g-import-not-at-top
+    kw = dict(input_shape=input_shape, num_classes=num_classes,
+              alpha=f.mobilenet_alpha, groups=f.gn_groups,
+              bottleneck_dim=r["bottleneck_dim"],
+              pretrained_weights=f.pretrained_weights,
+              trainable_last_layers=f.trainable_last_layers,
+              weight_decay=wd, seed=seed)
+    try:  # A bad weights file fails now, naming the flag, not inside TFF.
+      if f.pretrained_weights is not None:
+        m.create_mobilenet_v2_gn(**kw)
+    except FileNotFoundError:
+      raise FlagError(f"--pretrained_weights={f.pretrained_weights}: no such "
+                      "file") from None
+    except ValueError as e:
+      msg = _one_line(e)
+      name = ("pretrained_weights" if "pretrained_weights" in msg else
+              "trainable_last_layers" if "trainable_last_layers" in msg else
+              "mobilenet_alpha" if msg.startswith("alpha") else
+              "gn_groups" if msg.startswith("groups") else "model")
+      raise FlagError(f"--{name}={getattr(f, name)}: {msg}") from None
+    return lambda: m.create_mobilenet_v2_gn(**kw)
   if model == "digits_cnn":
     from federated_vision.models import digits as m  # pylint: disable=g-import-not-at-top
     return lambda: m.create_digits_cnn(num_classes, seed)
@@ -307,6 +425,8 @@ def _load_dataset(f):
     from federated_vision.data import digits  # pylint: disable=g-import-not-at-top
     fed = digits.load_federated(r["num_clients"], f.alpha, seed=f.seed,
                                 imbalance_sigma=f.imbalance_sigma)
+  elif r["family"] in REALWORLD_FAMILIES:
+    fed = _load_realworld(f, r)
   elif f.dataset in _DATASETS:
     family = r["family"]
     arrays = _load_arrays(f, family)
@@ -326,10 +446,153 @@ def _load_dataset(f):
   return fed, _keras_model_fn(f, fed.num_classes, tuple(fed.input_shape))
 
 
+def _tar_shards(f) -> List[str]:
+  """--tar_shards with globs expanded (FlagError if a pattern matches nothing)."""
+  out = []
+  for pattern in f.tar_shards:
+    hits = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else (
+        [pattern] if os.path.isfile(pattern) else [])
+    if not hits:
+      raise FlagError(f"--tar_shards={','.join(f.tar_shards)}: {pattern} "
+                      f"{'matches no file' if glob.has_magic(pattern) else 'no such file'}")
+    out.extend(hits)
+  return out
+
+
+def _load_realworld(f, r):
+  """An iNaturalist / Landmarks split (or its synthetic twin) from flags."""
+  from federated_vision.realworld import fixtures  # pylint: disable=g-import-not-at-top
+  from federated_vision.realworld import image_data  # pylint: disable=g-import-not-at-top
+  family = r["family"]
+  report = f.image_report_path or os.path.join(
+      f.root_output_dir, f.experiment_name, "image_report.json")
+  cfg = dict(image_size=r["image_size"], check_images=f.check_images,
+             on_bad_image=f.on_bad_image, report_path=report,
+             cache_dir=f.index_cache_dir or os.path.join(f.root_output_dir,
+                                                         ".image_index"))
+  try:
+    if f.dataset.startswith("synthetic_"):
+      root = os.path.join(f.root_output_dir, ".synthetic_data", f.dataset)
+      make = (fixtures.synthetic_inaturalist if family == "inaturalist"
+              else fixtures.synthetic_landmarks)
+      fed = make(root, num_clients=r["num_clients"],
+                 examples_per_client=r["examples_per_client"],
+                 num_classes=_SYNTHETIC_CLASSES, seed=f.seed, **cfg)
+    elif family == "inaturalist":
+      fed = image_data.load_inaturalist(
+          f.split_csv, f.image_root, split=f.inat_split, test_csv=f.test_csv,
+          image_paths=f.image_paths_csv, metadata_json=list(f.metadata_json),
+          config=image_data.LoaderConfig(**cfg))
+    else:
+      fed = image_data.load_landmarks(
+          f.split_csv, image_root=f.image_root,
+          tar_shards=_tar_shards(f) or None, test_csv=f.test_csv,
+          config=image_data.LoaderConfig(**cfg))
+  except image_data.BadImagesError as e:
+    raise FlagError(f"--check_images={f.check_images} "
+                    f"--on_bad_image={f.on_bad_image}: bad images, listed in "
+                    f"{report} ({_one_line(e).split(' (')[-1].split(')')[0]}); "
+                    "fix them or use --on_bad_image=skip") from None
+  except (FileNotFoundError, ValueError) as e:
+    what = (f"--split_csv={f.split_csv}" if f.split_csv else
+            f"--dataset={f.dataset}")
+    raise FlagError(f"{what}: {_one_line(e)}") from None
+  info = {k: v for k, v in fed.info.items() if k != "class_names"}
+  info.update(partition="csv", image_size=r["image_size"],
+              num_classes=fed.num_classes)
+  if f.inat_split:
+    info["inat_split"] = f.inat_split
+  names = fed.info.get("class_names")
+  if names and all(n is not None for n in names):
+    info["label_names"] = [str(n) for n in names]
+  if len(fed.client_data.client_ids) == 0:
+    raise FlagError(f"--split_csv={f.split_csv}: no clients left")
+  return fed._replace(info=info)
+
+
 def _check_choice(f, name: str, allowed) -> None:
   value = getattr(f, name)
   if value not in allowed:
     raise FlagError(f"--{name}={value}: must be one of {', '.join(allowed)}")
+
+
+def _existing(name: str, path: Optional[str], kind: str = "file") -> None:
+  ok = os.path.isdir(path) if kind == "directory" else os.path.isfile(path)
+  if not ok:
+    raise FlagError(f"--{name}={path}: no such {kind}")
+
+
+def _validate_realworld(f, family: str, synthetic: bool) -> None:
+  """Flags of --dataset=inaturalist|landmarks and their synthetic twins."""
+  _check_choice(f, "check_images", CHECK_IMAGES)
+  _check_choice(f, "on_bad_image", BAD_IMAGE_POLICIES)
+  for name in ("partition", "alpha", "imbalance_sigma"):
+    if _explicit(f, name):
+      raise FlagError(f"--{name}: not used by --dataset={f.dataset} (the "
+                      "split CSV is the partition)")
+  inat_only = ("image_paths_csv", "metadata_json", "inat_split")
+  if synthetic:
+    for name in ("split_csv", "test_csv", "image_root", "tar_shards") + inat_only:
+      if getattr(f, name):
+        raise FlagError(f"--{name}: not used by --dataset={f.dataset} (it "
+                        "writes its own split and images)")
+    return
+  for name in ("num_clients", "examples_per_client"):
+    if getattr(f, name) is not None:
+      raise FlagError(f"--{name}: not used by --dataset={f.dataset} (clients "
+                      "and their examples come from --split_csv)")
+  if f.split_csv is None:
+    raise FlagError(f"--dataset={f.dataset} needs --split_csv (a published or "
+                    "built user_id,image_id,class split CSV)")
+  _existing("split_csv", f.split_csv)
+  if f.test_csv is None:
+    raise FlagError(f"--dataset={f.dataset} needs --test_csv (the server-held "
+                    "image_id,class test set)")
+  _existing("test_csv", f.test_csv)
+  if family == "inaturalist":
+    if f.tar_shards:
+      raise FlagError("--tar_shards: only for --dataset=landmarks (GLD-v2)")
+    if f.image_root is None:
+      raise FlagError("--dataset=inaturalist needs --image_root (the "
+                      "directory holding train_val_images/)")
+    if f.image_paths_csv and f.metadata_json:
+      raise FlagError("--image_paths_csv and --metadata_json: give only one")
+    if f.image_paths_csv:
+      _existing("image_paths_csv", f.image_paths_csv)
+    for path in f.metadata_json:
+      _existing("metadata_json", path)
+  else:
+    for name in inat_only:
+      if getattr(f, name):
+        raise FlagError(f"--{name}: only for --dataset=inaturalist")
+    if bool(f.image_root) == bool(f.tar_shards):
+      raise FlagError("--dataset=landmarks needs exactly one of --image_root "
+                      "(a/b/c/<id>.jpg tree) and --tar_shards")
+    if f.tar_shards:
+      _tar_shards(f)
+  if f.image_root is not None:
+    _existing("image_root", f.image_root, "directory")
+
+
+def _validate_mobilenet(f, model: str) -> None:
+  if model != "mobilenet_v2_gn":
+    for name in _MOBILENET_ONLY:
+      if _explicit(f, name):
+        raise FlagError(f"--{name}: only used with --model=mobilenet_v2_gn")
+    return
+  _positive("mobilenet_alpha", f.mobilenet_alpha)
+  if f.pretrained_weights is not None:
+    _existing("pretrained_weights", f.pretrained_weights)
+  size = resolve(f)["image_size"]
+  if size < _MOBILENET_MIN_SIZE:
+    raise FlagError(f"--image_size={size}: mobilenet_v2_gn needs >= "
+                    f"{_MOBILENET_MIN_SIZE}")
+  if f.trainable_last_layers is not None:
+    from federated_vision.models import mobilenet_v2  # pylint: disable=g-import-not-at-top
+    n = mobilenet_v2.num_weighted_layers(resolve(f)["bottleneck_dim"])
+    if f.trainable_last_layers > n:
+      raise FlagError(f"--trainable_last_layers={f.trainable_last_layers}: "
+                      f"must be <= {n} (the model's weighted layers)")
 
 
 def validate(f) -> None:
@@ -361,10 +624,12 @@ def validate(f) -> None:
     raise FlagError(f"--target_accuracy={f.target_accuracy}: must be in (0, 1]")
   family = _DATASETS[f.dataset][0]
   synthetic = f.dataset.startswith("synthetic_")
+  realworld = family in REALWORLD_FAMILIES
   if f.archive_path is not None and f.data_source != "archive":
     raise FlagError(f"--archive_path={f.archive_path}: only read with "
                     "--data_source=archive")
-  if f.data_source == "archive" and family != "digits" and not synthetic:
+  if (f.data_source == "archive" and family != "digits" and not synthetic
+      and not realworld):
     if not f.archive_path:
       raise FlagError(f"--data_source=archive needs --archive_path (the "
                       f"canonical {f.dataset} archive file or directory)")
@@ -374,13 +639,13 @@ def validate(f) -> None:
     if not os.path.exists(f.archive_path):
       raise FlagError(f"--archive_path={f.archive_path}: does not exist")
   if (f.data_source == "tfds" and f.data_dir is not None and family != "digits"
-      and not synthetic and not os.path.isdir(f.data_dir)):
+      and not synthetic and not realworld and not os.path.isdir(f.data_dir)):
     raise FlagError(f"--data_dir={f.data_dir}: not a directory (the "
                     "tensorflow-datasets data_dir holding a prepared "
                     f"{f.dataset})")
   model = f.model or _DATASETS[f.dataset][1]
-  if _MODEL_FAMILY[model] != family:
-    fits = [m for m in MODELS if _MODEL_FAMILY[m] == family]
+  if family not in _MODEL_FAMILY[model]:
+    fits = [m for m in MODELS if family in _MODEL_FAMILY[m]]
     raise FlagError(f"--model={model}: does not fit --dataset={f.dataset}; "
                     f"use one of {', '.join(fits)}")
   if f.weight_decay > 0 and model in ("digits_cnn", "mnist_2nn"):
@@ -394,7 +659,15 @@ def validate(f) -> None:
     if f.examples_per_client is not None:
       raise FlagError("--examples_per_client: not used by --dataset=digits "
                       "(its 1,437 training examples are shared by the clients)")
-  if f.split_csv is not None:
+  if realworld:
+    _validate_realworld(f, family, synthetic)
+  else:
+    for name in _REALWORLD_ONLY:
+      if _explicit(f, name):
+        raise FlagError(f"--{name}: only used with --dataset=inaturalist|"
+                        "landmarks (or their synthetic_* twins)")
+  _validate_mobilenet(f, model)
+  if f.split_csv is not None and not realworld:
     if _explicit(f, "partition"):
       raise FlagError("--split_csv and --partition: give only one (the CSV "
                       "is the partition)")
@@ -492,7 +765,7 @@ def build_experiment(f) -> Experiment:
   hparams = {name: flags.FLAGS[name].value
              for name in sorted(flags.FLAGS) if name in _OUR_FLAGS}
   hparams["resolved"] = {k: v for k, v in resolved.items() if k != "family"}
-  hparams["data"] = dict(fed.info)
+  hparams["data"] = {k: v for k, v in fed.info.items() if k != "label_names"}
   stats = _stats_from_counts(fed.class_counts)
   return Experiment(fed, keras_model_fn, methods, output_dir, hparams, stats)
 
@@ -517,4 +790,8 @@ _OUR_FLAGS = frozenset([
     "rounds_per_checkpoint", "centralized_epochs", "seed", "root_output_dir",
     "experiment_name", "data_source", "data_dir", "archive_path", "partition",
     "examples_per_client", "split_csv", "client_fraction", "model",
-    "weight_decay", "target_accuracy"])
+    "weight_decay", "target_accuracy", "test_csv", "image_root",
+    "image_paths_csv", "metadata_json", "inat_split", "tar_shards",
+    "check_images", "on_bad_image", "image_report_path", "index_cache_dir",
+    "image_size", "mobilenet_alpha", "gn_groups", "bottleneck_dim",
+    "pretrained_weights", "trainable_last_layers"])
