@@ -82,3 +82,19 @@ def run_module(module: str, *args: str, timeout: float = 300,
 @pytest.fixture
 def repo_root():
   return REPO
+
+
+@pytest.fixture
+def parse():
+  """Parses argv into the global absl FLAGS of experiments.flags_lib."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from experiments import flags_lib  # pylint: disable=g-import-not-at-top
+  flags_lib.define_flags()
+  f = flags.FLAGS
+
+  def _parse(*args):
+    f.unparse_flags()
+    f(["prog", *args])
+    return f
+  yield _parse
+  f.unparse_flags()

@@ -15,18 +15,6 @@ from conftest import run_module
 from experiments import flags_lib
 
 
-@pytest.fixture
-def parse():
-  """Parses argv into the global absl FLAGS (reset afterwards)."""
-  flags_lib.define_flags()
-  f = flags.FLAGS
-
-  def _parse(*args):
-    f.unparse_flags()
-    f(["prog", *args])
-    return f
-  yield _parse
-  f.unparse_flags()
 
 
 def test_synthetic_inaturalist_mobilenet_two_rounds(tmp_path):

@@ -24,18 +24,6 @@ SWEEP_ARGS = ("--sweep=mcmahan_mnist_grid", "--dataset=synthetic_mnist",
               f"--only={','.join(TWO_POINTS)}")
 
 
-@pytest.fixture
-def parse():
-  """Parses argv into the global absl FLAGS (reset afterwards)."""
-  flags_lib.define_flags()
-  f = flags.FLAGS
-
-  def _parse(*args):
-    f.unparse_flags()
-    f(["prog", *args])
-    return f
-  yield _parse
-  f.unparse_flags()
 
 
 def test_hsu2019_grids_are_exact():
