@@ -16,9 +16,9 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tensorflow_federated as tff
 
 from federated_vision import algorithms
-from federated_vision import client_data as cdl
+from federated_vision.data import client_data as cdl
 from federated_vision import execution
-from federated_vision import sampling
+from federated_vision.algorithms import sampling
 from federated_vision import training_loop
 from federated_vision.data import digits
 from federated_vision.models import build_tff_model_fn

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from federated_vision import partition
+from federated_vision.data import partition
 
 ALPHAS = (100.0, 1.0, 0.1, 0.0)
 BUDGET_SEC = 1.0

@@ -292,7 +292,7 @@ def _bottleneck_dim(f, family: str) -> Optional[int]:
 
 
 def _clients_per_round(fraction: float, num_clients: int) -> int:
-  from federated_vision import convergence  # pylint: disable=g-import-not-at-top
+  from federated_vision.evaluation import convergence  # pylint: disable=g-import-not-at-top
   return convergence.clients_per_round(fraction, num_clients)
 
 
@@ -343,8 +343,8 @@ def _load_arrays(f, family: str):
 
 def _make_partition(f, labels):
   """(partition, info) from --split_csv or --partition and its flags."""
-  from federated_vision import partition as partition_lib  # pylint: disable=g-import-not-at-top
-  from federated_vision import split_io  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import partition as partition_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import split_io  # pylint: disable=g-import-not-at-top
   r = resolve(f)
   if f.split_csv is not None:
     try:
@@ -686,8 +686,8 @@ def build_experiment(f) -> Experiment:
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
   from federated_vision import algorithms  # pylint: disable=g-import-not-at-top
-  from federated_vision import client_data as cdl  # pylint: disable=g-import-not-at-top
-  from federated_vision import sampling  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import client_data as cdl  # pylint: disable=g-import-not-at-top
+  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
   from federated_vision.algorithms import fedir as fedir_lib  # pylint: disable=g-import-not-at-top
   from federated_vision.models import build_tff_model_fn  # pylint: disable=g-import-not-at-top
 
@@ -771,7 +771,7 @@ def build_experiment(f) -> Experiment:
 
 
 def _stats_from_counts(counts) -> Dict[str, object]:
-  from federated_vision import partition as partition_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import partition as partition_lib  # pylint: disable=g-import-not-at-top
   sizes = counts.sum(axis=1)
   per_client_classes = (counts > 0).sum(axis=1)
   return {"num_clients": int(len(sizes)), "num_examples": int(sizes.sum()),

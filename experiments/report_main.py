@@ -4,7 +4,7 @@ One row per (run directory, method): point name (the run directory relative
 to --input_dir), dataset, partition, alpha, algorithm, C, clients per round,
 E, B, final test accuracy, rounds to the target accuracy (McMahan et al.
 2017: best-so-far curve, linear interpolation, from <method>/metrics.csv via
-`federated_vision.convergence`), speedup over the --reference row and the EMD
+`federated_vision.evaluation.convergence`), speedup over the --reference row and the EMD
 non-identicalness of the partition. Printed, and written as report.csv and
 report.md to --output_dir (default: --input_dir).
 
@@ -23,7 +23,7 @@ import sys
 from absl import app
 from absl import flags
 
-from federated_vision import convergence
+from federated_vision.evaluation import convergence
 
 
 

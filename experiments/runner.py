@@ -9,7 +9,7 @@ from experiments import flags_lib
 
 def rounds_to_target(rows, target: float):
   """McMahan's rounds to `target` test accuracy from metric rows (or None)."""
-  from federated_vision import convergence  # pylint: disable=g-import-not-at-top
+  from federated_vision.evaluation import convergence  # pylint: disable=g-import-not-at-top
   evaluated = [(float(r["round"]), float(r["test_accuracy"])) for r in rows
                if r.get("test_accuracy") not in (None, "")]
   if not evaluated:
@@ -25,7 +25,7 @@ def write_partition_report(exp, f) -> dict:
   pseudo-labels reproduce each client's class counts exactly.
   """
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from federated_vision import partition_report  # pylint: disable=g-import-not-at-top
+  from federated_vision.evaluation import partition_report  # pylint: disable=g-import-not-at-top
   fed = exp.fed_data
   counts = np.asarray(fed.class_counts, np.int64)
   ids = list(fed.client_data.client_ids)
@@ -54,9 +54,9 @@ def run(f) -> dict:
   exp = flags_lib.build_experiment(f)
 
   from federated_vision import centralized  # pylint: disable=g-import-not-at-top
-  from federated_vision import client_data as cdl  # pylint: disable=g-import-not-at-top
-  from federated_vision import metrics as metrics_lib  # pylint: disable=g-import-not-at-top
-  from federated_vision import reporting  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import client_data as cdl  # pylint: disable=g-import-not-at-top
+  from federated_vision.evaluation import metrics as metrics_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
 
   fed = exp.fed_data

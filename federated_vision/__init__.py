@@ -4,6 +4,33 @@ Reproduces Hsu, Qi & Brown 2020 (FedAvg, FedAvgM, FedIR, FedVC), Hsu et al. 2019
 (Dirichlet synthesis, server momentum) and McMahan et al. 2017 (FedAvg / FedSGD).
 Modules are imported lazily by users; importing this package does not import
 TensorFlow.
+
+Layout: `algorithms/` (learning processes, client samplers), `data/` (ClientData,
+partitions, split files, data set loaders), `evaluation/` (metrics,
+rounds-to-target, reports), `models/`, `realworld/` (iNaturalist / Landmarks
+split builders and loaders), `execution.py` (the managed TFF worker),
+`training_loop.py`, `centralized.py`.
 """
 
+import importlib
+
 __version__ = "0.1.0"
+
+# Modules that moved into subpackages stay importable by their old names
+# (`from federated_vision import client_data`), loaded on first use.
+_MOVED = {
+    "client_data": "federated_vision.data.client_data",
+    "partition": "federated_vision.data.partition",
+    "split_io": "federated_vision.data.split_io",
+    "sampling": "federated_vision.algorithms.sampling",
+    "metrics": "federated_vision.evaluation.metrics",
+    "convergence": "federated_vision.evaluation.convergence",
+    "reporting": "federated_vision.evaluation.reporting",
+    "partition_report": "federated_vision.evaluation.partition_report",
+}
+
+
+def __getattr__(name):
+  if name in _MOVED:
+    return importlib.import_module(_MOVED[name])
+  raise AttributeError(f"module 'federated_vision' has no attribute {name!r}")

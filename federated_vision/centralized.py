@@ -8,7 +8,7 @@ from typing import Callable, List, NamedTuple
 
 import tensorflow as tf
 
-from federated_vision import client_data as client_data_lib
+from federated_vision.data import client_data as client_data_lib
 
 
 class CentralizedResult(NamedTuple):

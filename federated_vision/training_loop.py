@@ -25,8 +25,8 @@ from federated_vision import execution
 
 execution.install_managed_default_context()  # Never TFF's unmanaged worker.
 
-from federated_vision import client_data as client_data_lib
-from federated_vision import metrics as metrics_lib
+from federated_vision.data import client_data as client_data_lib
+from federated_vision.evaluation import metrics as metrics_lib
 
 METRIC_COLUMNS = ("round", "clients", "train_loss", "train_accuracy",
                   "test_loss", "test_accuracy", "batch_budget",
@@ -158,7 +158,7 @@ def run_federated_training(
     fed_data: the federated data set.
     spec: how client datasets are built each round.
     sampler: has `round_keys(round_num) -> list[str]` (see
-      `federated_vision.sampling`).
+      `federated_vision.algorithms.sampling`).
     evaluate_fn: model weights -> {'loss', 'accuracy'} on the test set.
     config: loop settings.
     log_fn: progress lines go here (None for silence).

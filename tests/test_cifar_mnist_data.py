@@ -14,10 +14,10 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 import tensorflow_federated as tff
 
-from federated_vision import client_data
+from federated_vision.data import client_data
 from federated_vision import execution
-from federated_vision import partition as P
-from federated_vision import split_io
+from federated_vision.data import partition as P
+from federated_vision.data import split_io
 from federated_vision.data import archives
 from federated_vision.data import cifar
 from federated_vision.data import mnist

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from federated_vision import convergence as cv
+from federated_vision.evaluation import convergence as cv
 
 
 def test_best_so_far_is_running_max_ignoring_nan():
@@ -121,7 +121,7 @@ def test_local_updates_and_fedsgd():
 def test_fedsgd_training_spec():
   spec = cv.fedsgd_training_spec(seed=3)
   assert spec.batch_size is None and spec.epochs == 1 and spec.seed == 3
-  from federated_vision import client_data
+  from federated_vision.data import client_data
   from federated_vision import execution  # pylint: disable=unused-import,g-import-not-at-top  # TFF context retired at exit.
   assert client_data.num_local_batches(600, spec) == 1
   spec = cv.fedavg_training_spec(10, 5)

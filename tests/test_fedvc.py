@@ -9,10 +9,10 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision import algorithms
-from federated_vision import client_data as cdl
+from federated_vision.data import client_data as cdl
 from federated_vision import execution
-from federated_vision import metrics
-from federated_vision import sampling
+from federated_vision.evaluation import metrics
+from federated_vision.algorithms import sampling
 from federated_vision import training_loop
 from conftest import run_module
 

@@ -1,4 +1,4 @@
-"""Exact-property tests of `federated_vision.partition`.
+"""Exact-property tests of `federated_vision.data.partition`.
 
 Hsu, Qi & Brown 2019 (Dirichlet synthesis), Hsu, Qi & Brown 2020 (EMD),
 McMahan et al. 2017 (shards).
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from federated_vision import partition as P
+from federated_vision.data import partition as P
 
 NUM_CLASSES = 10
 # The CIFAR-10 training index: 10 balanced classes of 5,000.

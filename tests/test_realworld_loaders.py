@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from federated_vision import client_data as cd
+from federated_vision.data import client_data as cd
 from federated_vision import execution
 from federated_vision.realworld import (fixtures, image_data, inaturalist,
                                         landmarks, split_csv, tfrecords)

@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 
-from federated_vision import partition as P
-from federated_vision import partition_report as R
-from federated_vision import split_io as S
+from federated_vision.data import partition as P
+from federated_vision.evaluation import partition_report as R
+from federated_vision.data import split_io as S
 
 LABELS = np.repeat(np.arange(10), 100)
 np.random.default_rng(0).shuffle(LABELS)
@@ -55,7 +55,7 @@ def test_round_trip_same_partition(tmp_path):
 
 
 def test_round_trip_same_client_data(tmp_path):
-  from federated_vision import client_data
+  from federated_vision.data import client_data
   from federated_vision import execution  # pylint: disable=unused-import  # TFF context retired at exit.
   arrays = {"x": np.arange(LABELS.size * 2, dtype=np.float32).reshape(-1, 2),
             "y": LABELS.astype(np.int32)}

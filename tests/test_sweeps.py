@@ -15,7 +15,7 @@ from conftest import run_module
 from experiments import flags_lib
 from experiments import report_main
 from experiments import sweeps
-from federated_vision import convergence
+from federated_vision.evaluation import convergence
 
 TWO_POINTS = ("2nn_iid_C0.1_E1_Binf", "2nn_iid_C0.2_E1_B10")
 SWEEP_ARGS = ("--sweep=mcmahan_mnist_grid", "--dataset=synthetic_mnist",

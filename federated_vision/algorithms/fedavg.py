@@ -7,7 +7,7 @@ client work, aggregator, finalizer)`; variants swap one component:
   aggregator, SGD server optimizer (learning rate 1 by default).
 * FedAvgM (Hsu, Qi & Brown 2019): FedAvg with a momentum server optimizer.
 * FedSGD (McMahan et al. 2017): FedAvg whose clients take one full-batch step
-  (the data side sets B = inf, E = 1; see `federated_vision.client_data`).
+  (the data side sets B = inf, E = 1; see `federated_vision.data.client_data`).
 * FedIR (Hsu, Qi & Brown 2020): FedAvg with the importance-weighted client work
   of `federated_vision.algorithms.fedir`.
 * FedVC (Hsu, Qi & Brown 2020): FedAvg's process on resampled virtual clients

@@ -27,8 +27,8 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from federated_vision import client_data as client_data_lib
-from federated_vision import partition as partition_lib
+from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import partition as partition_lib
 from federated_vision.data import archives
 
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100}
@@ -248,7 +248,7 @@ def make_partition(labels: np.ndarray, *, partition=None,
   if partition is not None:
     return dict(partition), {"partition": "given"}
   if split_csv is not None:
-    from federated_vision import split_io  # pylint: disable=g-import-not-at-top
+    from federated_vision.data import split_io  # pylint: disable=g-import-not-at-top
     split = split_io.read_split_csv(split_csv, labels=labels)
     return split.partition, {"partition": "csv",
                              "split_csv": os.path.abspath(split_csv)}

@@ -11,8 +11,8 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from federated_vision import client_data as client_data_lib
-from federated_vision import partition as partition_lib
+from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import partition as partition_lib
 
 NUM_CLASSES = 10
 INPUT_SHAPE = (8, 8, 1)

@@ -20,8 +20,8 @@ from typing import Mapping, Optional
 import numpy as np
 import tensorflow as tf
 
-from federated_vision import client_data as client_data_lib
-from federated_vision import partition as partition_lib
+from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import partition as partition_lib
 from federated_vision.data import archives
 
 NUM_CLASSES = 10

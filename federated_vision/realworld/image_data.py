@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision import client_data as cd
+from federated_vision.data import client_data as cd
 from federated_vision.realworld import image_check, split_csv
 
 WHOLE_FILE = image_check.WHOLE_FILE

@@ -13,7 +13,7 @@ from typing import Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
-from federated_vision import partition
+from federated_vision.data import partition
 
 
 def split_stats(client_of_example: Sequence[str], labels: Sequence[int],

@@ -17,7 +17,7 @@ from typing import Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
-from federated_vision import partition as partition_lib
+from federated_vision.data import partition as partition_lib
 
 
 def class_count_report(labels: Sequence[int],
@@ -208,7 +208,7 @@ def dirichlet_sweep(out_dir: str, name: str, labels: Sequence[int],
     The summary dict: {"alphas": [{"alpha", "emd", "classes_per_client",
     "csv", "json", "png"}], ...}.
   """
-  from federated_vision import split_io  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import split_io  # pylint: disable=g-import-not-at-top
   if not alphas:
     raise ValueError("alphas must not be empty")
   rows = []

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from federated_vision import client_data as client_data_lib
+from federated_vision.data import client_data as client_data_lib
 
 
 def relative_accuracy(federated: float, centralized: float) -> float:

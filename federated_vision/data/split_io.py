@@ -11,7 +11,7 @@ header row and the columns
   * `class`: its label.
 
 Extra columns (e.g. iNaturalist's `label`) are ignored. This module writes
-partitions (`federated_vision.partition`) in that format and reads them back
+partitions (`federated_vision.data.partition`) in that format and reads them back
 as partitions, checking every row; errors name the file and line.
 
 Plain Python / numpy; importing this module does not import TensorFlow.

@@ -184,7 +184,7 @@ def fedavg_training_spec(batch_size: Optional[int], epochs: int,
     raise ValueError(f"batch_size must be > 0 or None, got {batch_size!r}")
   if epochs < 1:
     raise ValueError(f"epochs must be >= 1, got {epochs!r}")
-  from federated_vision import client_data  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import client_data  # pylint: disable=g-import-not-at-top
   return client_data.TrainingSpec(batch_size=batch_size, epochs=epochs, **kwargs)
 
 

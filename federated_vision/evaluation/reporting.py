@@ -7,7 +7,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from federated_vision import metrics as metrics_lib
+from federated_vision.evaluation import metrics as metrics_lib
 
 
 def _curve(rows: Sequence[Mapping[str, object]], x_key: str):

@@ -10,7 +10,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from federated_vision import client_data as client_data_lib
+from federated_vision.data import client_data as client_data_lib
 
 
 def _rng(seed: int, round_num: int) -> np.random.Generator:
