@@ -10,7 +10,6 @@ Plain numpy + matplotlib's object API (no pyplot state, Agg canvas); no
 TensorFlow.
 """
 
-import json
 import math
 import os
 from typing import Dict, Mapping, Optional, Sequence
@@ -18,6 +17,57 @@ from typing import Dict, Mapping, Optional, Sequence
 import numpy as np
 
 from federated_vision.data import partition as partition_lib
+from federated_vision.evaluation.reporting import write_json
+
+
+def counts_summary(counts: np.ndarray) -> dict:
+  """Report summary of a [clients, classes] count matrix: sizes, classes per
+  client and the EMD non-identicalness (`partition.emd_noniidness`)."""
+  counts = np.asarray(counts, np.int64)
+  if counts.ndim != 2 or counts.shape[0] == 0:
+    raise ValueError(f"counts must be a non-empty [clients, classes] matrix, "
+                     f"got shape {counts.shape}")
+  sizes = counts.sum(axis=1)
+  classes_per_client = (counts > 0).sum(axis=1)
+  return {
+      "num_clients": int(len(sizes)),
+      "num_examples": int(sizes.sum()),
+      "num_classes": int(counts.shape[1]),
+      "examples_per_client": {"min": int(sizes.min()), "max": int(sizes.max()),
+                              "mean": float(sizes.mean()),
+                              "median": float(np.median(sizes))},
+      "classes_per_client": {"min": int(classes_per_client.min()),
+                             "max": int(classes_per_client.max()),
+                             "mean": float(classes_per_client.mean())},
+      "emd": partition_lib.emd_noniidness(counts),
+  }
+
+
+def report_from_counts(counts: np.ndarray, client_ids: Sequence[str],
+                       class_names: Optional[Sequence[str]] = None,
+                       metadata: Optional[Mapping[str, object]] = None,
+                       summary: Optional[Mapping[str, object]] = None) -> dict:
+  """`class_count_report` of a count matrix (row k = client_ids[k]).
+
+  `summary` (`counts_summary(counts)`) is computed when not given.
+  """
+  counts = np.asarray(counts, np.int64)
+  if len(client_ids) != counts.shape[0]:
+    raise ValueError(f"client_ids has {len(client_ids)} ids for "
+                     f"{counts.shape[0]} clients")
+  if class_names is not None and len(class_names) != counts.shape[1]:
+    raise ValueError(f"class_names has {len(class_names)} names for "
+                     f"{counts.shape[1]} classes")
+  return {
+      "metadata": dict(metadata or {}),
+      "summary": dict(summary or counts_summary(counts)),
+      "class_names": None if class_names is None else [str(c) for c in class_names],
+      "class_totals": counts.sum(axis=0).tolist(),
+      "clients": [{"client_id": cid, "num_examples": int(row.sum()),
+                   "num_classes": int((row > 0).sum()),
+                   "class_counts": row.tolist()}
+                  for cid, row in zip(client_ids, counts)],
+  }
 
 
 def class_count_report(labels: Sequence[int],
@@ -35,41 +85,17 @@ def class_count_report(labels: Sequence[int],
     metadata: free-form fields copied under "metadata" (alpha, seed, data set).
 
   Returns:
-    {"metadata", "summary" (`partition.partition_stats`: sizes, classes per
-    client, EMD), "class_names", "class_totals", "clients": [{"client_id",
+    {"metadata", "summary" (`counts_summary`: sizes, classes per client,
+    EMD), "class_names", "class_totals", "clients": [{"client_id",
     "num_examples", "num_classes", "class_counts"}]}.
   """
   counts = partition_lib.class_counts(labels, partition, num_classes)
-  if class_names is not None and len(class_names) != counts.shape[1]:
-    raise ValueError(f"class_names has {len(class_names)} names for "
-                     f"{counts.shape[1]} classes")
-  return {
-      "metadata": dict(metadata or {}),
-      "summary": partition_lib.partition_stats(labels, partition,
-                                               counts.shape[1]),
-      "class_names": None if class_names is None else [str(c) for c in class_names],
-      "class_totals": counts.sum(axis=0).tolist(),
-      "clients": [{"client_id": cid, "num_examples": int(row.sum()),
-                   "num_classes": int((row > 0).sum()),
-                   "class_counts": row.tolist()}
-                  for cid, row in zip(partition, counts)],
-  }
+  return report_from_counts(counts, list(partition), class_names, metadata)
 
 
 def counts_from_report(report: Mapping[str, object]) -> np.ndarray:
   """The [clients, classes] count matrix back from `class_count_report`."""
   return np.asarray([c["class_counts"] for c in report["clients"]], np.int64)
-
-
-def write_json(path: str, obj: Mapping[str, object]) -> str:
-  """Writes `obj` as indented JSON (atomically); returns `path`."""
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  tmp = f"{path}.tmp{os.getpid()}"
-  with open(tmp, "w") as f:
-    json.dump(obj, f, indent=1, allow_nan=False)
-    f.write("\n")
-  os.replace(tmp, path)
-  return path
 
 
 def plot_class_counts(counts: np.ndarray, path: str,
@@ -158,8 +184,6 @@ def write_partition_report(out_dir: str, name: str, labels: Sequence[int],
                            ) -> Dict[str, str]:
   """Writes `<base>_class_counts.json` and `<base>_class_counts.png`.
 
-  The helper the experiment binaries call once per partition.
-
   Args:
     out_dir: output directory.
     name: data set name, e.g. 'cifar10'.
@@ -174,19 +198,40 @@ def write_partition_report(out_dir: str, name: str, labels: Sequence[int],
   Returns:
     {"json": path, "png": path}.
   """
+  return write_counts_report(
+      out_dir, name, partition_lib.class_counts(labels, partition, num_classes),
+      list(partition), alpha=alpha, class_names=class_names,
+      metadata=metadata, max_clients_in_plot=max_clients_in_plot)
+
+
+def write_counts_report(out_dir: str, name: str, counts: np.ndarray,
+                        client_ids: Sequence[str],
+                        alpha: Optional[float] = None,
+                        class_names: Optional[Sequence[str]] = None,
+                        metadata: Optional[Mapping[str, object]] = None,
+                        max_clients_in_plot: Optional[int] = None,
+                        summary: Optional[Mapping[str, object]] = None
+                        ) -> Dict[str, str]:
+  """`write_partition_report` from a [clients, classes] count matrix.
+
+  The helper the experiment binaries call once per data set (a
+  `FederatedDataset` carries `class_counts`); `summary`
+  (`counts_summary(counts)`) is computed when not given.
+  """
   base = report_basename(name, alpha)
   meta = {"name": name}
   if alpha is not None:
     meta["alpha"] = "inf" if math.isinf(alpha) else float(alpha)
   meta.update(metadata or {})
-  report = class_count_report(labels, partition, num_classes, class_names, meta)
+  report = report_from_counts(counts, client_ids, class_names, meta, summary)
   json_path = write_json(os.path.join(out_dir, f"{base}_class_counts.json"), report)
   title = (f"{name}: alpha = {meta['alpha']}, " if alpha is not None else f"{name}: ") + \
       f"EMD = {report['summary']['emd']:.3f}"
-  png_path = plot_class_counts(counts_from_report(report),
+  png_path = plot_class_counts(np.asarray(counts),
                                os.path.join(out_dir, f"{base}_class_counts.png"),
-                               client_ids=list(partition), class_names=class_names,
-                               title=title, max_clients=max_clients_in_plot)
+                               client_ids=list(client_ids),
+                               class_names=class_names, title=title,
+                               max_clients=max_clients_in_plot)
   return {"json": json_path, "png": png_path}
 
 
@@ -215,16 +260,18 @@ def dirichlet_sweep(out_dir: str, name: str, labels: Sequence[int],
   for alpha in alphas:
     part = partition_lib.dirichlet_partition(labels, num_clients,
                                              examples_per_client, alpha, seed=seed)
-    paths = write_partition_report(
-        out_dir, name, labels, part, num_classes=num_classes, alpha=alpha,
+    counts = partition_lib.class_counts(labels, part, num_classes)
+    stats = counts_summary(counts)
+    paths = write_counts_report(
+        out_dir, name, counts, list(part), alpha=alpha,
         class_names=class_names,
         metadata={"num_clients": num_clients,
-                  "examples_per_client": examples_per_client, "seed": seed})
+                  "examples_per_client": examples_per_client, "seed": seed},
+        summary=stats)
     csv_path = None
     if write_csv and math.isfinite(alpha):
       csv_path = split_io.write_split_csv(
           os.path.join(out_dir, split_io.split_filename(alpha)), part, labels)
-    stats = partition_lib.partition_stats(labels, part, num_classes)
     rows.append({"alpha": "inf" if math.isinf(alpha) else float(alpha),
                  "emd": stats["emd"],
                  "classes_per_client": stats["classes_per_client"],

@@ -71,18 +71,36 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str
                    + [line(r) for r in cells])
 
 
+def json_safe(value):
+  """`value` with numpy scalars/arrays as Python, tuples as lists, NaN as
+  None (not measured) and +-inf as "inf"/"-inf": strict JSON has neither."""
+  if isinstance(value, Mapping):
+    return {str(k): json_safe(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [json_safe(v) for v in value]
+  if isinstance(value, np.ndarray):
+    return json_safe(value.tolist())
+  if isinstance(value, np.integer):
+    return int(value)
+  if isinstance(value, (float, np.floating)):
+    value = float(value)
+    if math.isnan(value):
+      return None
+    if math.isinf(value):
+      return "inf" if value > 0 else "-inf"
+    return value
+  if value is None or isinstance(value, (bool, int, str)):
+    return value
+  return str(value)
+
+
 def write_json(path: str, value) -> str:
-  def default(o):
-    if isinstance(o, (np.integer,)):
-      return int(o)
-    if isinstance(o, (np.floating,)):
-      return float(o)
-    if isinstance(o, np.ndarray):
-      return o.tolist()
-    return str(o)
-  tmp = path + ".tmp"
+  """Writes `json_safe(value)` as indented, strict JSON, atomically (a
+  temporary file renamed over `path`); creates the directory. Returns path."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  tmp = f"{path}.tmp{os.getpid()}"
   with open(tmp, "w") as f:
-    json.dump(value, f, indent=2, sort_keys=True, default=default)
+    json.dump(json_safe(value), f, indent=1, sort_keys=True, allow_nan=False)
     f.write("\n")
   os.replace(tmp, path)
   return path

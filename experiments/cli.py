@@ -1,0 +1,66 @@
+"""What every experiment binary shares: quiet TF, one-line errors, --extra_modules.
+
+A binary defines its flags at import, then `app.run(lambda argv:
+cli.main(argv, body))`: `body()` runs with line-buffered stdout and quiet TF
+logging; a `ConfigError` (or `ValueError` from configuration) becomes ONE
+line `<binary>: error: <message>` and exit status 2; Ctrl-C exits 130.
+"""
+
+import importlib
+import os
+import sys
+from typing import Callable, NoReturn, Sequence
+
+from absl import flags
+
+from federated_vision.errors import ConfigError, one_line
+
+
+def define_flags() -> None:
+  """--extra_modules (idempotent)."""
+  if "extra_modules" in flags.FLAGS:
+    return
+  flags.DEFINE_list("extra_modules", [], "Python modules to import before "
+                    "the config is built, e.g. mypkg.tasks: they may register "
+                    "tasks (federated_vision.tasks.register_task), models "
+                    "(tasks.models.register_model) and algorithms or "
+                    "variants (federated_vision.methods.register_*).")
+
+
+def fail(message: str) -> NoReturn:
+  """Prints `<binary>: error: <message>` to stderr and exits with status 2."""
+  print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
+  sys.exit(2)
+
+
+def import_extra_modules(names: Sequence[str]) -> None:
+  """Imports --extra_modules (ConfigError naming the flag if one fails)."""
+  for name in names:
+    try:
+      importlib.import_module(name)
+    except Exception as e:  # pylint: disable=broad-except
+      raise ConfigError(f"--extra_modules={','.join(names)}: cannot import "
+                        f"{name} ({type(e).__name__}: {one_line(e)})",
+                        "extra_modules") from None
+
+
+def main(argv: Sequence[str], body: Callable[[], None],
+         interrupted: str = "interrupted; run the same command again to "
+                            "resume from the last checkpoint") -> None:
+  """Runs `body()` as the binary's main (see the module docstring)."""
+  sys.stdout.reconfigure(line_buffering=True)  # Progress reaches pipes/logs.
+  if len(argv) > 1:
+    fail(f"unexpected arguments {argv[1:]}; all options are --flags")
+  from absl import logging  # pylint: disable=g-import-not-at-top
+  logging.set_verbosity(logging.WARNING)  # TFF logs every checkpoint at INFO.
+  if "tensorflow" in sys.modules:
+    sys.modules["tensorflow"].get_logger().setLevel("ERROR")
+  try:
+    if "extra_modules" in flags.FLAGS:
+      import_extra_modules(flags.FLAGS.extra_modules)
+    body()
+  except ConfigError as e:
+    fail(str(e))
+  except KeyboardInterrupt:
+    print(interrupted, file=sys.stderr)
+    sys.exit(130)

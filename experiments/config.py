@@ -1,0 +1,286 @@
+"""An experiment as data: one frozen, typed `ExperimentConfig`.
+
+    config = config_lib.from_flags(FLAGS)    # validated; errors name the flag
+    runner.run(config)                       # never reads FLAGS
+
+Sections (frozen dataclasses; every leaf field is named exactly like its flag,
+so `--field=value: reason` messages come straight from the library):
+  data      `tasks.DataConfig`            which task / data set and its split
+  model     `tasks.models.ModelConfig` the Keras model and its options
+  methods   `MethodsConfig`               which methods run side by side
+  training  `TrainingConfig`              rounds, cadence, clients per round,
+                                           centralized baseline, seed, target
+  output    `OutputConfig`                where results go
+
+Why frozen dataclasses and not `ml_collections.ConfigDict`: no new
+dependency; typed fields with defaults in one place; hashable and comparable
+(a sweep point is a value); `dataclasses.replace` builds sweep points without
+touching global flags (`replace_fields`); `to_dict` is plain JSON.
+
+Adding a section (e.g. run control, execution, mixing):
+  1. a frozen dataclass whose field names are the new flags' names (defaults
+     equal to the flags' defaults; tests/test_config.py checks both);
+  2. a field of that type on `ExperimentConfig` and an entry in `SECTIONS`;
+  3. its flags in a small `experiments/flags_<section>.py` with a
+     `define_flags()`, listed in `flags_lib.FLAG_MODULES`;
+  4. its checks in `validate` (or in the library, raising `ConfigError`).
+`from_flags`, `to_dict`, `flat` and `replace_fields` pick it up unchanged.
+"""
+
+import dataclasses
+import math
+import os
+from typing import Dict, FrozenSet, Iterable, Mapping, Optional, Tuple
+
+from federated_vision import methods as methods_lib
+from federated_vision import tasks
+from federated_vision.errors import ConfigError, bad
+from federated_vision.evaluation import convergence
+from federated_vision.tasks.models import ModelConfig
+
+DataConfig = tasks.DataConfig
+MethodConfig = methods_lib.MethodConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodsConfig:
+  """Which methods run side by side, and their shared hyper-parameters.
+
+  `expand()` gives one `MethodConfig` per method: every --algorithm, plain
+  (unless not --include_plain) and with each requested client-work variant
+  (--fedir, --fedprox), each of those also with --fedvc if requested.
+  """
+  algorithm: Tuple[str, ...] = ("fedavg", "fedavgm")
+  fedir: bool = False
+  fedprox: bool = False
+  fedvc: bool = False
+  include_plain: bool = True
+  client_epochs: int = 1
+  client_batch_size: int = 10
+  client_learning_rate: float = 0.05
+  server_learning_rate: float = 1.0
+  server_momentum: float = 0.9
+  virtual_client_size: int = 64
+  fedir_target: str = "uniform"
+  fedprox_mu: float = 0.01
+
+  def expand(self) -> Tuple[MethodConfig, ...]:
+    """The methods, in the order algorithm > data side > client work."""
+    works = [()] + [(v,) for v in ("fedir", "fedprox") if getattr(self, v)]
+    sides = [()] + ([("fedvc",)] if self.fedvc else [])
+    shared = {f.name: getattr(self, f.name)
+              for f in dataclasses.fields(MethodConfig)
+              if f.name not in ("algorithm", "variants")}
+    out = []
+    for algorithm in self.algorithm:
+      for side in sides:
+        for work in works:
+          if work or side or self.include_plain:
+            out.append(MethodConfig(algorithm, work + side, **shared))
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+  """Rounds, cadence, clients per round, centralized baseline, seed.
+
+  Attributes:
+    total_rounds: communication rounds.
+    rounds_per_eval: evaluate every N rounds (and at the last).
+    rounds_per_checkpoint: checkpoint every N rounds (and at the end).
+    clients_per_round: clients per round (unless client_fraction).
+    client_fraction: McMahan's C: clients per round = max(round(C K), 1).
+    centralized_epochs: epochs of the centralized baseline; 0 skips it.
+    seed: seed of partition, sampling, shuffling and initialisation.
+    target_accuracy: report rounds to this test accuracy (McMahan 2017).
+  """
+  total_rounds: int = 60
+  rounds_per_eval: int = 5
+  rounds_per_checkpoint: int = 10
+  clients_per_round: int = 10
+  client_fraction: Optional[float] = None
+  centralized_epochs: int = 30
+  seed: int = 0
+  target_accuracy: Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputConfig:
+  """Results go to <root_output_dir>/<experiment_name>."""
+  root_output_dir: str = "output"
+  experiment_name: str = "digits_fedavg_vs_fedavgm"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentConfig:
+  """Everything `runner.run` needs (see the module docstring)."""
+  data: DataConfig = DataConfig()
+  model: ModelConfig = ModelConfig()
+  methods: MethodsConfig = MethodsConfig()
+  training: TrainingConfig = TrainingConfig()
+  output: OutputConfig = OutputConfig()
+
+  @property
+  def output_dir(self) -> str:
+    return os.path.join(self.output.root_output_dir,
+                        self.output.experiment_name)
+
+  def to_dict(self) -> Dict[str, Dict[str, object]]:
+    """{section: {field: value}}, JSON-safe (tuples -> lists, inf -> 'inf')."""
+    return {name: {f.name: _json_value(name, f.name, getattr(section, f.name))
+                   for f in dataclasses.fields(section)}
+            for name, section in self.sections().items()}
+
+  def sections(self) -> Dict[str, object]:
+    return {name: getattr(self, name) for name in SECTIONS}
+
+
+# Section name -> its dataclass. A new section is one entry here.
+SECTIONS = {"data": DataConfig, "model": ModelConfig, "methods": MethodsConfig,
+            "training": TrainingConfig, "output": OutputConfig}
+
+
+def field_sections() -> Dict[str, str]:
+  """Leaf field (== flag) name -> its section name."""
+  out = {}
+  for section, cls in SECTIONS.items():
+    for f in dataclasses.fields(cls):
+      if f.name in out:
+        raise AssertionError(f"field {f.name} in two sections")
+      out[f.name] = section
+  return out
+
+
+def _json_value(section: str, name: str, value):
+  if isinstance(value, tuple):
+    return list(value)
+  if isinstance(value, float) and not math.isfinite(value):
+    if math.isnan(value):
+      raise ValueError(f"{section}.{name} is NaN")
+    return "inf" if value > 0 else "-inf"
+  return value
+
+
+def flat(config: ExperimentConfig) -> Dict[str, object]:
+  """{field (== flag) name: value} over all sections, JSON-safe."""
+  return {k: v for section in config.to_dict().values() for k, v in section.items()}
+
+
+def replace_fields(config: ExperimentConfig,
+                   values: Mapping[str, object]) -> ExperimentConfig:
+  """`dataclasses.replace` by flag name: {'alpha': 0.1, 'model': 'x'}.
+
+  Lists become tuples. Raises ConfigError for an unknown name.
+  """
+  where = field_sections()
+  by_section: Dict[str, Dict[str, object]] = {}
+  for name, value in values.items():
+    if name not in where:
+      raise ConfigError(f"--{name}: not a setting of train_main", name)
+    by_section.setdefault(where[name], {})[name] = (
+        tuple(value) if isinstance(value, list) else value)
+  return dataclasses.replace(config, **{
+      s: dataclasses.replace(getattr(config, s), **v)
+      for s, v in by_section.items()})
+
+
+def from_values(values: Mapping[str, object],
+                given: Iterable[str] = ()) -> ExperimentConfig:
+  """A validated config from {flag name: value} (missing = default)."""
+  config = replace_fields(ExperimentConfig(), values)
+  validate(config, given)
+  return config
+
+
+def from_flags(flag_values) -> ExperimentConfig:
+  """The validated config of parsed absl flags.
+
+  Every config field is read from the flag of the same name; the flags given
+  on the command line (`.present`) also take part in validation (a flag the
+  chosen task or model does not read is an error).
+
+  Raises:
+    ConfigError: naming the flag.
+  """
+  names = list(field_sections())
+  values = {n: flag_values[n].value for n in names}
+  return from_values(values, [n for n in names if flag_values[n].present])
+
+
+def check_output(output: OutputConfig) -> None:
+  name = output.experiment_name
+  if not name or os.sep in name:
+    raise bad("experiment_name", repr(name),
+              "must be a non-empty name without '/'")
+
+
+def validate(config: ExperimentConfig,
+             given: Iterable[str] = ()) -> Dict[str, object]:
+  """Checks the whole config before any data is loaded.
+
+  Args:
+    config: the experiment.
+    given: fields set explicitly (on the command line).
+
+  Returns:
+    The resolved settings (`resolve`).
+
+  Raises:
+    ConfigError: naming the field (== flag).
+  """
+  given = frozenset(given)
+  t, m = config.training, config.methods
+  for name in ("total_rounds", "rounds_per_eval", "rounds_per_checkpoint",
+               "clients_per_round"):
+    if getattr(t, name) < 1:
+      raise bad(name, getattr(t, name), "must be >= 1")
+  if t.centralized_epochs < 0:
+    raise bad("centralized_epochs", t.centralized_epochs, "must be >= 0")
+  if t.client_fraction is not None and not 0 <= t.client_fraction <= 1:
+    raise bad("client_fraction", t.client_fraction, "must be in [0, 1]")
+  if {"client_fraction", "clients_per_round"} <= given and \
+      t.client_fraction is not None:
+    raise ConfigError("--client_fraction and --clients_per_round: give only "
+                      "one (--client_fraction sets clients per round = "
+                      "max(C*K, 1))", "client_fraction")
+  if t.target_accuracy is not None and not 0 < t.target_accuracy <= 1:
+    raise bad("target_accuracy", t.target_accuracy, "must be in (0, 1]")
+  if not m.algorithm:
+    raise ConfigError("--algorithm: give at least one", "algorithm")
+  for a in m.algorithm:
+    if a not in methods_lib.algorithm_names():
+      raise bad("algorithm", list(m.algorithm), "each must be one of "
+                f"{', '.join(methods_lib.algorithm_names())}")
+  if not m.expand():
+    raise ConfigError("--noinclude_plain needs --fedir, --fedprox or --fedvc: "
+                      "nothing to run", "include_plain")
+  for method in m.expand():
+    methods_lib.validate_method_config(method)
+  check_output(config.output)
+  resolved = tasks.get_task(config.data.dataset).validate(
+      config.data, config.model, given)
+  resolved["clients_per_round"] = clients_per_round(config, resolved["num_clients"])
+  return resolved
+
+
+def clients_per_round(config: ExperimentConfig,
+                      num_clients: Optional[int]) -> Optional[int]:
+  """--clients_per_round, or max(round(C K), 1) with --client_fraction
+  (None while K is unknown, i.e. it comes from a split CSV)."""
+  t = config.training
+  if t.client_fraction is None:
+    return t.clients_per_round
+  if num_clients is None:
+    return None
+  return convergence.clients_per_round(t.client_fraction, num_clients)
+
+
+def resolve(config: ExperimentConfig) -> Dict[str, object]:
+  """The defaults left unset, resolved: model, num_clients,
+  examples_per_client, partition, clients_per_round[, image_size, ...]."""
+  return validate(config)
+
+
+def given_flags(flag_values, names: Iterable[str]) -> FrozenSet[str]:
+  """The names among `names` given on the command line."""
+  return frozenset(n for n in names if flag_values[n].present)

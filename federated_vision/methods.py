@@ -1,0 +1,328 @@
+"""Methods: a learning process + the client data spec + the client sampler.
+
+A `Method` is what one curve of an experiment needs: the TFF
+`LearningProcess`, the `client_data.TrainingSpec` that builds each selected
+client's batches inside the executor, the sampler choosing the clients of a
+round, and `settings`, the fully resolved description recorded in
+hparams.json / summary.json (report_main reads it; nothing parses names).
+
+A method = an *algorithm* (server side + local B, E: fedavg, fedavgm, fedsgd)
+plus *variants* of two kinds, after FedJAX's "an algorithm owns its data-side
+settings":
+  * client-work variants replace the client work of the process: fedir
+    (Hsu, Qi & Brown 2020, importance reweighting), fedprox (Li et al. 2020,
+    TFF's proximal client work). At most one per method: both replace the
+    same component, so combining them is a ValueError.
+  * data-side variants change the spec / sampler only: fedvc (virtual
+    clients, `algorithms.fedvc`).
+
+Extending: `register_algorithm(name, builder)` or `register_variant(Variant(
+...))` from any module (e.g. one passed to the binaries' --extra_modules).
+
+Importing this module does not import TensorFlow (validation runs before any
+data or TFF is loaded); builders import the algorithms when called.
+"""
+
+import dataclasses
+import math
+from typing import (Callable, Dict, Mapping, NamedTuple, Optional, Sequence,
+                    Tuple)
+
+from federated_vision.errors import ConfigError, bad
+
+FEDIR_TARGETS = ("uniform", "test")
+CLIENT_WORK = "client_work"
+DATA_SIDE = "data_side"
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodConfig:
+  """One method's settings; field names are the binaries' flags.
+
+  Attributes:
+    algorithm: registered algorithm (fedavg, fedavgm, fedsgd, ...).
+    variants: registered variants applied to it, e.g. ("fedir", "fedvc").
+    client_epochs: local epochs E (fedsgd: 1).
+    client_batch_size: local batch size B; 0 = B = inf (fedsgd: inf).
+    client_learning_rate: client SGD learning rate.
+    server_learning_rate: eta_s.
+    server_momentum: beta of fedavgm (Hsu et al. 2019); others use none.
+    virtual_client_size: fedvc's N_VC.
+    fedir_target: fedir's p(y): 'uniform' or 'test' (server test labels).
+    fedprox_mu: fedprox's proximal strength mu (Li et al. 2020, eq. 2).
+  """
+  algorithm: str = "fedavg"
+  variants: Tuple[str, ...] = ()
+  client_epochs: int = 1
+  client_batch_size: int = 10
+  client_learning_rate: float = 0.05
+  server_learning_rate: float = 1.0
+  server_momentum: float = 0.9
+  virtual_client_size: int = 64
+  fedir_target: str = "uniform"
+  fedprox_mu: float = 0.01
+
+  @property
+  def name(self) -> str:
+    """'<algorithm>[+<variant>...]', e.g. 'fedavgm+fedir+fedvc'."""
+    return "+".join((self.algorithm,) + tuple(self.variants))
+
+
+class MethodInputs(NamedTuple):
+  """The plain arguments every method builder gets.
+
+  Attributes:
+    model_fn: no-arg `tff.learning.models.VariableModel` builder.
+    num_classes: C.
+    client_ids: all client ids.
+    client_sizes: n_k, aligned with `client_ids`.
+    clients_per_round: clients (or virtual clients) per round.
+    seed: seed of sampling and local shuffling.
+    test_labels_fn: no-arg function returning the server's test labels
+      (fedir_target='test'), or None.
+  """
+  model_fn: Callable
+  num_classes: int
+  client_ids: Sequence[str]
+  client_sizes: Sequence[int]
+  clients_per_round: int
+  seed: int = 0
+  test_labels_fn: Optional[Callable[[], Sequence[int]]] = None
+
+
+class Method(NamedTuple):
+  """One method of an experiment, ready for `training_loop`."""
+  name: str
+  process: object
+  spec: object
+  sampler: object
+  settings: Mapping[str, object]
+
+
+# builder(config, inputs, client_work or None) -> (process, spec, settings).
+AlgorithmBuilder = Callable[[MethodConfig, MethodInputs, Optional[object]],
+                            Tuple[object, object, Dict[str, object]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+  """A registered variant.
+
+  Attributes:
+    name: registry name (and the binaries' --<name> flag).
+    kind: CLIENT_WORK (`build` returns `(client work process, settings)`) or
+      DATA_SIDE (`build` returns `(spec, sampler, settings)` from the
+      algorithm's spec and sampler).
+    build: see `kind`; called as `build(config, inputs)` for CLIENT_WORK and
+      `build(config, inputs, spec, sampler)` for DATA_SIDE.
+  """
+  name: str
+  kind: str
+  build: Callable
+
+
+_ALGORITHMS: Dict[str, AlgorithmBuilder] = {}
+_VARIANTS: Dict[str, Variant] = {}
+
+
+def register_algorithm(name: str, builder: AlgorithmBuilder) -> None:
+  """Adds an algorithm: `builder(config, inputs, client_work)` returns
+  `(process, spec, settings)`; it must use `client_work` when not None."""
+  if not name or "+" in name or name in _ALGORITHMS or name in _VARIANTS:
+    raise ValueError(f"algorithm name {name!r} is empty, has '+' or is taken")
+  _ALGORITHMS[name] = builder
+
+
+def register_variant(variant: Variant) -> None:
+  """Adds a client-work or data-side variant."""
+  if variant.kind not in (CLIENT_WORK, DATA_SIDE):
+    raise ValueError(f"variant kind must be {CLIENT_WORK!r} or {DATA_SIDE!r}, "
+                     f"got {variant.kind!r}")
+  if (not variant.name or "+" in variant.name or variant.name in _VARIANTS
+      or variant.name in _ALGORITHMS):
+    raise ValueError(f"variant name {variant.name!r} is empty, has '+' or is "
+                     "taken")
+  _VARIANTS[variant.name] = variant
+
+
+def algorithm_names() -> Tuple[str, ...]:
+  return tuple(_ALGORITHMS)
+
+
+def variant_names(kind: Optional[str] = None) -> Tuple[str, ...]:
+  return tuple(n for n, v in _VARIANTS.items() if kind in (None, v.kind))
+
+
+def _positive(name: str, value: float) -> None:
+  if not (value > 0 and math.isfinite(value)):
+    raise bad(name, value, "must be a finite number > 0")
+
+
+def validate_method_config(config: MethodConfig) -> None:
+  """Checks one method's settings (before any data or TFF is loaded).
+
+  Raises:
+    ConfigError: naming the field (== flag).
+    ValueError: two client-work variants in one method.
+  """
+  if config.algorithm not in _ALGORITHMS:
+    raise bad("algorithm", config.algorithm,
+              f"each must be one of {', '.join(_ALGORITHMS)}")
+  for v in config.variants:
+    if v not in _VARIANTS:
+      raise ConfigError(f"method {config.name}: unknown variant {v!r} (one of "
+                        f"{', '.join(_VARIANTS)})", "variants")
+  if len(set(config.variants)) != len(config.variants):
+    raise ValueError(f"method {config.name}: a variant is repeated")
+  work = [v for v in config.variants if _VARIANTS[v].kind == CLIENT_WORK]
+  if len(work) > 1:
+    raise ValueError(f"method {config.name}: {' and '.join(work)} both replace "
+                     "the client work; a method takes at most one client-work "
+                     "variant (plus any data-side ones)")
+  _positive("client_learning_rate", config.client_learning_rate)
+  _positive("server_learning_rate", config.server_learning_rate)
+  if not 0 <= config.server_momentum < 1:
+    raise bad("server_momentum", config.server_momentum, "must be in [0, 1)")
+  if config.client_epochs < 1:
+    raise bad("client_epochs", config.client_epochs, "must be >= 1")
+  if config.client_batch_size < 0:
+    raise bad("client_batch_size", config.client_batch_size,
+              "must be >= 0 (0 = B = inf)")
+  if config.virtual_client_size < 1:
+    raise bad("virtual_client_size", config.virtual_client_size, "must be >= 1")
+  if config.fedir_target not in FEDIR_TARGETS:
+    raise bad("fedir_target", config.fedir_target,
+              f"must be one of {', '.join(FEDIR_TARGETS)}")
+  if not (config.fedprox_mu >= 0 and math.isfinite(config.fedprox_mu)):
+    raise bad("fedprox_mu", config.fedprox_mu, "must be a finite number >= 0")
+
+
+def build_method(config: MethodConfig, inputs: MethodInputs) -> Method:
+  """Builds the method's process, spec, sampler and resolved settings.
+
+  Raises:
+    ConfigError / ValueError: see `validate_method_config`.
+  """
+  validate_method_config(config)
+  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  variants = [_VARIANTS[v] for v in config.variants]
+  client_work = None
+  settings = {"client_work": "plain", "data_side": "plain",
+              "fedir_target": None, "fedprox_mu": None}
+  for v in variants:
+    if v.kind == CLIENT_WORK:
+      client_work, extra = v.build(config, inputs)
+      settings.update(extra, client_work=v.name)
+  process, spec, algo_settings = _ALGORITHMS[config.algorithm](
+      config, inputs, client_work)
+  settings.update(algo_settings)
+  sampler = sampling.UniformSampler(inputs.client_ids,
+                                    inputs.clients_per_round, inputs.seed)
+  settings.update(sampler="uniform", N_VC=None)
+  for v in variants:
+    if v.kind == DATA_SIDE:
+      spec, sampler, extra = v.build(config, inputs, spec, sampler)
+      settings.update(extra, data_side=v.name)
+  settings.update(name=config.name, algorithm=config.algorithm,
+                  variants=list(config.variants),
+                  E=spec.epochs, B=spec.batch_size,
+                  clients_per_round=inputs.clients_per_round)
+  return Method(config.name, process, spec, sampler, settings)
+
+
+def server_settings(optimizer: str, learning_rate: float,
+                    momentum: float = 0.0) -> Dict[str, object]:
+  """Recorded server-optimizer settings, with the effective learning rate
+  eta_s / (1 - beta) of SGD with momentum (Hsu et al. 2019)."""
+  return {"server_optimizer": optimizer, "server_learning_rate": learning_rate,
+          "server_momentum": momentum,
+          "effective_server_learning_rate": learning_rate / (1.0 - momentum)}
+
+
+# --- Built-in algorithms and variants. ---------------------------------------
+
+def _client_spec(config: MethodConfig, inputs: MethodInputs, fedsgd: bool):
+  from federated_vision.data import client_data  # pylint: disable=g-import-not-at-top
+  if fedsgd:  # McMahan et al. 2017: B = inf, E = 1.
+    return client_data.TrainingSpec(batch_size=None, epochs=1,
+                                     shuffle_buffer=10_000, seed=inputs.seed)
+  return client_data.TrainingSpec(
+      batch_size=config.client_batch_size or None, epochs=config.client_epochs,
+      shuffle_buffer=10_000, seed=inputs.seed)
+
+
+def _fedavg_family(momentum: bool, fedsgd: bool = False) -> AlgorithmBuilder:
+  """FedAvg (McMahan et al. 2017), FedAvgM (Hsu et al. 2019), FedSGD."""
+  def builder(config, inputs, client_work):
+    import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+    from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top
+    lr, beta = config.server_learning_rate, config.server_momentum
+    if momentum:
+      server = fedavg.build_server_momentum_optimizer(lr, beta)
+      settings = server_settings("sgdm", lr, beta)
+    else:
+      server = tff.learning.optimizers.build_sgdm(lr)
+      settings = server_settings("sgd", lr)
+    if fedsgd:
+      process = fedavg.build_fedsgd(inputs.model_fn,
+                                    config.client_learning_rate, server,
+                                    client_work=client_work)
+    else:
+      process = fedavg.build_fedavg(
+          inputs.model_fn,
+          tff.learning.optimizers.build_sgdm(config.client_learning_rate),
+          server, client_work=client_work)
+    settings.update(client_optimizer="sgd",
+                    client_learning_rate=config.client_learning_rate)
+    return process, _client_spec(config, inputs, fedsgd), settings
+  return builder
+
+
+def _fedir(config: MethodConfig, inputs: MethodInputs):
+  """FedIR's importance-weighted client work (Hsu, Qi & Brown 2020)."""
+  import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+  from federated_vision.algorithms import fedir  # pylint: disable=g-import-not-at-top
+  target = None
+  if config.fedir_target == "test":
+    if inputs.test_labels_fn is None:
+      raise bad("fedir_target", "test", "needs the server's test labels")
+    target = fedir.estimate_target_distribution(inputs.test_labels_fn(),
+                                                inputs.num_classes)
+  work = fedir.build_fedir_client_work(
+      inputs.model_fn,
+      tff.learning.optimizers.build_sgdm(config.client_learning_rate),
+      inputs.num_classes, target_distribution=target)
+  return work, {"fedir_target": config.fedir_target}
+
+
+def _fedprox(config: MethodConfig, inputs: MethodInputs):
+  """FedProx (Li et al. 2020): gradient + mu (w - w_server), TFF 0.87's
+  `proximal_client_work` (what `tff.learning.algorithms.
+  build_weighted_fed_prox` composes)."""
+  import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+  from tensorflow_federated.python.learning.templates import proximal_client_work  # pylint: disable=g-import-not-at-top
+  work = proximal_client_work.build_model_delta_client_work(
+      inputs.model_fn,
+      tff.learning.optimizers.build_sgdm(config.client_learning_rate),
+      tff.learning.ClientWeighting.NUM_EXAMPLES, float(config.fedprox_mu),
+      loop_implementation=tff.learning.LoopImplementation.DATASET_REDUCE)
+  return work, {"fedprox_mu": config.fedprox_mu}
+
+
+def _fedvc(config: MethodConfig, inputs: MethodInputs, spec, sampler):
+  """FedVC's virtual clients (`algorithms.fedvc.virtual_clients`)."""
+  del sampler
+  from federated_vision.algorithms import fedvc  # pylint: disable=g-import-not-at-top
+  spec, sampler = fedvc.virtual_clients(
+      spec, inputs.client_ids, inputs.client_sizes, inputs.clients_per_round,
+      config.virtual_client_size, inputs.seed)
+  return spec, sampler, {"sampler": "size_proportional",
+                         "N_VC": config.virtual_client_size}
+
+
+register_algorithm("fedavg", _fedavg_family(momentum=False))
+register_algorithm("fedavgm", _fedavg_family(momentum=True))
+register_algorithm("fedsgd", _fedavg_family(momentum=False, fedsgd=True))
+register_variant(Variant("fedir", CLIENT_WORK, _fedir))
+register_variant(Variant("fedprox", CLIENT_WORK, _fedprox))
+register_variant(Variant("fedvc", DATA_SIDE, _fedvc))

@@ -1,0 +1,232 @@
+"""Tasks: a named data set + its default model and hyper-parameters.
+
+A task (after TFF's `simulation/baselines`: a task = data + model) is one
+frozen `Task` registered by name; `--dataset=<name>` picks it. It knows
+
+  * how to build its `client_data.FederatedDataset` from a `DataConfig`
+    (`build_data`), converting loader errors into `ConfigError`s that name
+    the field;
+  * its input `family` (which registered models fit, see
+    `federated_vision.tasks.models`) and its default model;
+  * its defaults (clients K, examples per client n, image side S) and the
+    `DataConfig` fields it reads; any other field set explicitly, or away
+    from its default, is an error naming the field, never silently ignored.
+
+Adding a data set = one module calling `register_task(Task(...))`, imported by
+`federated_vision/tasks/__init__.py` (or by the user, e.g. through the
+binaries' --extra_modules).
+"""
+
+import dataclasses
+from typing import (Callable, Dict, FrozenSet, Mapping, NamedTuple, Optional,
+                    Sequence, Tuple)
+
+from federated_vision.errors import ConfigError, bad
+from federated_vision.tasks import models as model_registry
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+  """Which federated data set to build; field names are the binaries' flags.
+
+  Attributes:
+    dataset: registered task name.
+    data_source: 'tfds' (a prepared tensorflow-datasets dir) or 'archive'
+      (the canonical files) for the real CIFAR / MNIST.
+    data_dir: tensorflow-datasets data_dir.
+    archive_path: canonical archive file or directory.
+    partition: dirichlet | iid | shards (see `tasks.partitions`).
+    num_clients: K; None = the task's default.
+    examples_per_client: n; None = the task's default.
+    split_csv: a published user_id,image_id,class split instead of a scheme.
+    alpha: Dirichlet concentration.
+    imbalance_sigma: log-normal client sizes (digits).
+    test_csv .. image_size: real-world image splits (Hsu, Qi & Brown 2020),
+      see `federated_vision.realworld.image_data`.
+  """
+  dataset: str = "digits"
+  data_source: str = "tfds"
+  data_dir: Optional[str] = None
+  archive_path: Optional[str] = None
+  partition: str = "dirichlet"
+  num_clients: Optional[int] = None
+  examples_per_client: Optional[int] = None
+  split_csv: Optional[str] = None
+  alpha: float = 0.5
+  imbalance_sigma: Optional[float] = None
+  test_csv: Optional[str] = None
+  image_root: Optional[str] = None
+  image_paths_csv: Optional[str] = None
+  metadata_json: Tuple[str, ...] = ()
+  inat_split: Optional[str] = None
+  tar_shards: Tuple[str, ...] = ()
+  check_images: str = "exists"
+  on_bad_image: str = "fail"
+  image_report_path: Optional[str] = None
+  index_cache_dir: Optional[str] = None
+  image_size: Optional[int] = None
+
+
+DATA_FIELDS = tuple(f.name for f in dataclasses.fields(DataConfig))
+_DEFAULTS = DataConfig()
+
+
+class DataContext(NamedTuple):
+  """Where a task may write, and the seed of its randomness.
+
+  Attributes:
+    seed: partition / synthetic-data seed (the experiment's seed).
+    cache_dir: shared across experiments (per-client arrays, image indices,
+      synthetic fixtures), e.g. <root_output_dir>.
+    output_dir: this experiment's directory (reports).
+  """
+  seed: int
+  cache_dir: str
+  output_dir: str
+
+
+DataFn = Callable[["Task", DataConfig, Mapping[str, object], DataContext],
+                  object]
+
+
+def _no_checks(task: "Task", data: DataConfig, given: FrozenSet[str]) -> None:
+  del task, data, given
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+  """A registered data set (see the module docstring).
+
+  Attributes:
+    name: registry name (the --dataset value).
+    family: input family; the models whose `families` contain it fit.
+    default_model: model registry name used when `ModelConfig.model` is None.
+    data_fn: `(task, data config, resolved settings, context) ->
+      FederatedDataset`; raises `ConfigError` for bad input.
+    reads: `DataConfig` fields the task reads (besides `dataset`).
+    num_clients: default K (None: from the data, e.g. a split CSV).
+    examples_per_client: default n (None: all / from the data).
+    image_size: default crop side S of image tasks (None: fixed input).
+    partitions: accepted `DataConfig.partition` schemes; ("csv",) when the
+      split file is the partition.
+    model_defaults: defaults of model settings for this task, e.g.
+      {"bottleneck_dim": 64} for Landmarks (Hsu, Qi & Brown 2020).
+    check: `(task, data, given) -> None`, task-specific checks raising
+      `ConfigError` (run before the generic unused-field check).
+    description: one line for --help / the README.
+  """
+  name: str
+  family: str
+  default_model: str
+  data_fn: DataFn
+  reads: FrozenSet[str] = frozenset()
+  num_clients: Optional[int] = None
+  examples_per_client: Optional[int] = None
+  image_size: Optional[int] = None
+  partitions: Tuple[str, ...] = ("dirichlet", "iid", "shards")
+  model_defaults: Tuple[Tuple[str, object], ...] = ()
+  check: Callable[["Task", DataConfig, FrozenSet[str]], None] = _no_checks
+  description: str = ""
+
+  @property
+  def model_names(self) -> Tuple[str, ...]:
+    """Registered models fitting this task's family."""
+    return model_registry.model_names(self.family)
+
+  def resolve(self, data: DataConfig,
+              model: model_registry.ModelConfig) -> Dict[str, object]:
+    """The settings left to defaults, resolved: model, num_clients,
+    examples_per_client, partition, [image_size], [model extras]."""
+    out = {"model": model.model or self.default_model,
+           "num_clients": (data.num_clients if data.num_clients is not None
+                           else self.num_clients),
+           "examples_per_client": (data.examples_per_client
+                                   if data.examples_per_client is not None
+                                   else self.examples_per_client),
+           "partition": ("csv" if data.split_csv is not None
+                         or self.partitions == ("csv",) else data.partition)}
+    if out["partition"] == "shards":
+      out["examples_per_client"] = None  # Shard size = N / (2K).
+    if self.image_size is not None:
+      out["image_size"] = data.image_size or self.image_size
+    spec = model_registry.get_model(out["model"])
+    out.update(spec.resolve(model, dict(self.model_defaults)))
+    return out
+
+  def validate(self, data: DataConfig, model: model_registry.ModelConfig,
+               given: Sequence[str] = ()) -> Dict[str, object]:
+    """Checks the data and model settings; returns `resolve`'s settings.
+
+    Args:
+      data: data settings.
+      model: model settings.
+      given: fields set explicitly (command line); a field the task or model
+        does not read is then an error even at its default value.
+
+    Raises:
+      ConfigError: naming the field.
+    """
+    given = frozenset(given)
+    if data.partition not in ("dirichlet", "iid", "shards"):
+      raise bad("partition", data.partition,
+                "must be one of dirichlet, iid, shards")
+    if self.partitions != ("csv",) and data.partition not in self.partitions:
+      raise bad("partition", data.partition, f"--dataset={self.name} supports "
+                f"--partition={'|'.join(self.partitions)} only")
+    if data.partition == "shards" and data.examples_per_client is not None:
+      raise bad("examples_per_client", data.examples_per_client,
+                "not used by --partition=shards (shard size = training "
+                "examples / (2 x --num_clients)); leave it unset")
+    self.check(self, data, given)
+    for name in DATA_FIELDS:
+      if name == "dataset" or name in self.reads:
+        continue
+      if name in given or getattr(data, name) != getattr(_DEFAULTS, name):
+        raise ConfigError(f"--{name}: not used by --dataset={self.name}", name)
+    resolved = self.resolve(data, model)
+    model_registry.validate_model_config(
+        model, self.family, self.name, resolved,
+        [g for g in given if g in model_registry.MODEL_FIELDS])
+    return resolved
+
+  def build_data(self, data: DataConfig, context: DataContext):
+    """The task's `client_data.FederatedDataset` (ConfigError if unusable)."""
+    return self.data_fn(self, data, self.resolve(
+        data, model_registry.ModelConfig()), context)
+
+  def build_keras_model_fn(self, model: model_registry.ModelConfig,
+                           num_classes: int, input_shape: Sequence[int],
+                           seed: int = 0) -> Callable[[], object]:
+    """A no-arg builder of the (default or chosen) Keras model."""
+    resolved = self.resolve(DataConfig(dataset=self.name), model)
+    model_registry.check_pretrained_weights(model, resolved, num_classes,
+                                            input_shape, seed)
+    return model_registry.build_keras_model_fn(model, resolved, num_classes,
+                                               input_shape, seed)
+
+
+_TASKS: Dict[str, Task] = {}
+
+
+def register_task(task: Task) -> Task:
+  """Adds `task` to the registry (a name may be registered once)."""
+  if not task.name or task.name in _TASKS:
+    raise ValueError(f"task {task.name!r} is empty or already registered")
+  unknown = set(task.reads) - set(DATA_FIELDS)
+  if unknown:
+    raise ValueError(f"task {task.name!r} reads unknown fields {sorted(unknown)}")
+  model_registry.get_model(task.default_model)
+  _TASKS[task.name] = task
+  return task
+
+
+def get_task(name: str) -> Task:
+  """The registered task, or `ConfigError` naming --dataset."""
+  if name not in _TASKS:
+    raise bad("dataset", name, f"must be one of {', '.join(_TASKS)}")
+  return _TASKS[name]
+
+
+def task_names() -> Tuple[str, ...]:
+  """Registered task names, in registration order."""
+  return tuple(_TASKS)

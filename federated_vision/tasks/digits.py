@@ -1,0 +1,37 @@
+"""scikit-learn's digits (the default, download-free task)."""
+
+from federated_vision.errors import ConfigError, bad, one_line
+from federated_vision.tasks import base
+
+_TRAIN_EXAMPLES = 1437  # 80% of 1,797 (`data.digits.load_arrays`).
+
+
+def _check(task, data, given):
+  del given
+  if data.examples_per_client is not None:
+    raise ConfigError("--examples_per_client: not used by --dataset=digits "
+                      "(its 1,437 training examples are shared by the clients)",
+                      "examples_per_client")
+  k = data.num_clients if data.num_clients is not None else task.num_clients
+  if not 1 <= k <= 300:
+    raise bad("num_clients", k, "must be in [1, 300] for --dataset=digits "
+              "(1,437 training examples)")
+
+
+def _data(task, data, resolved, context):
+  del task
+  from federated_vision.data import digits  # pylint: disable=g-import-not-at-top
+  try:
+    return digits.load_federated(resolved["num_clients"], data.alpha,
+                                 seed=context.seed,
+                                 imbalance_sigma=data.imbalance_sigma)
+  except ValueError as e:
+    raise bad("num_clients", resolved["num_clients"], one_line(e)) from None
+
+
+base.register_task(base.Task(
+    "digits", "digits", "digits_cnn", _data,
+    reads=frozenset({"partition", "num_clients", "alpha", "imbalance_sigma"}),
+    num_clients=20, partitions=("dirichlet",), check=_check,
+    description="scikit-learn's 8x8 digits, Dirichlet(alpha) over K clients "
+                "(equal or log-normal sizes); no download"))

@@ -1,0 +1,255 @@
+"""Model registry: name -> Keras builder + the input families it fits.
+
+It lives with the tasks (a task = data + model) and, like them, imports no
+TensorFlow until a model is built; the Keras models are in
+`federated_vision.models`.
+
+A model is one `register_model(ModelSpec(...))` call. A `ModelSpec` says
+which input families it fits (a task's `family`: "digits" 8x8x1, "mnist"
+28x28x1, "cifar" 24x24x3 crops, "inaturalist"/"landmarks" SxSx3 images) and
+which `ModelConfig` fields it reads besides `model`; a field it does not read
+must stay at its default (`validate_model_config` says so, naming the field).
+"""
+
+import dataclasses
+import math
+import os
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
+
+from federated_vision.errors import ConfigError, bad, one_line
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+  """Model settings; field names are the flags of the experiment binaries.
+
+  Attributes:
+    model: registry name, or None for the task's default model.
+    weight_decay: L2 kernel regularisation (0 = none).
+    mobilenet_alpha: mobilenet_v2_gn width multiplier.
+    gn_groups: mobilenet_v2_gn maximum GroupNorm groups per layer.
+    bottleneck_dim: mobilenet_v2_gn bottleneck width; None = the task's
+      default (64 for Landmarks, Hsu et al. 2020), 0 = none.
+    pretrained_weights: mobilenet_v2_gn local Keras .h5 ImageNet weights.
+    trainable_last_layers: mobilenet_v2_gn: train only the last k layers.
+  """
+  model: Optional[str] = None
+  weight_decay: float = 0.0
+  mobilenet_alpha: float = 1.0
+  gn_groups: int = 32
+  bottleneck_dim: Optional[int] = None
+  pretrained_weights: Optional[str] = None
+  trainable_last_layers: Optional[int] = None
+
+
+# Builder: (config, resolved settings, num_classes, input_shape, seed) -> model.
+Builder = Callable[[ModelConfig, Mapping[str, object], int, Tuple[int, ...],
+                    int], object]
+
+
+def _no_checks(config: ModelConfig, resolved: Mapping[str, object]) -> None:
+  del config, resolved
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+  """One registered model.
+
+  Attributes:
+    name: registry name (the --model value).
+    families: input families (`Task.family`) the model fits.
+    build: `(config, resolved, num_classes, input_shape, seed) -> keras.Model`
+      (uncompiled, logits out); `resolved` holds `resolve`'s settings.
+    fields: `ModelConfig` fields the model reads besides `model`.
+    resolve: `(config, task model defaults) -> dict` of derived settings
+      recorded with the run (e.g. mobilenet's bottleneck_dim).
+    validate: `(config, resolved incl. image_size) -> None`, raising
+      `ConfigError`.
+  """
+  name: str
+  families: Tuple[str, ...]
+  build: Builder
+  fields: Tuple[str, ...] = ()
+  resolve: Callable[[ModelConfig, Mapping[str, object]], Dict[str, object]] = (
+      lambda config, defaults: {})
+  validate: Callable[[ModelConfig, Mapping[str, object]], None] = _no_checks
+
+
+_MODELS: Dict[str, ModelSpec] = {}
+
+
+def register_model(spec: ModelSpec) -> ModelSpec:
+  """Adds `spec` (a name may be registered once)."""
+  if not spec.name or spec.name in _MODELS:
+    raise ValueError(f"model {spec.name!r} is empty or already registered")
+  unknown = set(spec.fields) - {f.name for f in dataclasses.fields(ModelConfig)}
+  if unknown or "model" in spec.fields:
+    raise ValueError(f"model {spec.name!r}: fields {sorted(unknown)} are not "
+                     "ModelConfig fields")
+  _MODELS[spec.name] = spec
+  return spec
+
+
+def get_model(name: str) -> ModelSpec:
+  if name not in _MODELS:
+    raise bad("model", name, f"must be one of {', '.join(_MODELS)}")
+  return _MODELS[name]
+
+
+def model_names(family: Optional[str] = None) -> Tuple[str, ...]:
+  """Registered models (fitting `family`, if given), in registration order."""
+  return tuple(n for n, s in _MODELS.items()
+               if family is None or family in s.families)
+
+
+def validate_model_config(config: ModelConfig, family: str, dataset: str,
+                          resolved: Mapping[str, object],
+                          given: Sequence[str] = ()) -> None:
+  """Checks `config` for a model of `family` (`resolved` has its name).
+
+  Args:
+    config: the model settings.
+    family: the task's input family.
+    dataset: the task name (for messages).
+    resolved: at least {"model": name}, plus `ModelSpec.resolve`'s settings
+      and the task's image_size.
+    given: fields set explicitly (on the command line); one the model does
+      not read is an error.
+
+  Raises:
+    ConfigError: naming the field.
+  """
+  spec = get_model(resolved["model"])
+  if family not in spec.families:
+    raise bad("model", spec.name, f"does not fit --dataset={dataset}; use one "
+              f"of {', '.join(model_names(family))}")
+  if config.weight_decay < 0 or not math.isfinite(config.weight_decay):
+    raise bad("weight_decay", config.weight_decay, "must be a finite number >= 0")
+  if config.weight_decay > 0 and "weight_decay" not in spec.fields:
+    users = [n for n in model_names(family) if "weight_decay" in _MODELS[n].fields]
+    raise bad("weight_decay", config.weight_decay, f"--model={spec.name} has no "
+              f"weight decay; use {' or '.join(users) or 'another model'}, or 0")
+  for name in given:
+    if (name in MODEL_FIELDS and name != "weight_decay"
+        and name not in spec.fields):
+      users = [n for n, s in _MODELS.items() if name in s.fields]
+      raise ConfigError(f"--{name}: only used with --model={'|'.join(users)}",
+                        name)
+  spec.validate(config, resolved)
+
+
+MODEL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelConfig)) - {"model"}
+
+
+def build_keras_model_fn(config: ModelConfig, resolved: Mapping[str, object],
+                         num_classes: int, input_shape: Sequence[int],
+                         seed: int) -> Callable[[], object]:
+  """A no-arg builder of the model (same seed, same initial weights)."""
+  spec = get_model(resolved["model"])
+  shape = tuple(int(d) for d in input_shape)
+  return lambda: spec.build(config, resolved, num_classes, shape, seed)
+
+
+# --- The models of the papers. ----------------------------------------------
+
+def _digits_cnn(config, resolved, num_classes, input_shape, seed):
+  del config, resolved, input_shape
+  from federated_vision.models import digits  # pylint: disable=g-import-not-at-top
+  return digits.create_digits_cnn(num_classes, seed)
+
+
+def _mnist_2nn(config, resolved, num_classes, input_shape, seed):
+  del config, resolved
+  from federated_vision.models import mnist  # pylint: disable=g-import-not-at-top
+  return mnist.create_2nn(num_classes, input_shape, seed=seed)
+
+
+def _mnist_cnn(config, resolved, num_classes, input_shape, seed):
+  del resolved
+  from federated_vision.models import mnist  # pylint: disable=g-import-not-at-top
+  return mnist.create_cnn(num_classes, input_shape,
+                          weight_decay=config.weight_decay, seed=seed)
+
+
+def _cifar_cnn(config, resolved, num_classes, input_shape, seed):
+  del resolved
+  from federated_vision.models import cifar  # pylint: disable=g-import-not-at-top
+  return cifar.create_cifar_cnn(num_classes, input_shape,
+                                weight_decay=config.weight_decay, seed=seed)
+
+
+MOBILENET_MIN_SIZE = 32
+
+
+def _mobilenet_kwargs(config, resolved, num_classes, input_shape, seed):
+  return dict(input_shape=input_shape, num_classes=num_classes,
+              alpha=config.mobilenet_alpha, groups=config.gn_groups,
+              bottleneck_dim=resolved["bottleneck_dim"],
+              pretrained_weights=config.pretrained_weights,
+              trainable_last_layers=config.trainable_last_layers,
+              weight_decay=config.weight_decay, seed=seed)
+
+
+def _mobilenet(config, resolved, num_classes, input_shape, seed):
+  from federated_vision.models import mobilenet_v2  # pylint: disable=g-import-not-at-top
+  return mobilenet_v2.create_mobilenet_v2_gn(
+      **_mobilenet_kwargs(config, resolved, num_classes, input_shape, seed))
+
+
+def _mobilenet_resolve(config: ModelConfig, defaults: Mapping[str, object]):
+  """bottleneck_dim: 0 = none; None = the task's default (Landmarks: 64)."""
+  if config.bottleneck_dim is None:
+    return {"bottleneck_dim": defaults.get("bottleneck_dim")}
+  return {"bottleneck_dim": config.bottleneck_dim or None}
+
+
+def _mobilenet_validate(config: ModelConfig, resolved: Mapping[str, object]):
+  if not (config.mobilenet_alpha > 0 and math.isfinite(config.mobilenet_alpha)):
+    raise bad("mobilenet_alpha", config.mobilenet_alpha,
+              "must be a finite number > 0")
+  if (config.pretrained_weights is not None
+      and not os.path.isfile(config.pretrained_weights)):
+    raise bad("pretrained_weights", config.pretrained_weights, "no such file")
+  size = resolved.get("image_size")
+  if size is not None and size < MOBILENET_MIN_SIZE:
+    raise bad("image_size", size,
+              f"mobilenet_v2_gn needs >= {MOBILENET_MIN_SIZE}")
+  if config.trainable_last_layers is not None:
+    from federated_vision.models import mobilenet_v2  # pylint: disable=g-import-not-at-top
+    n = mobilenet_v2.num_weighted_layers(resolved["bottleneck_dim"])
+    if config.trainable_last_layers > n:
+      raise bad("trainable_last_layers", config.trainable_last_layers,
+                f"must be <= {n} (the model's weighted layers)")
+
+
+def check_pretrained_weights(config: ModelConfig, resolved, num_classes: int,
+                             input_shape, seed: int) -> None:
+  """Builds mobilenet_v2_gn once when a weights file is given, so a bad file
+  fails before training, naming the field (not inside TFF)."""
+  if resolved["model"] != "mobilenet_v2_gn" or config.pretrained_weights is None:
+    return
+  try:
+    _mobilenet(config, resolved, num_classes, tuple(input_shape), seed)
+  except FileNotFoundError:
+    raise bad("pretrained_weights", config.pretrained_weights,
+              "no such file") from None
+  except ValueError as e:
+    msg = one_line(e)
+    name = ("pretrained_weights" if "pretrained_weights" in msg else
+            "trainable_last_layers" if "trainable_last_layers" in msg else
+            "mobilenet_alpha" if msg.startswith("alpha") else
+            "gn_groups" if msg.startswith("groups") else "model")
+    value = resolved["model"] if name == "model" else getattr(config, name)
+    raise bad(name, value, msg) from None
+
+
+REALWORLD_FAMILIES = ("inaturalist", "landmarks")
+register_model(ModelSpec("digits_cnn", ("digits",), _digits_cnn))
+register_model(ModelSpec("mnist_2nn", ("mnist",), _mnist_2nn))
+register_model(ModelSpec("mnist_cnn", ("mnist",), _mnist_cnn, ("weight_decay",)))
+register_model(ModelSpec("cifar_cnn", ("cifar",), _cifar_cnn, ("weight_decay",)))
+register_model(ModelSpec(
+    "mobilenet_v2_gn", REALWORLD_FAMILIES, _mobilenet,
+    ("weight_decay", "mobilenet_alpha", "gn_groups", "bottleneck_dim",
+     "pretrained_weights", "trainable_last_layers"),
+    resolve=_mobilenet_resolve, validate=_mobilenet_validate))

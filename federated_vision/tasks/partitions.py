@@ -1,0 +1,79 @@
+"""The one partition dispatcher: training labels -> clients.
+
+Schemes (every task with in-memory labels uses this; the real-world image
+tasks read their split CSV directly):
+  * dirichlet (Hsu, Qi & Brown 2019): q_k ~ Dir(alpha p), K x n examples.
+  * iid (McMahan et al. 2017): a random equal share, K x n examples.
+  * shards (McMahan et al. 2017): label-sorted examples cut into 2K shards,
+    2 per client (MNIST: 200 shards of 300); leftovers (N mod 2K) dropped.
+  * a published `user_id,image_id,class` split CSV (`split_io`).
+"""
+
+import os
+from typing import Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from federated_vision.data import partition as partition_lib
+
+SCHEMES = ("dirichlet", "iid", "shards")
+SHARDS_PER_CLIENT = 2
+
+
+def make_partition(labels: Sequence[int], scheme: Optional[str] = None, *,
+                   split_csv: Optional[str] = None,
+                   num_clients: Optional[int] = None,
+                   examples_per_client: Optional[int] = None,
+                   alpha: Optional[float] = None,
+                   seed: int = 0) -> Tuple[partition_lib.Partition, Dict]:
+  """Partitions the examples of `labels` by `scheme` or a split CSV.
+
+  Args:
+    labels: training labels; indices into them are what clients hold.
+    scheme: one of `SCHEMES`, or None with `split_csv`.
+    split_csv: a published split whose image ids index `labels`.
+    num_clients: K (all schemes).
+    examples_per_client: n (dirichlet, iid).
+    alpha: the Dirichlet concentration (dirichlet).
+    seed: partition seed.
+
+  Returns:
+    (client id -> sorted example indices, info dict: partition, its
+    parameters, partition_seed or split_csv).
+
+  Raises:
+    ValueError: missing/inconsistent arguments, or what the partition
+      functions raise (e.g. not enough examples of a class).
+  """
+  labels = np.asarray(labels)
+  if (scheme is None) == (split_csv is None):
+    raise ValueError("give exactly one of a partition scheme or split_csv")
+  if split_csv is not None:
+    from federated_vision.data import split_io  # pylint: disable=g-import-not-at-top
+    split = split_io.read_split_csv(split_csv, labels=labels)
+    return split.partition, {"partition": "csv",
+                             "split_csv": os.path.abspath(split_csv)}
+  if scheme not in SCHEMES:
+    raise ValueError(f"scheme must be one of {', '.join(SCHEMES)}, got "
+                     f"{scheme!r}")
+  if num_clients is None:
+    raise ValueError(f"num_clients is required for scheme={scheme!r}")
+  k, n = num_clients, examples_per_client
+  if scheme != "shards" and n is None:
+    raise ValueError(f"examples_per_client is required for scheme={scheme!r}")
+  if scheme == "iid":
+    part = partition_lib.iid_partition(len(labels), k, n, seed=seed)
+    info = {"num_clients": k, "examples_per_client": n}
+  elif scheme == "shards":
+    shards = SHARDS_PER_CLIENT * k
+    usable = len(labels) - len(labels) % shards
+    part = partition_lib.shard_partition(labels[:usable], shards,
+                                         SHARDS_PER_CLIENT, seed=seed)
+    info = {"num_shards": shards, "shards_per_client": SHARDS_PER_CLIENT,
+            "shard_size": usable // shards}
+  else:
+    if alpha is None:
+      raise ValueError("alpha is required for scheme='dirichlet'")
+    part = partition_lib.dirichlet_partition(labels, k, n, alpha, seed=seed)
+    info = {"num_clients": k, "examples_per_client": n, "alpha": float(alpha)}
+  return part, dict(info, partition=scheme, partition_seed=seed)
