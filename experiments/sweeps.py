@@ -1,9 +1,12 @@
 """The experiment grids of `sweep_main`, as data (no TensorFlow import).
 
-A sweep is a `base` of flag values (defaults of the sweep; flags given on the
-command line win over them) and a tuple of `Point`s, each a name (its output
-sub-directory) and the flag values of its grid axes (these win over
-everything; giving an axis flag on the command line is an error).
+A sweep is a `base` of config values (defaults of the sweep; flags given on
+the command line win over them) and a tuple of `Point`s, each a name (its
+output sub-directory) and the config values of its grid axes (these win over
+everything; giving an axis flag on the command line is an error). Values are
+keyed by config field names, which are the flag names; `point_config` turns a
+point into an `ExperimentConfig` with `dataclasses.replace`
+(`config.replace_fields`), never touching flags.
 
 hsu2019_cifar10 / hsu2019_cifar100 (Hsu, Qi & Brown 2019, "Measuring the
 Effects of Non-Identical Data Distribution for Federated Visual
@@ -46,7 +49,8 @@ MCMAHAN_TARGETS = {"mnist_2nn": 0.97, "mnist_cnn": 0.99}
 
 
 class Point(NamedTuple):
-  """One run of a sweep: output sub-directory name and its axis flags."""
+  """One run of a sweep: output sub-directory name and its axis values
+  (config field == flag name -> value)."""
   name: str
   flags: Dict[str, object]
 
@@ -55,7 +59,7 @@ class Sweep(NamedTuple):
   """A named grid: datasets it accepts, base flag values, its points."""
   name: str
   datasets: Tuple[str, ...]  # The real data set first, then its twin.
-  base: Dict[str, object]
+  base: Dict[str, object]  # Config field (== flag) name -> value.
   points: Tuple[Point, ...]
 
 
@@ -124,10 +128,28 @@ def select(sweep: Sweep, patterns: Sequence[str] = ()) -> Tuple[Point, ...]:
 
 def point_flags(sweep: Sweep, point: Point,
                 explicit: Sequence[str] = ()) -> Dict[str, object]:
-  """Flag values of a point: base (unless given explicitly), then its axes."""
+  """Values of a point: base (unless given explicitly), then its axes."""
   values = {k: v for k, v in sweep.base.items() if k not in explicit}
   values.update(point.flags)
   return values
+
+
+def point_config(config, sweep: Sweep, point: Point,
+                 explicit: Sequence[str] = (), output_dir: str = None):
+  """The `ExperimentConfig` of a point (not validated).
+
+  Args:
+    config: the command line's config (flags given there win over the base).
+    sweep: the sweep.
+    point: one of its points.
+    explicit: the fields given on the command line.
+    output_dir: if set, results go to <output_dir>/<point name>.
+  """
+  from experiments import config as config_lib  # pylint: disable=g-import-not-at-top
+  values = point_flags(sweep, point, explicit)
+  if output_dir is not None:
+    values.update(root_output_dir=output_dir, experiment_name=point.name)
+  return config_lib.replace_fields(config, values)
 
 
 def axis_conflicts(points: Sequence[Point], explicit: Sequence[str]) -> list:

@@ -16,7 +16,7 @@ settings":
   * data-side variants change the spec / sampler only: fedvc (virtual
     clients, `algorithms.fedvc`).
 
-Extending: `register_algorithm(name, builder)` or `register_variant(Variant(
+Extending: `register_algorithm(Algorithm(...))` or `register_variant(Variant(
 ...))` from any module (e.g. one passed to the binaries' --extra_modules).
 
 Importing this module does not import TensorFlow (validation runs before any
@@ -99,9 +99,39 @@ class Method(NamedTuple):
   settings: Mapping[str, object]
 
 
-# builder(config, inputs, client_work or None) -> (process, spec, settings).
+# build(config, inputs, client_work or None) -> (process, settings).
 AlgorithmBuilder = Callable[[MethodConfig, MethodInputs, Optional[object]],
-                            Tuple[object, object, Dict[str, object]]]
+                            Tuple[object, Dict[str, object]]]
+
+
+def default_client_spec(config: MethodConfig, seed: int):
+  """`TrainingSpec` of local B (0 = inf) and E, shuffled, seeded."""
+  from federated_vision.data import client_data  # pylint: disable=g-import-not-at-top
+  return client_data.TrainingSpec(
+      batch_size=config.client_batch_size or None, epochs=config.client_epochs,
+      shuffle_buffer=10_000, seed=seed)
+
+
+def fedsgd_client_spec(config: MethodConfig, seed: int):
+  """McMahan et al. 2017's FedSGD: B = inf, E = 1 whatever the config says."""
+  return default_client_spec(
+      dataclasses.replace(config, client_batch_size=0, client_epochs=1), seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
+  """A registered algorithm.
+
+  Attributes:
+    name: registry name (an --algorithm value).
+    build: `(config, inputs, client_work) -> (process, settings)`; it must
+      compose `client_work` when not None (a client-work variant's).
+    client_spec: `(config, seed) -> client_data.TrainingSpec`, the local
+      data side (B, E) the algorithm owns.
+  """
+  name: str
+  build: AlgorithmBuilder
+  client_spec: Callable = default_client_spec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,16 +151,16 @@ class Variant:
   build: Callable
 
 
-_ALGORITHMS: Dict[str, AlgorithmBuilder] = {}
+_ALGORITHMS: Dict[str, Algorithm] = {}
 _VARIANTS: Dict[str, Variant] = {}
 
 
-def register_algorithm(name: str, builder: AlgorithmBuilder) -> None:
-  """Adds an algorithm: `builder(config, inputs, client_work)` returns
-  `(process, spec, settings)`; it must use `client_work` when not None."""
+def register_algorithm(algorithm: Algorithm) -> None:
+  """Adds an algorithm (see `Algorithm`)."""
+  name = algorithm.name
   if not name or "+" in name or name in _ALGORITHMS or name in _VARIANTS:
     raise ValueError(f"algorithm name {name!r} is empty, has '+' or is taken")
-  _ALGORITHMS[name] = builder
+  _ALGORITHMS[name] = algorithm
 
 
 def register_variant(variant: Variant) -> None:
@@ -213,8 +243,9 @@ def build_method(config: MethodConfig, inputs: MethodInputs) -> Method:
     if v.kind == CLIENT_WORK:
       client_work, extra = v.build(config, inputs)
       settings.update(extra, client_work=v.name)
-  process, spec, algo_settings = _ALGORITHMS[config.algorithm](
+  process, algo_settings = _ALGORITHMS[config.algorithm].build(
       config, inputs, client_work)
+  spec = client_spec(config, inputs.seed)
   settings.update(algo_settings)
   sampler = sampling.UniformSampler(inputs.client_ids,
                                     inputs.clients_per_round, inputs.seed)
@@ -230,6 +261,17 @@ def build_method(config: MethodConfig, inputs: MethodInputs) -> Method:
   return Method(config.name, process, spec, sampler, settings)
 
 
+def client_spec(config: MethodConfig, seed: int = 0):
+  """The method's local `client_data.TrainingSpec` before data-side variants
+  (its algorithm's B, E; e.g. B = inf, E = 1 for fedsgd).
+
+  Raises:
+    ConfigError: see `validate_method_config`.
+  """
+  validate_method_config(config)
+  return _ALGORITHMS[config.algorithm].client_spec(config, seed)
+
+
 def server_settings(optimizer: str, learning_rate: float,
                     momentum: float = 0.0) -> Dict[str, object]:
   """Recorded server-optimizer settings, with the effective learning rate
@@ -240,16 +282,6 @@ def server_settings(optimizer: str, learning_rate: float,
 
 
 # --- Built-in algorithms and variants. ---------------------------------------
-
-def _client_spec(config: MethodConfig, inputs: MethodInputs, fedsgd: bool):
-  from federated_vision.data import client_data  # pylint: disable=g-import-not-at-top
-  if fedsgd:  # McMahan et al. 2017: B = inf, E = 1.
-    return client_data.TrainingSpec(batch_size=None, epochs=1,
-                                     shuffle_buffer=10_000, seed=inputs.seed)
-  return client_data.TrainingSpec(
-      batch_size=config.client_batch_size or None, epochs=config.client_epochs,
-      shuffle_buffer=10_000, seed=inputs.seed)
-
 
 def _fedavg_family(momentum: bool, fedsgd: bool = False) -> AlgorithmBuilder:
   """FedAvg (McMahan et al. 2017), FedAvgM (Hsu et al. 2019), FedSGD."""
@@ -274,7 +306,7 @@ def _fedavg_family(momentum: bool, fedsgd: bool = False) -> AlgorithmBuilder:
           server, client_work=client_work)
     settings.update(client_optimizer="sgd",
                     client_learning_rate=config.client_learning_rate)
-    return process, _client_spec(config, inputs, fedsgd), settings
+    return process, settings
   return builder
 
 
@@ -320,9 +352,10 @@ def _fedvc(config: MethodConfig, inputs: MethodInputs, spec, sampler):
                          "N_VC": config.virtual_client_size}
 
 
-register_algorithm("fedavg", _fedavg_family(momentum=False))
-register_algorithm("fedavgm", _fedavg_family(momentum=True))
-register_algorithm("fedsgd", _fedavg_family(momentum=False, fedsgd=True))
+register_algorithm(Algorithm("fedavg", _fedavg_family(momentum=False)))
+register_algorithm(Algorithm("fedavgm", _fedavg_family(momentum=True)))
+register_algorithm(Algorithm("fedsgd", _fedavg_family(False, fedsgd=True),
+                             fedsgd_client_spec))
 register_variant(Variant("fedir", CLIENT_WORK, _fedir))
 register_variant(Variant("fedprox", CLIENT_WORK, _fedprox))
 register_variant(Variant("fedvc", DATA_SIDE, _fedvc))

@@ -21,6 +21,17 @@ from federated_vision.data import split_io
 from federated_vision.data import archives
 from federated_vision.data import cifar
 from federated_vision.data import mnist
+from federated_vision import tasks
+from federated_vision.tasks import partitions
+
+
+def _task_data(cache_dir, seed=0, **data):
+  """The real path: a registered task validated and built from DataConfig."""
+  config = tasks.DataConfig(**data)
+  task = tasks.get_task(config.dataset)
+  task.validate(config, tasks.ModelConfig())
+  return task.build_data(config, tasks.DataContext(seed, str(cache_dir),
+                                                   str(cache_dir)))
 
 PER_BATCH = 4  # CIFAR-10 train: 5 batches of 4 = 20 examples; test 6.
 
@@ -214,8 +225,8 @@ def test_tfds_cifar_and_mnist_with_mock_data(tmp_path):
     c100 = cifar.load_arrays_tfds("cifar100", data_dir=str(tmp_path),
                                   label_mode="coarse")
     mn = mnist.load_arrays_tfds(data_dir=str(tmp_path))
-    fd = cifar.load_federated("cifar10", data_dir=str(tmp_path), alpha=1.0,
-                              num_clients=3, examples_per_client=4)
+    fd = _task_data(tmp_path, dataset="cifar10", data_dir=str(tmp_path),
+                    alpha=1.0, num_clients=3, examples_per_client=4)
   assert c10.train_x.shape == (12, 32, 32, 3) and c10.train_x.dtype == np.uint8
   assert c10.test_y.shape == (12,) and c10.train_y.dtype == np.int64
   assert c10.train_y.max() < 10 and c100.train_y.max() < 20
@@ -337,8 +348,9 @@ def test_mnist_maps_to_unit_float():
 def test_cifar_federated_from_archive_and_split_csv(tmp_path):
   path = str(tmp_path / "cifar-10-python.tar.gz")
   tx, ty, _, _ = write_cifar10(path)
-  fd = cifar.load_federated("cifar10", archive=path, alpha=1.0, num_clients=4,
-                            examples_per_client=5, partition_seed=3)
+  fd = _task_data(tmp_path, seed=3, dataset="cifar10", data_source="archive",
+                  archive_path=path, alpha=1.0, num_clients=4,
+                  examples_per_client=5)
   assert fd.name == "cifar10" and fd.num_classes == 10
   assert fd.input_shape == (24, 24, 3)
   assert fd.client_sizes == {"0": 5, "1": 5, "2": 5, "3": 5}
@@ -352,13 +364,14 @@ def test_cifar_federated_from_archive_and_split_csv(tmp_path):
   np.testing.assert_array_equal(np.stack([e["x"] for e in got]), tx[part["2"]])
   # The same partition via a published-format CSV.
   csv_path = split_io.write_split_csv(str(tmp_path / "s.csv"), part, ty)
-  from_csv = cifar.load_federated("cifar10", archive=path, split_csv=csv_path)
+  from_csv = _task_data(tmp_path, dataset="cifar10", data_source="archive",
+                        archive_path=path, split_csv=csv_path)
   assert from_csv.client_data.client_ids == fd.client_data.client_ids
   np.testing.assert_array_equal(from_csv.class_counts, fd.class_counts)
   test = list(fd.test_data.map(fd.eval_map_fn).batch(10).as_numpy_iterator())
   assert test[0]["x"].shape == (6, 24, 24, 3)
   with pytest.raises(ValueError, match="exactly one of"):
-    cifar.load_federated("cifar10", archive=path)
+    partitions.make_partition(ty)  # Neither a scheme nor a split CSV.
 
 
 def test_storage_dir_gives_same_client_data(tmp_path):
@@ -380,35 +393,47 @@ def test_storage_dir_gives_same_client_data(tmp_path):
 
 def test_mnist_federated_schemes(tmp_path):
   write_mnist(str(tmp_path), n_train=40)
-  iid = mnist.load_federated("iid", archive=str(tmp_path), num_clients=4,
-                             examples_per_client=10)
+  mnist_data = dict(dataset="mnist", data_source="archive",
+                    archive_path=str(tmp_path))
+  iid = _task_data(tmp_path, **mnist_data, partition="iid", num_clients=4,
+                   examples_per_client=10)
   assert iid.client_sizes == {c: 10 for c in "0123"}
-  shards = mnist.load_federated("shards", archive=str(tmp_path), num_shards=8,
-                                shards_per_client=2)
+  shards = _task_data(tmp_path, **mnist_data, partition="shards",
+                      num_clients=4)  # 2 x 4 = 8 shards, 2 per client.
   assert len(shards.client_sizes) == 4
   # 40 labels 0..9 x 4, sorted into 8 shards of 5: each shard spans <= 2
   # classes, each client <= 4.
   assert np.all((shards.class_counts > 0).sum(axis=1) <= 4)
   assert shards.class_counts.sum() == 40
-  diri = mnist.load_federated("dirichlet", archive=str(tmp_path), alpha=0.0,
-                              num_clients=4, examples_per_client=4)
+  diri = _task_data(tmp_path, **mnist_data, partition="dirichlet", alpha=0.0,
+                    num_clients=4, examples_per_client=4)
   assert np.all((diri.class_counts > 0).sum(axis=1) == 1)
   assert diri.input_shape == (28, 28, 1)
+  labels = mnist.load_arrays_archive(str(tmp_path)).train_y
   with pytest.raises(ValueError, match="alpha is required"):
-    mnist.load_federated("dirichlet", archive=str(tmp_path))
+    partitions.make_partition(labels, "dirichlet", num_clients=4,
+                              examples_per_client=4)
   with pytest.raises(ValueError, match="scheme"):
-    mnist.load_federated("bogus", archive=str(tmp_path))
+    partitions.make_partition(labels, "bogus", num_clients=4)
 
 
 @pytest.mark.parametrize("twin,raw_shape,input_shape", [
-    (lambda: cifar.synthetic("cifar10"), (32, 32, 3), (24, 24, 3)),
-    (lambda: cifar.synthetic("cifar100", examples_per_client=30), (32, 32, 3),
-     (24, 24, 3)),
-    (lambda: mnist.synthetic(), (28, 28, 1), (28, 28, 1)),
-    (lambda: mnist.synthetic(scheme="shards"), (28, 28, 1), (28, 28, 1)),
+    (lambda d: _task_data(d, dataset="synthetic_cifar10", num_clients=4,
+                          examples_per_client=10, alpha=1.0),
+     (32, 32, 3), (24, 24, 3)),
+    (lambda d: _task_data(d, dataset="synthetic_cifar100", num_clients=4,
+                          examples_per_client=30, alpha=1.0),
+     (32, 32, 3), (24, 24, 3)),
+    (lambda d: _task_data(d, dataset="synthetic_mnist", partition="iid",
+                          num_clients=4, examples_per_client=10),
+     (28, 28, 1), (28, 28, 1)),
+    (lambda d: _task_data(d, dataset="synthetic_mnist", partition="shards",
+                          num_clients=4),
+     (28, 28, 1), (28, 28, 1)),
 ])
-def test_synthetic_twins_have_the_real_structure(twin, raw_shape, input_shape):
-  fd = twin()
+def test_synthetic_twins_have_the_real_structure(twin, raw_shape, input_shape,
+                                                 tmp_path):
+  fd = twin(tmp_path)
   spec = fd.client_data.element_type_structure
   assert spec == {"x": tf.TensorSpec(raw_shape, tf.uint8),
                   "y": tf.TensorSpec([], tf.int32)}
@@ -418,9 +443,12 @@ def test_synthetic_twins_have_the_real_structure(twin, raw_shape, input_shape):
   assert fd.class_counts.sum() == sum(fd.client_sizes.values())
 
 
-def test_training_batches_eager_and_inside_tff_computation():
-  fds = {"cifar": cifar.synthetic("cifar10", examples_per_client=7),
-         "mnist": mnist.synthetic(examples_per_client=7)}
+def test_training_batches_eager_and_inside_tff_computation(tmp_path):
+  fds = {"cifar": _task_data(tmp_path, dataset="synthetic_cifar10",
+                             num_clients=4, examples_per_client=7, alpha=1.0),
+         "mnist": _task_data(tmp_path, dataset="synthetic_mnist",
+                             partition="iid", num_clients=4,
+                             examples_per_client=7)}
   spec = client_data.TrainingSpec(batch_size=3, epochs=2, seed=5)
   fns = {k: client_data.build_training_dataset_fn(
       fd.client_data.serializable_dataset_fn, spec, fd.train_map_fn)

@@ -119,15 +119,19 @@ def test_local_updates_and_fedsgd():
 
 
 def test_fedsgd_training_spec():
-  spec = cv.fedsgd_training_spec(seed=3)
+  # The real path: the methods registry's local data side of each algorithm.
+  from federated_vision.methods import MethodConfig, client_spec
+  spec = client_spec(MethodConfig("fedsgd", client_batch_size=10,
+                                  client_epochs=5), seed=3)
   assert spec.batch_size is None and spec.epochs == 1 and spec.seed == 3
   from federated_vision.data import client_data
   from federated_vision import execution  # pylint: disable=unused-import,g-import-not-at-top  # TFF context retired at exit.
   assert client_data.num_local_batches(600, spec) == 1
-  spec = cv.fedavg_training_spec(10, 5)
+  spec = client_spec(MethodConfig("fedavg", client_batch_size=10,
+                                  client_epochs=5))
   assert (spec.batch_size, spec.epochs) == (10, 5)
   assert client_data.num_local_batches(600, spec) == 300
   with pytest.raises(ValueError, match="batch_size"):
-    cv.fedavg_training_spec(0, 1)
+    client_spec(MethodConfig("fedavg", client_batch_size=-1, client_epochs=1))
   with pytest.raises(ValueError, match="epochs"):
-    cv.fedavg_training_spec(10, 0)
+    client_spec(MethodConfig("fedavg", client_batch_size=10, client_epochs=0))

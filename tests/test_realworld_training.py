@@ -9,10 +9,11 @@ import json
 import os
 
 import pytest
-from absl import flags
 
 from conftest import run_module
-from experiments import flags_lib
+from experiments import config as config_lib
+from federated_vision import tasks
+from federated_vision.errors import ConfigError
 
 
 
@@ -53,8 +54,8 @@ def test_synthetic_inaturalist_mobilenet_two_rounds(tmp_path):
 
 
 def _raises(f, *flag_names):
-  with pytest.raises(flags_lib.FlagError) as e:
-    flags_lib.validate(f)
+  with pytest.raises(ConfigError) as e:
+    config_lib.from_flags(f)
   msg = str(e.value)
   assert "\n" not in msg
   for name in flag_names:
@@ -91,21 +92,29 @@ def test_bad_realworld_flags_name_the_flag(parse, tmp_path):
                 "--trainable_last_layers=99"), "--trainable_last_layers=99")
 
 
+def _load_dataset(config, root):
+  """What runner.build_experiment does: the task's data and Keras model."""
+  task = tasks.get_task(config.data.dataset)
+  fed = task.build_data(config.data, tasks.DataContext(
+      config.training.seed, str(root), config.output_dir))
+  return fed, task.build_keras_model_fn(config.model, fed.num_classes,
+                                        fed.input_shape)
+
+
 def test_landmarks_bottleneck_and_bad_image_report(parse, tmp_path):
   from federated_vision.realworld import fixtures  # pylint: disable=g-import-not-at-top
   # Default bottleneck 64 for Landmarks reaches the model (no TFF here).
   f = parse("--dataset=synthetic_landmarks", f"--root_output_dir={tmp_path}",
             "--mobilenet_alpha=0.35")
-  flags_lib.validate(f)
-  fed, keras_model_fn = flags_lib._load_dataset(f)  # pylint: disable=protected-access
-  assert flags_lib.resolve(f)["bottleneck_dim"] == 64
+  fed, keras_model_fn = _load_dataset(config_lib.from_flags(f), tmp_path)
+  assert config_lib.resolve(config_lib.from_flags(f))["bottleneck_dim"] == 64
   model = keras_model_fn()
   assert model.get_layer("bottleneck").units == 64
   assert model.input_shape == (None, 32, 32, 3)
   assert fed.info["partition"] == "csv" and len(fed.client_data.client_ids) == 6
   f = parse("--dataset=synthetic_landmarks", f"--root_output_dir={tmp_path}",
             "--bottleneck_dim=0")
-  assert flags_lib.resolve(f)["bottleneck_dim"] is None
+  assert config_lib.resolve(config_lib.from_flags(f))["bottleneck_dim"] is None
   # A missing image: one-line FlagError naming the report path.
   root = tmp_path / "inat"
   split, test = fixtures.write_synthetic_split(str(root), 2, 2, 2, num_test=2)
@@ -114,14 +123,14 @@ def test_landmarks_bottleneck_and_bad_image_report(parse, tmp_path):
   f = parse("--dataset=inaturalist", f"--root_output_dir={tmp_path}",
             f"--split_csv={split}", f"--test_csv={test}",
             f"--image_root={root}", f"--image_report_path={report}")
-  flags_lib.validate(f)
-  with pytest.raises(flags_lib.FlagError) as e:
-    flags_lib._load_dataset(f)  # pylint: disable=protected-access
+  config = config_lib.from_flags(f)
+  with pytest.raises(ConfigError) as e:
+    _load_dataset(config, tmp_path)
   assert str(report) in str(e.value) and "--on_bad_image" in str(e.value)
   assert "img0001_001" in report.read_text()
   f = parse("--dataset=inaturalist", f"--root_output_dir={tmp_path}",
             f"--split_csv={split}", f"--test_csv={test}",
             f"--image_root={root}", f"--image_report_path={report}",
             "--on_bad_image=skip")
-  fed, _ = flags_lib._load_dataset(f)  # pylint: disable=protected-access
+  fed, _ = _load_dataset(config_lib.from_flags(f), tmp_path)
   assert sum(fed.client_sizes.values()) == 3

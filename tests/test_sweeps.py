@@ -9,12 +9,14 @@ import json
 import math
 
 import pytest
-from absl import flags
 
 from conftest import run_module
-from experiments import flags_lib
-from experiments import report_main
+from experiments import config as config_lib
+from experiments import report_lib
+from experiments import sweep_lib
 from experiments import sweeps
+from federated_vision import tasks
+from federated_vision.errors import ConfigError
 from federated_vision.evaluation import convergence
 
 TWO_POINTS = ("2nn_iid_C0.1_E1_Binf", "2nn_iid_C0.2_E1_B10")
@@ -70,8 +72,8 @@ def test_dry_run_lists_exactly_the_selected_points(parse, tmp_path, capsys):
   from experiments import sweep_main  # pylint: disable=g-import-not-at-top
   f = parse("--sweep=hsu2019_cifar10", f"--root_output_dir={tmp_path}",
             "--only=fedavgm_*", "--dry_run")
-  sweep, exp_dir, rows = sweep_main.plan(f)
-  sweep_main.print_plan(sweep, exp_dir, rows)
+  sweep, exp_dir, rows = sweep_lib.plan(f)
+  sweep_lib.print_plan(sweep, exp_dir, rows)
   out = capsys.readouterr().out.splitlines()
   assert out[0] == (f"sweep hsu2019_cifar10: 8 points, 0 done -> "
                     f"{tmp_path}/hsu2019_cifar10")
@@ -107,8 +109,8 @@ def test_dry_run_lists_exactly_the_selected_points(parse, tmp_path, capsys):
      "--weight_decay=0.1: --model=mnist_2nn has no weight decay"),
 ])
 def test_bad_flags_raise_one_clear_flag_error(parse, args, message):
-  with pytest.raises(flags_lib.FlagError) as e:
-    flags_lib.validate(parse(*args))
+  with pytest.raises(ConfigError) as e:
+    config_lib.from_flags(parse(*args))
   assert message in str(e.value)
   assert "\n" not in str(e.value)
 
@@ -126,33 +128,38 @@ def test_sweep_rejects_axis_flags_and_foreign_datasets(parse, tmp_path):
        "--only=nope*: 'nope*' matches no point"),
       (["--sweep=nope"], "--sweep=nope: must be one of hsu2019_cifar10"),
   ]:
-    with pytest.raises(flags_lib.FlagError) as e:
-      sweep_main.plan(parse(f"--root_output_dir={tmp_path}", *args))
+    with pytest.raises(ConfigError) as e:
+      sweep_lib.plan(parse(f"--root_output_dir={tmp_path}", *args))
     assert message in str(e.value), args
+
+
+def _build_data(config, tmp_path):
+  return tasks.get_task(config.data.dataset).build_data(
+      config.data, tasks.DataContext(0, str(tmp_path), str(tmp_path)))
 
 
 def test_missing_data_names_the_flag_and_dir(parse, tmp_path):
   f = parse("--dataset=cifar10", f"--data_dir={tmp_path}")
-  flags_lib.validate(f)
-  with pytest.raises(flags_lib.FlagError) as e:
-    flags_lib._load_arrays(f, "cifar")  # pylint: disable=protected-access
+  config = config_lib.from_flags(f)
+  with pytest.raises(ConfigError) as e:
+    _build_data(config, tmp_path)
   assert str(e.value).startswith(f"--data_dir={tmp_path}: tensorflow-datasets "
                                  "'cifar10' is not prepared there")
   f = parse("--dataset=mnist", "--data_source=archive",
             f"--archive_path={tmp_path}")
-  flags_lib.validate(f)
-  with pytest.raises(flags_lib.FlagError) as e:
-    flags_lib._load_arrays(f, "mnist")  # pylint: disable=protected-access
+  config = config_lib.from_flags(f)
+  with pytest.raises(ConfigError) as e:
+    _build_data(config, tmp_path)
   assert str(e.value).startswith(f"--archive_path={tmp_path}: cannot read mnist")
 
 
 def test_client_fraction_sets_clients_per_round(parse):
   for c, k, m in ((0.1, 100, 10), (0.0, 100, 1), (1.0, 20, 20), (0.05, 50, 3)):
     f = parse("--dataset=mnist", f"--client_fraction={c}", f"--num_clients={k}")
-    assert flags_lib.resolve(f)["clients_per_round"] == m
+    assert config_lib.resolve(config_lib.from_flags(f))["clients_per_round"] == m
   f = parse("--dataset=cifar10")
-  assert flags_lib.resolve(f)["model"] == "cifar_cnn"
-  assert flags_lib.resolve(f)["examples_per_client"] == 500
+  assert config_lib.resolve(config_lib.from_flags(f))["model"] == "cifar_cnn"
+  assert config_lib.resolve(config_lib.from_flags(f))["examples_per_client"] == 500
 
 
 def test_bad_flag_exits_nonzero_with_one_line(tmp_path):
@@ -220,17 +227,17 @@ def test_two_point_sweep_runs_each_point(two_point_sweep):
 def test_sweep_resume_skips_finished_points(two_point_sweep, parse):
   from experiments import sweep_main  # pylint: disable=g-import-not-at-top
   exp, _ = two_point_sweep
-  _, _, rows = sweep_main.plan(parse(*SWEEP_ARGS,
+  _, _, rows = sweep_lib.plan(parse(*SWEEP_ARGS,
                                      f"--root_output_dir={exp.parent}"))
   assert [(r[0].name, r[3]) for r in rows] == [(n, True) for n in TWO_POINTS]
 
 
 def test_report_gathers_the_sweep(two_point_sweep, tmp_path):
   exp, _ = two_point_sweep
-  curves = {n: report_main.curve_from_csv(str(exp / n / "fedavg" / "metrics.csv"))
+  curves = {n: report_lib.curve_from_csv(str(exp / n / "fedavg" / "metrics.csv"))
             for n in TWO_POINTS}
   target = curves[TWO_POINTS[0]][1][0]  # Reached by the reference at round 1.
-  rows = report_main.gather(str(exp), target=target, reference=TWO_POINTS[0])
+  rows = report_lib.gather(str(exp), target=target, reference=TWO_POINTS[0])
   assert [r["point"] for r in rows] == list(TWO_POINTS)
   for r in rows:
     summary = json.loads((exp / r["point"] / "summary.json").read_text())
@@ -253,7 +260,7 @@ def test_report_gathers_the_sweep(two_point_sweep, tmp_path):
   assert proc.returncode == 0, proc.stderr
   with open(tmp_path / "report.csv", newline="") as f:
     table = list(csv.DictReader(f))
-  assert list(table[0]) == list(report_main.COLUMNS)
+  assert list(table[0]) == list(report_lib.COLUMNS)
   assert [t["point"] for t in table] == list(TWO_POINTS)
   for t, r in zip(table, rows):
     assert float(t["final_accuracy"]) == r["final_accuracy"]
@@ -268,5 +275,5 @@ def test_report_gathers_the_sweep(two_point_sweep, tmp_path):
 
 
 def test_report_errors_name_the_flag(tmp_path):
-  with pytest.raises(report_main.ReportError, match="--input_dir=.*no summary"):
-    report_main.gather(str(tmp_path))
+  with pytest.raises(report_lib.ReportError, match="--input_dir=.*no summary"):
+    report_lib.gather(str(tmp_path))

@@ -9,8 +9,9 @@ Sources (no download ever happens):
     (`load_arrays_archive`), see `federated_vision.data.archives`.
 
 Clients: a partition of the 50,000 training indices, e.g. Hsu et al. 2019's
-Dirichlet partition into 100 clients of 500 (`partition.dirichlet_partition`)
-or a published split CSV (`split_io.read_split_csv`).
+Dirichlet partition into 100 clients of 500, or a published split CSV; the
+tasks `cifar10` / `cifar100` / `synthetic_cifar10` (`federated_vision.tasks`)
+choose it with `tasks.partitions.make_partition` and call `from_arrays`.
 
 Preprocessing (McMahan et al. 2017, Section 3, after the TensorFlow CIFAR-10
 tutorial): raw elements are uint8 32x32x3 images. Training: random 24x24
@@ -20,7 +21,6 @@ centre 24x24 crop, per-image standardisation. Training randomness uses only
 stateless ops keyed by the `seed` argument, so every run is reproducible.
 """
 
-import os
 import re
 from typing import Mapping, Optional, Sequence
 
@@ -233,86 +233,9 @@ def from_arrays(name: str, arrays: archives.ImageArrays,
       class_counts=counts, input_shape=INPUT_SHAPE, info=meta)
 
 
-def make_partition(labels: np.ndarray, *, partition=None,
-                   split_csv: Optional[str] = None,
-                   alpha: Optional[float] = None, num_clients: int = 100,
-                   examples_per_client: int = 500, seed: int = 0):
-  """Exactly one of an explicit partition, a split CSV, or Dirichlet alpha.
-
-  Returns:
-    (partition, info dict describing where it came from).
-  """
-  given = [partition is not None, split_csv is not None, alpha is not None]
-  if sum(given) != 1:
-    raise ValueError("give exactly one of partition, split_csv or alpha")
-  if partition is not None:
-    return dict(partition), {"partition": "given"}
-  if split_csv is not None:
-    from federated_vision.data import split_io  # pylint: disable=g-import-not-at-top
-    split = split_io.read_split_csv(split_csv, labels=labels)
-    return split.partition, {"partition": "csv",
-                             "split_csv": os.path.abspath(split_csv)}
-  part = partition_lib.dirichlet_partition(labels, num_clients,
-                                           examples_per_client, alpha, seed=seed)
-  return part, {"partition": "dirichlet", "alpha": float(alpha),
-                "num_clients": num_clients,
-                "examples_per_client": examples_per_client,
-                "partition_seed": seed}
-
-
-def load_federated(name: str = "cifar10", *, data_dir: Optional[str] = None,
-                   archive: Optional[str] = None, partition=None,
-                   split_csv: Optional[str] = None,
-                   alpha: Optional[float] = None, num_clients: int = 100,
-                   examples_per_client: int = 500, partition_seed: int = 0,
-                   storage_dir: Optional[str] = None,
-                   label_mode: str = "fine") -> client_data_lib.FederatedDataset:
-  """CIFAR-10/100 partitioned over clients (Hsu et al. 2019 setting).
-
-  Args:
-    name: 'cifar10' or 'cifar100'.
-    data_dir: tfds data directory (used when `archive` is None).
-    archive: path of the canonical archive (or its directory).
-    partition: explicit client id -> training indices; or
-    split_csv: a published `user_id,image_id,class` CSV; or
-    alpha: Dirichlet concentration for `partition.dirichlet_partition` with
-      `num_clients` x `examples_per_client` and `partition_seed`.
-    num_clients: K for the Dirichlet partition (100 in Hsu et al. 2019).
-    examples_per_client: n for the Dirichlet partition (500).
-    partition_seed: seed of the Dirichlet partition.
-    storage_dir: per-client file directory (required for the full data set).
-    label_mode: CIFAR-100 'fine' or 'coarse'.
-
-  Returns:
-    A `FederatedDataset`.
-  """
-  arrays = load_arrays(name, data_dir, archive, label_mode)
-  part, part_info = make_partition(
-      arrays.train_y, partition=partition, split_csv=split_csv, alpha=alpha,
-      num_clients=num_clients, examples_per_client=examples_per_client,
-      seed=partition_seed)
-  return from_arrays(name, arrays, part, num_classes_of(name, label_mode),
-                     storage_dir=storage_dir,
-                     info=dict(part_info, label_mode=label_mode))
-
-
 def synthetic_arrays(num_train: int = 200, num_test: int = 40,
                      num_classes: int = 10, seed: int = 0) -> archives.ImageArrays:
   """Random uint8 32x32x3 images with balanced labels (test twin)."""
   return archives.synthetic_image_arrays(
       IMAGE_SHAPE, [f"class_{c}" for c in range(num_classes)], num_train,
       num_test, seed)
-
-
-def synthetic(name: str = "cifar10", num_clients: int = 4,
-              examples_per_client: int = 10, alpha: float = 1.0,
-              num_test: int = 20, seed: int = 0
-              ) -> client_data_lib.FederatedDataset:
-  """Tiny random twin of `load_federated` with the same element structure."""
-  num_classes = num_classes_of(name)
-  arrays = synthetic_arrays(max(num_clients * examples_per_client, num_classes),
-                            num_test, num_classes, seed)
-  part = partition_lib.dirichlet_partition(arrays.train_y, num_clients,
-                                           examples_per_client, alpha, seed=seed)
-  return from_arrays(f"synthetic_{name}", arrays, part, num_classes,
-                     info={"synthetic": True, "alpha": alpha})

@@ -12,7 +12,8 @@ Dirichlet concentrations alpha.
 
 McMahan's knobs: C, the fraction of the K clients selected each round; B, the
 local batch size (B = inf means the full local data set as one batch); E,
-local epochs. FedSGD is FedAvg with B = inf and E = 1.
+local epochs. FedSGD is FedAvg with B = inf and E = 1 (the "fedsgd"
+algorithm of `federated_vision.methods` owns that data side).
 """
 
 import math
@@ -159,35 +160,6 @@ def local_updates_per_round(num_examples: int, batch_size: Optional[int],
   return epochs * num_examples / batch_size
 
 
-FEDSGD_BATCH_SIZE = None  # B = inf.
-FEDSGD_EPOCHS = 1
-
-
 def is_fedsgd(batch_size: Optional[int], epochs: int) -> bool:
   """FedSGD is FedAvg with B = inf (batch_size None) and E = 1."""
   return batch_size is None and epochs == 1
-
-
-def fedavg_training_spec(batch_size: Optional[int], epochs: int,
-                         **kwargs):
-  """A `client_data.TrainingSpec` for McMahan's (B, E); None means B = inf.
-
-  Args:
-    batch_size: B, or None for B = inf.
-    epochs: E >= 1.
-    **kwargs: other `TrainingSpec` fields (seed, shuffle_buffer, ...).
-
-  Returns:
-    `client_data.TrainingSpec(batch_size=B, epochs=E, **kwargs)`.
-  """
-  if batch_size is not None and (isinstance(batch_size, bool) or batch_size <= 0):
-    raise ValueError(f"batch_size must be > 0 or None, got {batch_size!r}")
-  if epochs < 1:
-    raise ValueError(f"epochs must be >= 1, got {epochs!r}")
-  from federated_vision.data import client_data  # pylint: disable=g-import-not-at-top
-  return client_data.TrainingSpec(batch_size=batch_size, epochs=epochs, **kwargs)
-
-
-def fedsgd_training_spec(**kwargs):
-  """McMahan's FedSGD as a `TrainingSpec`: B = inf (None), E = 1."""
-  return fedavg_training_spec(FEDSGD_BATCH_SIZE, FEDSGD_EPOCHS, **kwargs)

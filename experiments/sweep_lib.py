@@ -1,0 +1,92 @@
+"""Planning and running a sweep of `experiments.sweeps` (for `sweep_main`).
+
+`plan` reads parsed flags (never writes them) and builds each point's
+`ExperimentConfig` with `sweeps.point_config`; `run_points` runs them with
+`runner.run`.
+"""
+
+import os
+
+from experiments import config as config_lib
+from experiments import flags_lib
+from experiments import sweeps
+from federated_vision.errors import ConfigError, show
+
+
+def _show(value) -> str:
+  if isinstance(value, float):
+    return sweeps.format_number(value)
+  return "unset" if value is None else show(value)
+
+
+def plan(f):
+  """(sweep, experiment dir, [(point, config, output dir, done)]).
+
+  Every point's config is validated without loading data, so bad
+  combinations fail before anything runs. Flags are only read.
+
+  Raises:
+    ConfigError: naming the offending flag.
+  """
+  if f.sweep not in sweeps.SWEEPS:
+    raise ConfigError(f"--sweep={f.sweep}: must be one of "
+                      f"{', '.join(sweeps.SWEEP_NAMES)}", "sweep")
+  sweep = sweeps.SWEEPS[f.sweep]
+  names = flags_lib.config_flag_names(f)
+  explicit = [n for n in names if f[n].present]
+  if "dataset" in explicit and f.dataset not in sweep.datasets:
+    raise ConfigError(f"--dataset={f.dataset}: --sweep={sweep.name} runs on "
+                      f"{' or '.join(sweep.datasets)}", "dataset")
+  try:
+    points = sweeps.select(sweep, f.only)
+  except ValueError as e:
+    raise ConfigError(f"--only={','.join(f.only)}: {e}", "only") from None
+  conflicts = sweeps.axis_conflicts(points, explicit)
+  if conflicts:
+    raise ConfigError(
+        f"--{conflicts[0]}: set by the points of --sweep={sweep.name}; do not "
+        "give it on the command line (use --only to pick points)", conflicts[0])
+  experiment = (f.experiment_name if "experiment_name" in explicit
+                else sweep.name)
+  config_lib.check_output(config_lib.OutputConfig(experiment_name=experiment))
+  exp_dir = os.path.join(f.root_output_dir, experiment)
+  command_line = config_lib.replace_fields(config_lib.ExperimentConfig(),
+                                           {n: f[n].value for n in names})
+  rows = []
+  for pt in points:
+    config = sweeps.point_config(command_line, sweep, pt, explicit, exp_dir)
+    config_lib.validate(config, explicit)
+    out = config.output_dir
+    rows.append((pt, config, out,
+                 os.path.exists(os.path.join(out, "summary.json"))))
+  return sweep, exp_dir, rows
+
+
+def print_plan(sweep, exp_dir, rows) -> None:
+  done = sum(1 for r in rows if r[3])
+  print(f"sweep {sweep.name}: {len(rows)} points, {done} done -> {exp_dir}")
+  values = config_lib.flat(rows[0][1]) if rows else {}
+  base = {k: v for k, v in values.items()
+          if k in sweep.base and all(k not in r[0].flags for r in rows)}
+  print("  base: " + " ".join(f"--{k}={_show(v)}" for k, v in sorted(base.items())))
+  for pt, _, _, is_done in rows:
+    axes = " ".join(f"--{k}={_show(v)}" for k, v in pt.flags.items())
+    print(f"  [{'done' if is_done else 'todo'}] {pt.name}  {axes}")
+
+
+def run_points(sweep, exp_dir, rows) -> None:
+  from experiments import runner  # pylint: disable=g-import-not-at-top
+  ran = 0
+  for i, (pt, config, out, done) in enumerate(rows):
+    if done:
+      print(f"[{i + 1}/{len(rows)}] {pt.name}: summary.json exists, skipped")
+      continue
+    print(f"\n[{i + 1}/{len(rows)}] {pt.name} -> {out}")
+    try:
+      runner.run(config)
+    except ConfigError as e:
+      raise ConfigError(f"point {pt.name}: {e}", e.field) from None
+    ran += 1
+  print(f"\nsweep {sweep.name}: ran {ran}, skipped {len(rows) - ran}; "
+        f"results under {exp_dir}")
+  print(f"table: python -m experiments.report_main --input_dir={exp_dir}")
