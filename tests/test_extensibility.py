@@ -1,0 +1,121 @@
+"""A new data set, model and algorithm touch no existing module (issue 8).
+
+Everything registered here lives in this file alone: a tiny 4x4 task, a
+one-layer model for it and an algorithm ("toy_avg": FedAvg with a halved
+client learning rate) plus a client-work variant-free run of train_main for
+2 rounds, in-process through absl flag parsing.
+"""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from experiments import cli
+from federated_vision import methods
+from federated_vision import tasks
+from federated_vision.errors import ConfigError
+
+NUM_CLASSES = 3
+
+
+def _toy_data(task, data, resolved, context):
+  from federated_vision.data import digits  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import partition  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(context.seed)
+  k, n = resolved["num_clients"], resolved["examples_per_client"]
+  y = rng.integers(0, NUM_CLASSES, k * n + 30)
+  x = rng.normal(size=(len(y), 4, 4, 1)).astype(np.float32)
+  x[:, 0, 0, 0] += 2 * y  # Learnable.
+  part = partition.dirichlet_partition(y[:k * n], k, n, data.alpha,
+                                       seed=context.seed)
+  return digits.from_arrays(task.name, x[:k * n], y[:k * n], x[k * n:],
+                            y[k * n:], part, NUM_CLASSES,
+                            info={"partition": "dirichlet",
+                                  "alpha": data.alpha})
+
+
+def _toy_model(config, resolved, num_classes, input_shape, seed):
+  del config, resolved
+  return tf.keras.Sequential([
+      tf.keras.layers.InputLayer(input_shape=input_shape),
+      tf.keras.layers.Flatten(),
+      tf.keras.layers.Dense(num_classes, kernel_initializer=
+                            tf.keras.initializers.GlorotUniform(seed=seed))])
+
+
+def _toy_avg(config, inputs, client_work):
+  import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+  from federated_vision import algorithms  # pylint: disable=g-import-not-at-top
+  lr = config.client_learning_rate / 2
+  process = algorithms.build_fedavg(
+      inputs.model_fn, tff.learning.optimizers.build_sgdm(lr),
+      tff.learning.optimizers.build_sgdm(config.server_learning_rate),
+      client_work=client_work)
+  settings = methods.server_settings("sgd", config.server_learning_rate)
+  settings.update(client_optimizer="sgd", client_learning_rate=lr, toy=True)
+  return process, settings
+
+
+tasks.register_model(tasks.ModelSpec("toy_dense", ("toy4x4",), _toy_model))
+tasks.register_task(tasks.Task(
+    "toy4x4", "toy4x4", "toy_dense", _toy_data,
+    reads=frozenset({"num_clients", "examples_per_client", "alpha",
+                     "partition"}),
+    num_clients=5, examples_per_client=12, partitions=("dirichlet",)))
+methods.register_algorithm(methods.Algorithm("toy_avg", _toy_avg))
+
+
+def test_train_main_runs_a_task_and_method_registered_here(parse, tmp_path):
+  from experiments import train_main  # pylint: disable=g-import-not-at-top
+  parse("--dataset=toy4x4", "--algorithm=toy_avg,fedavg", "--fedprox",
+        "--total_rounds=2", "--rounds_per_eval=1", "--clients_per_round=3",
+        "--client_batch_size=4", "--client_learning_rate=0.2",
+        "--centralized_epochs=0", "--seed=2", f"--root_output_dir={tmp_path}",
+        "--experiment_name=toy")
+  train_main.main(["train_main"])
+  out = tmp_path / "toy"
+  summary = json.loads((out / "summary.json").read_text())
+  assert sorted(summary["methods"]) == ["fedavg", "fedavg+fedprox", "toy_avg",
+                                        "toy_avg+fedprox"]
+  for name, m in summary["methods"].items():
+    assert m["rounds"] == 2 and 0 <= m["final_accuracy"] <= 1
+    assert (out / name / "metrics.csv").is_file()
+  toy = summary["methods"]["toy_avg+fedprox"]["settings"]
+  assert toy["toy"] is True and toy["client_learning_rate"] == 0.1
+  assert (toy["client_work"], toy["fedprox_mu"], toy["B"], toy["E"]) == (
+      "fedprox", 0.01, 4, 1)
+  assert summary["methods"]["fedavg"]["settings"]["client_learning_rate"] == 0.2
+  assert summary["resolved"] == {"model": "toy_dense", "num_clients": 5,
+                                 "examples_per_client": 12,
+                                 "partition": "dirichlet",
+                                 "clients_per_round": 3}
+  assert summary["config"]["data"]["dataset"] == "toy4x4"
+  hparams = json.loads((out / "hparams.json").read_text())
+  assert hparams["partition"]["num_examples"] == 60
+  assert (out / "partition_alpha_0.50_class_counts.json").is_file()
+
+
+def test_a_registered_name_cannot_be_taken_twice():
+  with pytest.raises(ValueError, match="already registered"):
+    tasks.register_task(tasks.get_task("toy4x4"))
+  with pytest.raises(ValueError, match="taken"):
+    methods.register_algorithm(methods.Algorithm("fedavg", _toy_avg))
+
+
+def test_extra_modules_import_user_registrations(tmp_path, monkeypatch):
+  (tmp_path / "user_tasks.py").write_text(
+      "from federated_vision import tasks\n"
+      "import test_extensibility as t\n"
+      "tasks.register_task(tasks.Task('toy4x4_b', 'toy4x4', 'toy_dense', "
+      "t._toy_data, num_clients=2, examples_per_client=3))\n")
+  (tmp_path / "broken_tasks.py").write_text("raise RuntimeError('boom')\n")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  cli.import_extra_modules(["user_tasks"])
+  assert tasks.get_task("toy4x4_b").model_names == ("toy_dense",)
+  with pytest.raises(ConfigError, match="--extra_modules=broken_tasks: cannot "
+                     "import broken_tasks \\(RuntimeError: boom\\)"):
+    cli.import_extra_modules(["broken_tasks"])
+  assert "broken_tasks" not in sys.modules
