@@ -43,8 +43,9 @@ MethodConfig = methods_lib.MethodConfig
 
 
 @dataclasses.dataclass(frozen=True)
-class MethodsConfig:
-  """Which methods run side by side, and their shared hyper-parameters.
+class MethodsConfig(methods_lib.HyperParameters):
+  """Which methods run side by side, and their shared hyper-parameters
+  (`methods.HyperParameters`, keyword-only).
 
   `expand()` gives one `MethodConfig` per method: every --algorithm, plain
   (unless not --include_plain) and with each requested client-work variant
@@ -55,22 +56,13 @@ class MethodsConfig:
   fedprox: bool = False
   fedvc: bool = False
   include_plain: bool = True
-  client_epochs: int = 1
-  client_batch_size: int = 10
-  client_learning_rate: float = 0.05
-  server_learning_rate: float = 1.0
-  server_momentum: float = 0.9
-  virtual_client_size: int = 64
-  fedir_target: str = "uniform"
-  fedprox_mu: float = 0.01
 
   def expand(self) -> Tuple[MethodConfig, ...]:
     """The methods, in the order algorithm > data side > client work."""
     works = [()] + [(v,) for v in ("fedir", "fedprox") if getattr(self, v)]
     sides = [()] + ([("fedvc",)] if self.fedvc else [])
     shared = {f.name: getattr(self, f.name)
-              for f in dataclasses.fields(MethodConfig)
-              if f.name not in ("algorithm", "variants")}
+              for f in dataclasses.fields(methods_lib.HyperParameters)}
     out = []
     for algorithm in self.algorithm:
       for side in sides:

@@ -29,19 +29,19 @@ from typing import (Callable, Dict, Mapping, NamedTuple, Optional, Sequence,
                     Tuple)
 
 from federated_vision.errors import ConfigError, bad
+from federated_vision.registry import Registry
 
 FEDIR_TARGETS = ("uniform", "test")
 CLIENT_WORK = "client_work"
 DATA_SIDE = "data_side"
 
 
-@dataclasses.dataclass(frozen=True)
-class MethodConfig:
-  """One method's settings; field names are the binaries' flags.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HyperParameters:
+  """Local and server hyper-parameters of a method (keyword-only fields;
+  names are the binaries' flags).
 
   Attributes:
-    algorithm: registered algorithm (fedavg, fedavgm, fedsgd, ...).
-    variants: registered variants applied to it, e.g. ("fedir", "fedvc").
     client_epochs: local epochs E (fedsgd: 1).
     client_batch_size: local batch size B; 0 = B = inf (fedsgd: inf).
     client_learning_rate: client SGD learning rate.
@@ -51,8 +51,6 @@ class MethodConfig:
     fedir_target: fedir's p(y): 'uniform' or 'test' (server test labels).
     fedprox_mu: fedprox's proximal strength mu (Li et al. 2020, eq. 2).
   """
-  algorithm: str = "fedavg"
-  variants: Tuple[str, ...] = ()
   client_epochs: int = 1
   client_batch_size: int = 10
   client_learning_rate: float = 0.05
@@ -61,6 +59,19 @@ class MethodConfig:
   virtual_client_size: int = 64
   fedir_target: str = "uniform"
   fedprox_mu: float = 0.01
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodConfig(HyperParameters):
+  """One method: `MethodConfig(algorithm, variants, **hyper_parameters)`.
+
+  Attributes:
+    algorithm: registered algorithm (fedavg, fedavgm, fedsgd, ...).
+    variants: registered variants applied to it, e.g. ("fedir", "fedvc").
+    (and the keyword-only `HyperParameters`)
+  """
+  algorithm: str = "fedavg"
+  variants: Tuple[str, ...] = ()
 
   @property
   def name(self) -> str:
@@ -151,16 +162,17 @@ class Variant:
   build: Callable
 
 
-_ALGORITHMS: Dict[str, Algorithm] = {}
-_VARIANTS: Dict[str, Variant] = {}
+_ALGORITHMS: Registry[Algorithm] = Registry("algorithm", "algorithm")
+_VARIANTS: Registry[Variant] = Registry("variant", "variants")
 
 
 def register_algorithm(algorithm: Algorithm) -> None:
-  """Adds an algorithm (see `Algorithm`)."""
-  name = algorithm.name
-  if not name or "+" in name or name in _ALGORITHMS or name in _VARIANTS:
-    raise ValueError(f"algorithm name {name!r} is empty, has '+' or is taken")
-  _ALGORITHMS[name] = algorithm
+  """Adds an algorithm (see `Algorithm`); names are unique across algorithms
+  and variants."""
+  if algorithm.name in _VARIANTS:
+    raise ValueError(f"algorithm name {algorithm.name!r} is already "
+                     "registered as a variant")
+  _ALGORITHMS.add(algorithm.name, algorithm)
 
 
 def register_variant(variant: Variant) -> None:
@@ -168,19 +180,18 @@ def register_variant(variant: Variant) -> None:
   if variant.kind not in (CLIENT_WORK, DATA_SIDE):
     raise ValueError(f"variant kind must be {CLIENT_WORK!r} or {DATA_SIDE!r}, "
                      f"got {variant.kind!r}")
-  if (not variant.name or "+" in variant.name or variant.name in _VARIANTS
-      or variant.name in _ALGORITHMS):
-    raise ValueError(f"variant name {variant.name!r} is empty, has '+' or is "
-                     "taken")
-  _VARIANTS[variant.name] = variant
+  if variant.name in _ALGORITHMS:
+    raise ValueError(f"variant name {variant.name!r} is already registered as "
+                     "an algorithm")
+  _VARIANTS.add(variant.name, variant)
 
 
 def algorithm_names() -> Tuple[str, ...]:
-  return tuple(_ALGORITHMS)
+  return _ALGORITHMS.names()
 
 
 def variant_names(kind: Optional[str] = None) -> Tuple[str, ...]:
-  return tuple(n for n, v in _VARIANTS.items() if kind in (None, v.kind))
+  return _VARIANTS.names(lambda v: kind in (None, v.kind))
 
 
 def _positive(name: str, value: float) -> None:
@@ -197,14 +208,14 @@ def validate_method_config(config: MethodConfig) -> None:
   """
   if config.algorithm not in _ALGORITHMS:
     raise bad("algorithm", config.algorithm,
-              f"each must be one of {', '.join(_ALGORITHMS)}")
+              f"each must be one of {', '.join(algorithm_names())}")
   for v in config.variants:
     if v not in _VARIANTS:
       raise ConfigError(f"method {config.name}: unknown variant {v!r} (one of "
-                        f"{', '.join(_VARIANTS)})", "variants")
+                        f"{', '.join(variant_names())})", "variants")
   if len(set(config.variants)) != len(config.variants):
     raise ValueError(f"method {config.name}: a variant is repeated")
-  work = [v for v in config.variants if _VARIANTS[v].kind == CLIENT_WORK]
+  work = [v for v in config.variants if _VARIANTS.get(v).kind == CLIENT_WORK]
   if len(work) > 1:
     raise ValueError(f"method {config.name}: {' and '.join(work)} both replace "
                      "the client work; a method takes at most one client-work "
@@ -235,7 +246,7 @@ def build_method(config: MethodConfig, inputs: MethodInputs) -> Method:
   """
   validate_method_config(config)
   from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
-  variants = [_VARIANTS[v] for v in config.variants]
+  variants = [_VARIANTS.get(v) for v in config.variants]
   client_work = None
   settings = {"client_work": "plain", "data_side": "plain",
               "fedir_target": None, "fedprox_mu": None}
@@ -243,7 +254,7 @@ def build_method(config: MethodConfig, inputs: MethodInputs) -> Method:
     if v.kind == CLIENT_WORK:
       client_work, extra = v.build(config, inputs)
       settings.update(extra, client_work=v.name)
-  process, algo_settings = _ALGORITHMS[config.algorithm].build(
+  process, algo_settings = _ALGORITHMS.get(config.algorithm).build(
       config, inputs, client_work)
   spec = client_spec(config, inputs.seed)
   settings.update(algo_settings)
@@ -269,7 +280,7 @@ def client_spec(config: MethodConfig, seed: int = 0):
     ConfigError: see `validate_method_config`.
   """
   validate_method_config(config)
-  return _ALGORITHMS[config.algorithm].client_spec(config, seed)
+  return _ALGORITHMS.get(config.algorithm).client_spec(config, seed)
 
 
 def server_settings(optimizer: str, learning_rate: float,

@@ -101,7 +101,7 @@ def test_train_main_runs_a_task_and_method_registered_here(parse, tmp_path):
 def test_a_registered_name_cannot_be_taken_twice():
   with pytest.raises(ValueError, match="already registered"):
     tasks.register_task(tasks.get_task("toy4x4"))
-  with pytest.raises(ValueError, match="taken"):
+  with pytest.raises(ValueError, match="already registered"):
     methods.register_algorithm(methods.Algorithm("fedavg", _toy_avg))
 
 

@@ -11,7 +11,10 @@ client work, aggregator, finalizer)`; variants swap one component:
 * FedIR (Hsu, Qi & Brown 2020): FedAvg with the importance-weighted client work
   of `federated_vision.algorithms.fedir`.
 * FedVC (Hsu, Qi & Brown 2020): FedAvg's process on resampled virtual clients
-  (`federated_vision.algorithms.fedvc`); the process itself is unchanged.
+  (`federated_vision.algorithms.fedvc.build_fedvc`); the process itself is
+  unchanged.
+* FedProx (Li et al. 2020): FedAvg with TFF's proximal client work, the
+  `fedprox` variant of `federated_vision.methods`.
 """
 
 from typing import Callable, Optional

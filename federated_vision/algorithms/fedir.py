@@ -85,8 +85,8 @@ def build_fedir_client_work(
       default).
     client_optimizer: local optimizer.
     num_classes: C; labels are in [0, C).
-    target_distribution: p(y), length C; uniform when None. Replace it in a learning
-      process state with `with_target_distribution`, or estimate it
+    target_distribution: p(y), length C; uniform when None. Replace it in a
+      learning process state with `with_target_distribution`, or estimate it
       from a validation set the server holds
       (`federated_vision.algorithms.fedir.estimate_target_distribution`).
     per_example_loss_fn: `(y_true, predictions) -> [batch]` losses matching the

@@ -22,6 +22,7 @@ from typing import (Callable, Dict, FrozenSet, Mapping, NamedTuple, Optional,
                     Sequence, Tuple)
 
 from federated_vision.errors import ConfigError, bad
+from federated_vision.registry import Registry
 from federated_vision.tasks import models as model_registry
 
 
@@ -205,28 +206,23 @@ class Task:
                                                input_shape, seed)
 
 
-_TASKS: Dict[str, Task] = {}
+_TASKS: Registry[Task] = Registry("task", "dataset")
 
 
 def register_task(task: Task) -> Task:
   """Adds `task` to the registry (a name may be registered once)."""
-  if not task.name or task.name in _TASKS:
-    raise ValueError(f"task {task.name!r} is empty or already registered")
   unknown = set(task.reads) - set(DATA_FIELDS)
   if unknown:
     raise ValueError(f"task {task.name!r} reads unknown fields {sorted(unknown)}")
   model_registry.get_model(task.default_model)
-  _TASKS[task.name] = task
-  return task
+  return _TASKS.add(task.name, task)
 
 
 def get_task(name: str) -> Task:
   """The registered task, or `ConfigError` naming --dataset."""
-  if name not in _TASKS:
-    raise bad("dataset", name, f"must be one of {', '.join(_TASKS)}")
-  return _TASKS[name]
+  return _TASKS.get(name)
 
 
 def task_names() -> Tuple[str, ...]:
   """Registered task names, in registration order."""
-  return tuple(_TASKS)
+  return _TASKS.names()

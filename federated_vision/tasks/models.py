@@ -17,6 +17,7 @@ import os
 from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from federated_vision.errors import ConfigError, bad, one_line
+from federated_vision.registry import Registry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,31 +76,26 @@ class ModelSpec:
   validate: Callable[[ModelConfig, Mapping[str, object]], None] = _no_checks
 
 
-_MODELS: Dict[str, ModelSpec] = {}
+_MODELS: Registry[ModelSpec] = Registry("model", "model")
+MODEL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelConfig)) - {"model"}
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:
   """Adds `spec` (a name may be registered once)."""
-  if not spec.name or spec.name in _MODELS:
-    raise ValueError(f"model {spec.name!r} is empty or already registered")
-  unknown = set(spec.fields) - {f.name for f in dataclasses.fields(ModelConfig)}
-  if unknown or "model" in spec.fields:
+  unknown = set(spec.fields) - MODEL_FIELDS
+  if unknown:
     raise ValueError(f"model {spec.name!r}: fields {sorted(unknown)} are not "
-                     "ModelConfig fields")
-  _MODELS[spec.name] = spec
-  return spec
+                     "ModelConfig fields (besides model)")
+  return _MODELS.add(spec.name, spec)
 
 
 def get_model(name: str) -> ModelSpec:
-  if name not in _MODELS:
-    raise bad("model", name, f"must be one of {', '.join(_MODELS)}")
-  return _MODELS[name]
+  return _MODELS.get(name)
 
 
 def model_names(family: Optional[str] = None) -> Tuple[str, ...]:
   """Registered models (fitting `family`, if given), in registration order."""
-  return tuple(n for n, s in _MODELS.items()
-               if family is None or family in s.families)
+  return _MODELS.names(lambda s: family is None or family in s.families)
 
 
 def validate_model_config(config: ModelConfig, family: str, dataset: str,
@@ -126,19 +122,18 @@ def validate_model_config(config: ModelConfig, family: str, dataset: str,
   if config.weight_decay < 0 or not math.isfinite(config.weight_decay):
     raise bad("weight_decay", config.weight_decay, "must be a finite number >= 0")
   if config.weight_decay > 0 and "weight_decay" not in spec.fields:
-    users = [n for n in model_names(family) if "weight_decay" in _MODELS[n].fields]
+    users = [n for n in model_names(family)
+             if "weight_decay" in get_model(n).fields]
     raise bad("weight_decay", config.weight_decay, f"--model={spec.name} has no "
               f"weight decay; use {' or '.join(users) or 'another model'}, or 0")
   for name in given:
     if (name in MODEL_FIELDS and name != "weight_decay"
         and name not in spec.fields):
-      users = [n for n, s in _MODELS.items() if name in s.fields]
+      users = _MODELS.names(lambda s, name=name: name in s.fields)
       raise ConfigError(f"--{name}: only used with --model={'|'.join(users)}",
                         name)
   spec.validate(config, resolved)
 
-
-MODEL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelConfig)) - {"model"}
 
 
 def build_keras_model_fn(config: ModelConfig, resolved: Mapping[str, object],
