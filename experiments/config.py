@@ -30,7 +30,7 @@ Adding a section (e.g. run control, execution, mixing):
 import dataclasses
 import math
 import os
-from typing import Dict, FrozenSet, Iterable, Mapping, Optional, Tuple
+from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from federated_vision import methods as methods_lib
 from federated_vision import tasks
@@ -272,7 +272,3 @@ def resolve(config: ExperimentConfig) -> Dict[str, object]:
   examples_per_client, partition, clients_per_round[, image_size, ...]."""
   return validate(config)
 
-
-def given_flags(flag_values, names: Iterable[str]) -> FrozenSet[str]:
-  """The names among `names` given on the command line."""
-  return frozenset(n for n in names if flag_values[n].present)

@@ -22,7 +22,7 @@ stateless ops keyed by the `seed` argument, so every run is reproducible.
 """
 
 import re
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional
 
 import numpy as np
 import tensorflow as tf
