@@ -14,12 +14,14 @@ import tensorflow as tf
 
 from federated_vision.data import client_data as cd
 from federated_vision import execution
-from federated_vision.realworld import (fixtures, image_data, inaturalist,
-                                        landmarks, split_csv, tfrecords)
+import realworld_fixtures as fixtures
+from federated_vision.data import split_io
+from federated_vision.realworld import (image_data, inaturalist, landmarks,
+                                        synthetic, tfrecords)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-INAT_CFG = inaturalist.InatConfig(min_examples_per_class=9,
-                                  examples_per_class=8,
+INAT_CFG = inaturalist.InatConfig(min_examples_per_class=7,
+                                  examples_per_class=6,
                                   geo_max_examples=(100, 10, 4),
                                   geo_min_examples=2,
                                   plots=False)
@@ -66,7 +68,7 @@ def test_builder_csv_loads_into_matching_client_data(inat, tmp_path):
   rows = _rows(out / "inaturalist_user_120k.csv")
   expected = {}
   for r in rows:
-    expected.setdefault(r["user_id"], []).append(int(r["label"]))
+    expected.setdefault(r["user_id"], []).append(int(r["class"]))
   assert fds.client_data.client_ids == sorted(expected)
   assert dict(fds.client_sizes) == {k: len(v) for k, v in expected.items()}
   assert fds.num_classes == 4
@@ -122,11 +124,11 @@ def test_published_tff_layout_and_metadata_paths(inat, tmp_path):
   for r in user:
     sizes[r["user_id"]] = sizes.get(r["user_id"], 0) + 1
   assert dict(fds.client_sizes) == sizes
-  # Labels from class ranks equal the builder's label column.
+  # y is the TFF layout's class column, the per-split files' class.
   got = sorted((e["path"].decode().rsplit("/", 1)[1][:-4], int(e["y"]))
                for cid in fds.client_data.client_ids
                for e in fds.client_data.create_tf_dataset_for_client(cid).as_numpy_iterator())
-  assert got == sorted((r["image_id"], int(r["label"])) for r in user)
+  assert got == sorted((r["image_id"], int(r["class"])) for r in user)
   # A geo column of the TFF layout equals the per-split file.
   geo = image_data.load_inaturalist(
       str(out / "iNaturalist_train.csv"), str(root), split="geo_100",
@@ -150,9 +152,9 @@ def test_opening_120k_split_reads_no_image(tmp_path):
   rng = np.random.default_rng(0)
   users = np.minimum(rng.zipf(1.6, 120_300), 9000)
   path = tmp_path / "big.csv"
-  split_csv.write_csv(str(path), split_csv.USER_LAYOUT,
-                      ((f"{u}", f"{k:032x}", 7 * (k % 1203), k % 1203)
-                       for k, u in enumerate(users.tolist())))
+  split_io.write_csv(str(path), split_io.INAT_COLUMNS,
+                     ((f"{u}", f"{k:032x}", k % 1203, 7 * (k % 1203))
+                      for k, u in enumerate(users.tolist())))
   empty_root = tmp_path / "no_images"
   empty_root.mkdir()
   start = time.perf_counter()
@@ -171,7 +173,7 @@ def test_opening_120k_split_reads_no_image(tmp_path):
 
 @pytest.mark.parametrize("policy", ["fail", "skip"])
 def test_missing_and_corrupt_images(tmp_path, policy, caplog):
-  split_path, test_path = fixtures.write_synthetic_split(str(tmp_path), 3, 4, 3)
+  split_path, test_path = synthetic.write_synthetic_split(str(tmp_path), 3, 4, 3)
   os.remove(tmp_path / "img0001_002.jpg")            # missing
   fixtures.write_corrupt(str(tmp_path / "img0002_000.jpg"))  # corrupt
   os.remove(tmp_path / "test0003.jpg")               # missing test image
@@ -209,7 +211,7 @@ def test_missing_and_corrupt_images(tmp_path, policy, caplog):
 
 
 def test_client_emptied_by_skip_is_reported(tmp_path):
-  split_path, _ = fixtures.write_synthetic_split(str(tmp_path), 2, 1, 2)
+  split_path, _ = synthetic.write_synthetic_split(str(tmp_path), 2, 1, 2)
   os.remove(tmp_path / "img0000_000.jpg")
   report = tmp_path / "r.json"
   fds = image_data.load_image_split(
@@ -273,8 +275,8 @@ def test_landmarks_loose_files_and_tar_shards_agree(gld, tmp_path):
 
 
 def test_synthetic_twins_match_structure(tmp_path):
-  a = fixtures.synthetic_inaturalist(str(tmp_path / "a"), image_size=16)
-  b = fixtures.synthetic_landmarks(str(tmp_path / "b"), image_size=16)
+  a = synthetic.synthetic_inaturalist(str(tmp_path / "a"), image_size=16)
+  b = synthetic.synthetic_landmarks(str(tmp_path / "b"), image_size=16)
   for fds in (a, b):
     assert fds.client_data.element_type_structure == {
         "path": tf.TensorSpec([], tf.string), "range": tf.TensorSpec([3], tf.int64),
