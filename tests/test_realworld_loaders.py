@@ -347,3 +347,94 @@ def test_convert_binary(inat, tmp_path):
                        capture_output=True, text=True, env=env, timeout=300)
   assert res.returncode == 2 and "--image_size" in res.stderr
   assert "Traceback" not in res.stderr
+
+
+def _loaded(fds):
+  """{client: sorted [(image file stem, y)]} and test [(stem, y)] of fds."""
+  stem = lambda e: os.path.splitext(os.path.basename(e["path"].decode()))[0]
+  train = {cid: sorted((stem(e), int(e["y"])) for e in
+                       fds.client_data.create_tf_dataset_for_client(cid)
+                       .as_numpy_iterator())
+           for cid in fds.client_data.client_ids}
+  return train, sorted((stem(e), int(e["y"]))
+                       for e in fds.test_data.as_numpy_iterator())
+
+
+def test_published_inaturalist_formats_train_on_class(tmp_path):
+  """y = `class` (0..K-1); the source ids in `label` never reach the model."""
+  images = {f"{k:032x}": f"train_val_images/Aves/S{k}/{k:032x}.jpg"
+            for k in range(9)}
+  fixtures.write_images(str(tmp_path), sorted(images.values()))
+  label = {0: 17, 1: 2033, 2: 5088}  # iNaturalist 2017 category ids.
+  train = [("41", f"{k:032x}", k % 3, label[k % 3]) for k in range(3)] + [
+      ("7", f"{k:032x}", (k + 1) % 3, label[(k + 1) % 3]) for k in range(3, 7)]
+  split_io.write_csv(str(tmp_path / "federated_train.csv"),
+                     split_io.INAT_COLUMNS, train)           # 4 columns.
+  test = [(f"{k:032x}", k % 3, label[k % 3]) for k in (7, 8)]
+  split_io.write_csv(str(tmp_path / "test.csv"),
+                     split_io.INAT_TEST_COLUMNS, test)        # 3 columns.
+  # TFF's layout (plus the label column): the user_120k client column.
+  split_io.write_csv(
+      str(tmp_path / "iNaturalist_train.csv"),
+      split_io.TFF_INAT_COLUMNS + ("label",),
+      [(u,) + ("NA",) * 6 + (i, c, l) for u, i, c, l in train] +
+      [("NA",) * 7 + ("ffff", 0, 17)])
+  cfg = _cfg(tmp_path, check_images="exists")
+  want_train = {}
+  for u, i, c, _ in train:
+    want_train.setdefault(u, []).append((i, c))
+  want_train = {u: sorted(v) for u, v in want_train.items()}
+  want_test = sorted((i, c) for i, c, _ in test)
+  for path, split in [("federated_train.csv", None),
+                      ("iNaturalist_train.csv", "user_120k")]:
+    fds = image_data.load_inaturalist(
+        str(tmp_path / path), str(tmp_path), split=split,
+        test_csv=str(tmp_path / "test.csv"), image_paths=images, config=cfg)
+    assert fds.num_classes == 3
+    assert fds.class_counts.shape == (2, 3)
+    assert fds.info["class_names"] == ["17", "2033", "5088"]
+    assert _loaded(fds) == (want_train, want_test)
+  # Original ids in `class` (the old builder's output): a clear error.
+  split_io.write_csv(str(tmp_path / "bad.csv"), split_io.INAT_COLUMNS,
+                     [(u, i, l, c) for u, i, c, l in train])
+  with pytest.raises(split_io.SplitFormatError,
+                     match="bad.csv: the class column is not contiguous"):
+    image_data.load_inaturalist(str(tmp_path / "bad.csv"), str(tmp_path),
+                                image_paths=images, config=cfg)
+
+
+@pytest.mark.parametrize("split", ["USER_120K", "GEO_100"])
+def test_builder_outputs_round_trip_through_tffs_inaturalist(inat, tmp_path,
+                                                            split):
+  """TFF's own iNaturalist CSV parsing reads our files as we do."""
+  import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+  tff_inat = tff.simulation.datasets.inaturalist
+  root, out = inat
+  image_map = tff_inat._generate_image_map(str(root))  # pylint: disable=protected-access
+  which = tff_inat.INaturalistSplit[split]
+  cache = tmp_path / "tff"
+  tff_inat._create_train_data_files(  # pylint: disable=protected-access
+      image_map, str(cache), which, str(out / "iNaturalist_train.csv"))
+  tff_inat._create_test_data_file(  # pylint: disable=protected-access
+      image_map, str(cache), which, str(out / "inaturalist_test.csv"))
+  features = {"image/encoded_jpeg": tf.io.FixedLenFeature([], tf.string),
+              "class": tf.io.FixedLenFeature([], tf.int64)}
+  stem_of = {open(p, "rb").read(): s for s, p in image_map.items()}
+
+  def records(path):
+    return sorted((stem_of[e["image/encoded_jpeg"]], int(e["class"]))
+                  for e in tf.data.TFRecordDataset(str(path)).map(
+                      lambda r: tf.io.parse_single_example(r, features))
+                  .as_numpy_iterator())
+  directory = cache / which.name.lower()
+  theirs = {c: records(directory / "train" / c)
+            for c in os.listdir(directory / "train")}
+  fds = image_data.load_inaturalist(
+      str(out / "iNaturalist_train.csv"), str(root), split=which.name.lower(),
+      test_csv=str(out / "inaturalist_test.csv"),
+      image_paths=str(out / "image_paths.csv"), config=_cfg(tmp_path))
+  ours, ours_test = _loaded(fds)
+  assert theirs == ours
+  assert records(directory / "test.tfRecord") == ours_test
+  classes = {y for rows in ours.values() for _, y in rows}
+  assert classes == set(range(fds.num_classes)) == {0, 1, 2, 3}

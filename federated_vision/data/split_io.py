@@ -250,7 +250,7 @@ def _read_table(path: str, client_column: Optional[str], integer_ids: bool,
     classes.append(c)
     labels.append(label)
     lines.append(line)
-  if not lines:
+  if not lines and client_column:  # An empty test set is a valid file.
     which = f" for split {client_column!r}" if tff_layout else ""
     raise SplitFormatError(f"{path}:2: no rows after the header{which}")
   return SplitRows(path, clients, images, np.asarray(classes, np.int64),
@@ -336,6 +336,24 @@ def check_test_rows(train: SplitRows, test: SplitRows) -> None:
       raise SplitFormatError(f"{where}: class {c} has label "
                              f"{int(test.labels[k])}, but {train.path} gives "
                              f"it label {label_of[c]}")
+
+
+def read_split_files(path: str, split: Optional[str] = None,
+                     test_path: Optional[str] = None
+                     ) -> Tuple[SplitRows, Optional[SplitRows], int]:
+  """A train split and its optional test file, checked together.
+
+  Returns:
+    (train rows, test rows or None, K) with the classes contiguous 0..K-1
+    and every test class present in train (`contiguous_num_classes`,
+    `check_test_rows`).
+  """
+  rows = read_split_rows(path, split)
+  test = read_test_rows(test_path) if test_path is not None else None
+  num_classes = contiguous_num_classes(rows)
+  if test is not None:
+    check_test_rows(rows, test)
+  return rows, test, num_classes
 
 
 # ----------------------------------------------------------------------------

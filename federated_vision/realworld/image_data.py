@@ -402,7 +402,11 @@ def resolve_paths(image_ids: Sequence[str], image_root: Optional[str],
         missing[i] = True
         continue
     else:
-      rel = path_template.format(image_id=image_id)
+      try:
+        rel = path_template.format(image_id=image_id)
+      except (IndexError, KeyError, ValueError):
+        raise ValueError(f"image_id {image_id!r} does not fit the image path "
+                         f"template {path_template!r}") from None
     paths.append(rel if os.path.isabs(rel) else os.path.join(root, rel))
   return paths, ranges, missing
 
@@ -439,21 +443,13 @@ def apply_bad_image_policy(splits: Mapping[str, Tuple[ExampleIndex, np.ndarray, 
 # Loading a split.
 
 
-def _classes(rows: split_io.SplitRows, test: Optional[split_io.SplitRows]):
-  """(num_classes, class_names) of a split; y is the published `class`.
-
-  `class` must be contiguous from 0 and every test class must occur in train
-  (`split_io.SplitFormatError` otherwise). A class's name is its source id
-  (`label`) where the file has one, else the class number.
-  """
-  num_classes = split_io.contiguous_num_classes(rows)
-  if test is not None:
-    split_io.check_test_rows(rows, test)
+def _class_names(rows: split_io.SplitRows, num_classes: int):
+  """A class's name: its source id (`label`) where the file has one."""
   names = [str(c) for c in range(num_classes)]
   if rows.labels is not None:
     for c, label in zip(rows.classes.tolist(), rows.labels.tolist()):
       names[c] = str(label)
-  return num_classes, names
+  return names
 
 
 def load_image_split(name: str, split_csv_path: str,
@@ -499,9 +495,10 @@ def load_image_split(name: str, split_csv_path: str,
     raise ValueError("give image_root or tar_shards")
   if image_root is not None and tar_shards is None and not os.path.isdir(image_root):
     raise FileNotFoundError(f"image_root {image_root}: no such directory")
-  rows = split_io.read_split_rows(split_csv_path, split)
-  test = split_io.read_test_rows(test_csv) if test_csv is not None else None
-  num_classes, class_names = _classes(rows, test)
+  # y is the published `class`: contiguous 0..K-1, test classes within.
+  rows, test, num_classes = split_io.read_split_files(split_csv_path, split,
+                                                      test_csv)
+  class_names = _class_names(rows, num_classes)
   tar_index = index_tar_shards(tar_shards) if tar_shards else None
   if isinstance(image_paths, str):
     image_paths = split_io.read_image_paths(image_paths)
