@@ -27,10 +27,8 @@ def _fed():
   total = sum(SIZES.values())
   x = np.arange(total, dtype=np.float32)[:, None]
   y = (np.arange(total) % 3).astype(np.int64)
-  partition, start = {}, 0
-  for cid, n in SIZES.items():
-    partition[cid] = np.arange(start, start + n)
-    start += n
+  bounds = np.cumsum(list(SIZES.values()))[:-1]
+  partition = dict(zip(SIZES, np.split(np.arange(total), bounds)))
   data = cdl.ArrayClientData({"x": x, "y": y}, partition)
   return cdl.FederatedDataset(
       "toy", data, tf.data.Dataset.from_tensor_slices({"x": x, "y": y}),
