@@ -345,6 +345,10 @@ def test_non_contiguous_classes_and_unknown_test_classes(tmp_path):
   with pytest.raises(S.SplitFormatError, match=r"test.csv:2: class 1 has "
                      r"label 21, but .*split.csv gives it label 20"):
     S.check_test_rows(train, S.read_test_rows(str(test)))
+  test.write_text("image_id,class\nt1,0\nb,1\n")
+  with pytest.raises(S.SplitFormatError, match=r"test.csv:3: image_id b is "
+                     "also a training image"):
+    S.check_test_rows(train, S.read_test_rows(str(test)))
   test.write_text("image_id,class\n")  # An empty test set is a valid file.
   assert S.read_test_rows(str(test)).classes.size == 0
 

@@ -319,7 +319,10 @@ def contiguous_num_classes(rows: SplitRows) -> int:
 
 
 def check_test_rows(train: SplitRows, test: SplitRows) -> None:
-  """Every test class occurs in train (with the same label where both have one).
+  """Test rows fit the train split of the same source data set.
+
+  Every test class occurs in train (with the same label where both files
+  have one), and no test image is also a training image.
 
   Raises:
     SplitFormatError: naming the test file and line.
@@ -328,8 +331,12 @@ def check_test_rows(train: SplitRows, test: SplitRows) -> None:
   if train.labels is not None:
     label_of = dict(zip(train.classes.tolist(), train.labels.tolist()))
   train_classes = set(train.classes.tolist())
+  train_images = set(train.image_ids)
   for k, c in enumerate(test.classes.tolist()):
     where = f"{test.path}:{int(test.lines[k])}"
+    if test.image_ids[k] in train_images:
+      raise SplitFormatError(f"{where}: image_id {test.image_ids[k]} is also "
+                             f"a training image in {train.path}")
     if c not in train_classes:
       raise SplitFormatError(f"{where}: class {c} never occurs in {train.path}")
     if test.labels is not None and label_of and label_of[c] != test.labels[k]:
