@@ -34,7 +34,16 @@ flags.DEFINE_integer("min_landmark_users", 10, "Landmark rule: users.")
 flags.DEFINE_integer("min_user_images", 30, "User rule: images.")
 flags.DEFINE_integer("min_user_landmarks", 5, "User rule: landmarks.")
 flags.DEFINE_bool("plots", True, "Write PNG figures.")
-cli.define_image_check_flags(flags, tar_shards=True)
+flags.DEFINE_string("image_root", None, "GLD-v2 image directory (a/b/c/<id>."
+                    "jpg): if given, clean images are checked first.")
+flags.DEFINE_list("tar_shards", [], "GLD-v2 images_NNN.tar shards to check "
+                  "instead of --image_root (globs ok).")
+flags.DEFINE_enum("check_images", "exists", ["exists", "decode"],
+                  "Image check: existence or full decode.")
+flags.DEFINE_enum("on_bad_image", "fail", ["fail", "skip"],
+                  "Bad images: fail (exit 3) or drop before the rules.")
+flags.DEFINE_string("report_path", None, "Bad-image report JSON (default "
+                    "<output_dir>/image_report.json).")
 
 
 @cli.guarded

@@ -25,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
+from federated_vision.data import split_io
 from federated_vision.realworld import cli
 
 # Kept in sync with image_data.CHECK_MODES / BAD_IMAGE_POLICIES; TensorFlow is
@@ -71,6 +72,8 @@ def main(argv):
   size = FLAGS.image_size or (299 if FLAGS.dataset == "inaturalist" else 224)
   if size < 8:
     cli.fail(f"--image_size={size} must be >= 8")
+  # Bad split files fail here, in a second, before TensorFlow is imported.
+  split_io.read_split_files(FLAGS.split_csv, FLAGS.split, FLAGS.test_csv)
   from federated_vision.realworld import image_data, tfrecords  # pylint: disable=g-import-not-at-top
   assert tuple(CHECK_MODES) == image_data.CHECK_MODES
   assert tuple(BAD_IMAGE_POLICIES) == image_data.BAD_IMAGE_POLICIES

@@ -86,7 +86,8 @@ def build_experiment(config: config_lib.ExperimentConfig) -> Experiment:
                               for b in fed.test_data.batch(4096)]))
   methods = [methods_lib.build_method(m, inputs)
              for m in config.methods.expand()]
-  stats = partition_report.counts_summary(fed.class_counts)
+  stats = partition_report.counts_summary(fed.class_counts,
+                                         fed.info.get("class_prior"))
   return Experiment(config, fed, keras_model_fn, methods, output_dir,
                     resolved, stats)
 
@@ -105,7 +106,8 @@ def hparams(exp: Experiment) -> dict:
                  "examples_per_client_min": s["examples_per_client"]["min"],
                  "examples_per_client_max": s["examples_per_client"]["max"],
                  "classes_per_client_mean": s["classes_per_client"]["mean"],
-                 "emd": s["emd"]},
+                 "emd": s["emd"],
+                 "emd_reference": s.get("emd_reference")},
       methods={m.name: dict(m.settings) for m in exp.methods})
 
 

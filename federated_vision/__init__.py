@@ -8,7 +8,9 @@ TensorFlow.
 Layout: `algorithms/` (learning processes, client samplers), `data/` (ClientData,
 partitions, split files, data set loaders), `evaluation/` (metrics,
 rounds-to-target, reports), `models/`, `realworld/` (iNaturalist / Landmarks
-split builders and loaders), `execution.py` (the managed TFF worker),
+split builders and loaders), `tasks/` (data set + model registry),
+`methods.py` (algorithm / client-work / data-side variant registry),
+`errors.py`, `registry.py`, `execution.py` (the managed TFF worker),
 `training_loop.py`, `centralized.py`.
 """
 

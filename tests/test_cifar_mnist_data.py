@@ -457,8 +457,8 @@ def test_training_batches_eager_and_inside_tff_computation(tmp_path):
   eager = {}
   for k, fn in fns.items():
     batches = list(fn(tf.constant(key)).as_numpy_iterator())
-    # 7 examples x 2 epochs = 14 -> batches of 3, 3, 3, 3, 2.
-    assert [len(b["y"]) for b in batches] == [3, 3, 3, 3, 2]
+    # 7 examples, 2 epochs, each cut into batches of 3, 3, 1.
+    assert [len(b["y"]) for b in batches] == [3, 3, 1, 3, 3, 1]
     assert batches[0]["x"].shape[1:] == fds[k].input_shape
     assert batches[0]["x"].dtype == np.float32 and batches[0]["y"].dtype == np.int32
     eager[k] = batches

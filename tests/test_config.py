@@ -123,11 +123,6 @@ def _imports(path):
       yield from (f"{node.module}.{a.name}" for a in node.names)
 
 
-# Moved out of the library by the real-world engineer's half of issue 8;
-# drop from this list when that lands.
-_PENDING_MOVE = ("federated_vision/realworld/cli.py",)
-
-
 def test_library_imports_no_absl_flags_and_no_experiments():
   offenders = []
   for root, _, files in os.walk(os.path.join(REPO, "federated_vision")):
@@ -136,8 +131,6 @@ def test_library_imports_no_absl_flags_and_no_experiments():
         path = os.path.join(root, name)
         for mod in _imports(path):
           rel = os.path.relpath(path, REPO)
-          if rel in _PENDING_MOVE:
-            continue
           if mod == "absl.flags" or mod.split(".")[0] == "experiments":
             offenders.append(f"{rel}: {mod}")
   assert not offenders

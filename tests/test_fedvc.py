@@ -93,19 +93,19 @@ def test_every_selected_client_takes_the_same_steps(batch_size, epochs):
   spec = cdl.TrainingSpec(batch_size=batch_size, epochs=epochs,
                           virtual_client_size=20)
   steps = {c: len(_examples(cd, f"{c}@1.0", spec)) for c in SIZES}
-  expected = math.ceil(20 * epochs / batch_size)
+  expected = epochs * math.ceil(20 / batch_size)
   assert set(steps.values()) == {expected}
   assert metrics.round_batch_budget(list(SIZES.values()), spec) == expected
   plain = spec._replace(virtual_client_size=None)
-  assert metrics.round_batch_budget(list(SIZES.values()), plain) == math.ceil(
-      60 * epochs / batch_size)
+  assert metrics.round_batch_budget(list(SIZES.values()), plain) == (
+      epochs * math.ceil(60 / batch_size))
 
 
 def test_batch_budget_and_acc_at():
   spec = cdl.TrainingSpec(batch_size=10, epochs=2)
-  assert cdl.num_local_batches(25, spec) == 5
+  assert cdl.num_local_batches(25, spec) == 6  # 2 epochs x [10, 10, 5].
   assert cdl.num_local_batches(25, spec._replace(batch_size=None)) == 2
-  assert metrics.round_batch_budget([3, 25, 11], spec) == 5
+  assert metrics.round_batch_budget([3, 25, 11], spec) == 6
   assert metrics.accuracy_at([5, 10, 20], [0.1, 0.4, 0.7], 12) == 0.4
   assert metrics.accuracy_at([5, 10, 20], [0.1, 0.4, 0.7], 4) is None
   assert metrics.relative_accuracy(0.45, 0.9) == pytest.approx(0.5)

@@ -222,6 +222,52 @@ def test_emd_exact_values():
     P.emd_noniidness([[0, 0]])
 
 
+def _emd_reference(counts, p):
+  """sum_k n_k / n * ||q_k - p||_1, written out with numpy."""
+  counts = np.asarray(counts, float)
+  counts = counts[counts.sum(1) > 0]
+  n_k = counts.sum(1)
+  return sum(n / n_k.sum() * np.abs(c / n - p).sum() for c, n in zip(counts, n_k))
+
+
+def test_emd_reference_distribution():
+  counts = np.array([[4, 0, 0], [2, 2, 0], [0, 0, 0]])
+  pooled = np.array([6, 2, 0]) / 8
+  # Default: the clients' population (pooled) distribution, the paper's p.
+  assert P.emd_noniidness(counts) == pytest.approx(
+      _emd_reference(counts, pooled))
+  # An explicit prior: uniform over 3 classes (normalised from counts).
+  uniform = np.full(3, 1 / 3)
+  # client 0: |1-1/3|+1/3+1/3 = 4/3; client 1: 1/6+1/6+1/3 = 2/3 -> mean 1.
+  assert P.emd_noniidness(counts, reference=[5, 5, 5]) == pytest.approx(1.0)
+  assert P.emd_noniidness(counts, uniform) == pytest.approx(
+      _emd_reference(counts, uniform))
+  assert P.emd_noniidness(counts, pooled) == P.emd_noniidness(counts)
+  with pytest.raises(ValueError, match="reference must be 3"):
+    P.emd_noniidness(counts, [0.5, 0.5])
+  with pytest.raises(ValueError, match="reference"):
+    P.emd_noniidness(counts, [0, 0, 0])
+  # Statistics carry both when they differ, only the paper's when not.
+  assert P.emd_stats(counts) == {"emd": pytest.approx(0.5)}
+  assert P.emd_stats(counts, pooled) == {"emd": pytest.approx(0.5)}
+  assert P.emd_stats(counts, uniform) == {"emd": pytest.approx(0.5),
+                                          "emd_reference": pytest.approx(1.0)}
+
+
+def test_partition_stats_against_the_prior_when_not_every_example_is_used():
+  # A Dirichlet partition of half the examples: its population drifts from
+  # the data's uniform prior; partition_stats reports both EMDs.
+  part = P.dirichlet_partition(CIFAR_LABELS, 10, 100, 0.1, seed=3)
+  prior = np.bincount(CIFAR_LABELS) / CIFAR_LABELS.size
+  counts = P.class_counts(CIFAR_LABELS, part)
+  stats = P.partition_stats(CIFAR_LABELS, part, reference=prior)
+  assert stats["emd"] == pytest.approx(_emd_reference(
+      counts, counts.sum(0) / counts.sum()))
+  assert stats["emd_reference"] == pytest.approx(_emd_reference(counts, prior))
+  assert stats["emd_reference"] != pytest.approx(stats["emd"])
+  assert "emd_reference" not in P.partition_stats(CIFAR_LABELS, part)
+
+
 def test_shard_partition_mcmahan_mnist():
   labels = np.repeat(np.arange(10), 6000)  # MNIST training set size.
   part = P.shard_partition(labels, 200, 2, seed=0)

@@ -1,6 +1,7 @@
 """iNaturalist-User-120k / -Geo builders (Hsu, Qi & Brown 2020) on fixtures."""
 
 import csv
+import dataclasses
 import json
 import os
 import subprocess
@@ -10,14 +11,19 @@ import numpy as np
 import pytest
 import s2sphere
 
-from federated_vision.realworld import fixtures, inaturalist, split_csv
+import realworld_fixtures as fixtures
+from federated_vision.data import split_io
+from federated_vision.realworld import inaturalist
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = sys.executable
-# Small fixture: classes with >= 9 images are kept, 8 drawn from each.
-CFG = inaturalist.InatConfig(min_examples_per_class=9, examples_per_class=8,
+# Small fixture: classes with >= 7 images having a user id and coordinates
+# (8, 7, 7, 2, 7, 0 per category) are kept, 6 drawn from each.
+CFG = inaturalist.InatConfig(min_examples_per_class=7, examples_per_class=6,
                              geo_max_examples=(10, 4, 2), geo_min_examples=2,
                              plots=False)
+# Kept categories 0, 1, 2, 4 -> the paper's contiguous classes 0..3.
+CLASS_OF = {0: 0, 1: 1, 2: 2, 4: 3}
 
 
 def _rows(path):
@@ -41,43 +47,106 @@ def test_class_balancing(built):
   _, out, train, _, stats = built
   by_stem = {fixtures.image_stem(r.image_id): r for r in train}
   rows = _rows(out / "iNaturalist_train.csv")
+  # `class` is the paper's contiguous class, as TFF's loader reads it.
   classes = [int(r["class"]) for r in rows]
-  # class sizes (12, 10, 9, 4, 10, 1): classes 0, 1, 2, 4 have >= 9.
-  assert sorted(set(classes)) == [0, 1, 2, 4]
-  assert np.bincount(classes).tolist() == [8, 8, 8, 0, 8]
-  assert len({r["image_id"] for r in rows}) == 32
+  assert np.bincount(classes).tolist() == [6, 6, 6, 6]
+  assert len({r["image_id"] for r in rows}) == 24
   for r in rows:
-    assert by_stem[r["image_id"]].category_id == int(r["class"])
-  assert stats["num_balanced_examples"] == 32 and stats["num_classes"] == 4
+    rec = by_stem[r["image_id"]]
+    assert CLASS_OF[rec.category_id] == int(r["class"])
+    # Drawn only from images every split can use.
+    assert rec.user_id is not None and rec.lat is not None
+  assert stats["num_balanced_examples"] == 24 and stats["num_classes"] == 4
 
 
 def test_user_split(built):
   _, out, train, _, stats = built
   by_stem = {fixtures.image_stem(r.image_id): r for r in train}
   rows = _rows(out / "inaturalist_user_120k.csv")
-  assert list(rows[0].keys()) == list(split_csv.USER_LAYOUT)
+  assert list(rows[0].keys()) == list(split_io.INAT_COLUMNS)
   balanced = {r["image_id"] for r in _rows(out / "iNaturalist_train.csv")}
-  no_user = {s for s in balanced if by_stem[s].user_id is None}
-  assert no_user  # The fixture has some; they are dropped and counted.
-  assert {r["image_id"] for r in rows} == balanced - no_user
+  assert {r["image_id"] for r in rows} == balanced  # Nothing dropped.
   for r in rows:
-    assert r["user_id"] == str(by_stem[r["image_id"]].user_id)
-  label_of = {0: 0, 1: 1, 2: 2, 4: 3}
-  assert all(int(r["label"]) == label_of[int(r["class"])] for r in rows)
+    rec = by_stem[r["image_id"]]
+    assert r["user_id"] == str(rec.user_id)
+    # Published meaning: class = contiguous class, label = source category.
+    assert int(r["class"]) == CLASS_OF[rec.category_id]
+    assert int(r["label"]) == rec.category_id
+  assert np.bincount([int(r["class"]) for r in rows]).tolist() == [6] * 4
   s = stats["splits"]["user_120k"]
-  assert s["num_balanced_without_user"] == len(no_user)
+  assert s["num_balanced_without_user"] == 0
   assert s["num_examples"] == len(rows)
   assert s["num_clients"] == len({r["user_id"] for r in rows})
+  assert "emd_reference" not in s  # Pooled = balanced distribution.
+
+
+def test_balance_from_all_keeps_first_versions_draw(built, tmp_path):
+  """--balance_from=all: draw from every image, drop the gaps afterwards."""
+  root, *_ = built
+  cfg = dataclasses.replace(CFG, balance_from="all", min_examples_per_class=9,
+                            examples_per_class=8)
+  stats = inaturalist.build_inaturalist(
+      str(root / "train2017.json"), str(root / "train2017_locations.json"),
+      str(tmp_path), config=cfg)
+  train = fixtures.small_inaturalist_records()
+  by_stem = {fixtures.image_stem(r.image_id): r for r in train}
+  balanced = {r["image_id"] for r in _rows(tmp_path / "iNaturalist_train.csv")}
+  assert len(balanced) == 32
+  no_user = {s for s in balanced if by_stem[s].user_id is None}
+  no_xy = {s for s in balanced if by_stem[s].lat is None}
+  assert no_user and no_xy
+  rows = _rows(tmp_path / "inaturalist_user_120k.csv")
+  assert {r["image_id"] for r in rows} == balanced - no_user
+  assert min(np.bincount([int(r["class"]) for r in rows])) < 8
+  s = stats["splits"]["user_120k"]
+  assert s["num_balanced_without_user"] == len(no_user)
+  # The split's population distribution is no longer the balanced one.
+  assert s["emd_reference"] != s["emd"]
+  geo = stats["splits"]["geo_10"]
+  assert geo["num_balanced_without_coordinates"] == len(no_xy)
+
+
+def test_every_split_has_exactly_100_per_class_despite_gaps(tmp_path):
+  """Acceptance: 10% lack a user id, 10% coordinates; 100 per class."""
+  records = fixtures.gappy_inaturalist_records((130, 126, 140, 115))
+  fixtures.write_small_inaturalist(str(tmp_path), records=records,
+                                   with_images=False)
+  args = (str(tmp_path / "train2017.json"),
+          str(tmp_path / "train2017_locations.json"))
+  n_user = sum(r.user_id is None for r in records)
+  n_xy = sum(r.lat is None for r in records)
+  assert n_user == n_xy == len(records) // 10
+  stats = inaturalist.build_inaturalist(
+      *args, str(tmp_path / "out"), config=inaturalist.InatConfig(plots=False))
+  # Classes with >= 100 complete images: 104, 101, 112 of them; not 92.
+  assert stats["num_classes"] == 3 and stats["num_balanced_examples"] == 300
+  names = ["user_120k"] + [split_io.geo_split_name(n)
+                           for n in split_io.GEO_MAX_EXAMPLES]
+  assert set(stats["splits"]) == set(names)
+  for name in names:
+    rows = _rows(tmp_path / "out" / f"inaturalist_{name}.csv")
+    counts = np.bincount([int(r["class"]) for r in rows], minlength=3)
+    assert counts.tolist() == [100, 100, 100], name
+  assert max(len({r["user_id"] for r in _rows(
+      tmp_path / "out" / "inaturalist_geo_100.csv")}), 0) > 3  # Really split.
+  # The first version's draw falls short of 100 in the user split.
+  stats = inaturalist.build_inaturalist(
+      *args, str(tmp_path / "all"), config=inaturalist.InatConfig(
+          plots=False, balance_from="all"))
+  assert stats["num_classes"] == 4
+  rows = _rows(tmp_path / "all" / "inaturalist_user_120k.csv")
+  assert min(np.bincount([int(r["class"]) for r in rows])) < 100
 
 
 @pytest.mark.parametrize("n_max", [10, 4, 2])
 def test_geo_splits(built, n_max):
   _, out, train, _, stats = built
   by_stem = {fixtures.image_stem(r.image_id): r for r in train}
-  name = split_csv.geo_split_name(n_max)
+  name = split_io.geo_split_name(n_max)
   rows = _rows(out / f"inaturalist_{name}.csv")
   balanced = {r["image_id"] for r in _rows(out / "iNaturalist_train.csv")}
   with_xy = {s for s in balanced if by_stem[s].lat is not None}
+  assert with_xy == balanced
   ids = [r["image_id"] for r in rows]
   assert len(ids) == len(set(ids))  # Each example in at most one cell.
   sizes = {}
@@ -99,7 +168,7 @@ def test_geo_splits(built, n_max):
 def test_tff_layout_matches_split_files(built):
   _, out, *_ = built
   rows = _rows(out / "iNaturalist_train.csv")
-  assert list(rows[0].keys()) == list(split_csv.TFF_INAT_LAYOUT)
+  assert list(rows[0].keys()) == list(split_io.TFF_INAT_COLUMNS)
   for col, fname in [("user_120k", "inaturalist_user_120k.csv"),
                      ("geo_100", None), ("geo_30k", None)]:
     got = {(r[col], r["image_id"]) for r in rows if r[col] != "NA"}
@@ -112,7 +181,12 @@ def test_tff_layout_matches_split_files(built):
 def test_test_split_and_paths(built):
   root, out, _, val, _ = built
   rows = _rows(out / "inaturalist_test.csv")
-  assert sorted(int(r["class"]) for r in rows) == [0, 0, 1, 1, 2, 2, 4, 4]
+  assert list(rows[0]) == list(split_io.INAT_TEST_COLUMNS)
+  assert sorted(int(r["class"]) for r in rows) == [0, 0, 1, 1, 2, 2, 3, 3]
+  category = {fixtures.image_stem(r.image_id): r.category_id for r in val}
+  for r in rows:
+    assert int(r["label"]) == category[r["image_id"]]
+    assert int(r["class"]) == CLASS_OF[int(r["label"])]
   paths = {r["image_id"]: r["path"] for r in _rows(out / "image_paths.csv")}
   meta = json.load(open(root / "val2017.json"))
   by_stem = {os.path.basename(i["file_name"])[:-4]: i["file_name"]
@@ -128,7 +202,6 @@ def test_deterministic_and_seeded(built, tmp_path):
   for f in ("iNaturalist_train.csv", "inaturalist_user_120k.csv",
             "inaturalist_geo_4.csv"):
     assert (tmp_path / "same" / f).read_bytes() == (out / f).read_bytes()
-  import dataclasses
   other = dataclasses.replace(CFG, seed=1)
   inaturalist.build_inaturalist(*args, str(tmp_path / "other"), config=other)
   assert ((tmp_path / "other" / "iNaturalist_train.csv").read_bytes() !=
@@ -150,6 +223,12 @@ def test_balance_classes_exact():
   assert np.bincount(cats[sel]).tolist() == [2, 0, 2]
   assert sel.tolist() == sorted(sel.tolist())
   assert inaturalist.balance_classes(cats, 4, 2, 0).tolist() == sel.tolist()
+  # Only eligible images count and are drawn: class 2 keeps 3 < 4.
+  eligible = np.ones(cats.size, bool)
+  eligible[[1, 9]] = False
+  sel = inaturalist.balance_classes(cats, 4, 2, 0, eligible=eligible)
+  assert np.bincount(cats[sel], minlength=3).tolist() == [2, 0, 0]
+  assert 1 not in sel.tolist()
 
 
 def test_config_validation():
@@ -157,17 +236,20 @@ def test_config_validation():
     inaturalist.InatConfig(min_examples_per_class=5, examples_per_class=10)
   with pytest.raises(ValueError, match="missing_user"):
     inaturalist.InatConfig(missing_user="keep")
+  with pytest.raises(ValueError, match="balance_from"):
+    inaturalist.InatConfig(balance_from="users")
   with pytest.raises(ValueError, match="geo_min_examples"):
     inaturalist.InatConfig(geo_max_examples=(10,), geo_min_examples=11)
 
 
 def test_missing_user_fail(built, tmp_path):
   root, *_ = built
-  import dataclasses
   with pytest.raises(ValueError, match="no user_id"):
     inaturalist.build_inaturalist(
         str(root / "train2017.json"), str(root / "train2017_locations.json"),
-        str(tmp_path), config=dataclasses.replace(CFG, missing_user="fail"))
+        str(tmp_path / "out"), config=dataclasses.replace(
+            CFG, missing_user="fail", balance_from="all"))
+  assert not (tmp_path / "out").exists()  # Nothing written.
 
 
 def test_malformed_json_names_file_and_line(tmp_path):
@@ -186,8 +268,8 @@ def test_binary_smoke_and_bad_input(built, tmp_path):
          f"--train_json={root / 'train2017.json'}",
          f"--train_locations={root / 'train2017_locations.json'}",
          f"--val_json={root / 'val2017.json'}",
-         f"--output_dir={tmp_path / 'bin'}", "--min_examples_per_class=9",
-         "--examples_per_class=8", "--geo_max_examples=10,4,2",
+         f"--output_dir={tmp_path / 'bin'}", "--min_examples_per_class=7",
+         "--examples_per_class=6", "--geo_max_examples=10,4,2",
          "--geo_min_examples=2", "--noplots"]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
@@ -211,7 +293,7 @@ def test_binary_smoke_and_bad_input(built, tmp_path):
 def test_builder_image_check(tmp_path, policy):
   from federated_vision.realworld import image_check
   train, _, cats, names = fixtures.write_small_inaturalist(str(tmp_path))
-  # Class 2 has exactly 9 images; losing one drops the class from balancing.
+  # Category 2 has exactly 7 complete images; losing one drops it.
   c2 = [r for r in train if r.category_id == 2]
   corrupt = names[fixtures.image_stem(c2[0].image_id)]
   missing = names[fixtures.image_stem(c2[1].image_id)]
@@ -228,9 +310,9 @@ def test_builder_image_check(tmp_path, policy):
       inaturalist.build_inaturalist(*args, config=CFG, image_check=check)
   else:
     stats = inaturalist.build_inaturalist(*args, config=CFG, image_check=check)
-    classes = {int(r["class"]) for r in
-               _rows(tmp_path / "out" / "iNaturalist_train.csv")}
-    assert classes == {0, 1, 4}
+    rows = _rows(tmp_path / "out" / "inaturalist_user_120k.csv")
+    assert {int(r["label"]) for r in rows} == {0, 1, 4}  # Categories kept.
+    assert {int(r["class"]) for r in rows} == {0, 1, 2}  # Contiguous.
     assert stats["num_images_dropped_bad"] == {"train": 2}
   rep = json.load(open(tmp_path / "report.json"))["splits"]["train"]
   assert [m["path"] for m in rep["missing"]] == [str(tmp_path / missing)]
@@ -245,7 +327,7 @@ def test_binary_bad_images_exit_3(tmp_path):
        f"--train_json={tmp_path / 'train2017.json'}",
        f"--train_locations={tmp_path / 'train2017_locations.json'}",
        f"--output_dir={tmp_path / 'out'}", f"--image_root={tmp_path}",
-       "--min_examples_per_class=9", "--examples_per_class=8",
+       "--min_examples_per_class=7", "--examples_per_class=6",
        "--geo_max_examples=10", "--noplots"],
       capture_output=True, text=True, timeout=120,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
@@ -255,7 +337,6 @@ def test_binary_bad_images_exit_3(tmp_path):
 
 
 def test_figures_written(built, tmp_path):
-  import dataclasses
   root, *_ = built
   stats = inaturalist.build_inaturalist(
       str(root / "train2017.json"), str(root / "train2017_locations.json"),

@@ -10,7 +10,9 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from federated_vision.realworld import fixtures, landmarks, split_csv
+import realworld_fixtures as fixtures
+from federated_vision.data import split_io
+from federated_vision.realworld import landmarks
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CFG = landmarks.GldConfig(min_landmark_images=8, min_landmark_users=3,
@@ -68,7 +70,7 @@ def built(tmp_path_factory):
 def test_rules_hold_and_match_reference(built):
   _, out, images, stats = built
   rows = _rows(out / "federated_train.csv")
-  assert list(rows[0]) == list(split_csv.LANDMARKS_LAYOUT)
+  assert list(rows[0]) == list(split_io.COLUMNS)
   author_of = {int(r["user_id"]): r["author"] for r in _rows(out / "authors.csv")}
   lm_of = {int(r["class"]): int(r["landmark_id"])
            for r in _rows(out / "landmark_classes.csv")}
@@ -130,10 +132,10 @@ def test_deterministic(built, tmp_path):
 def test_bad_inputs(tmp_path):
   bad = tmp_path / "train_clean.csv"
   bad.write_text("landmark_id,images\n1,a b\nx,c\n")
-  with pytest.raises(split_csv.CsvFormatError, match=r"train_clean.csv:3"):
+  with pytest.raises(split_io.SplitFormatError, match=r"train_clean.csv:3"):
     landmarks.read_clean(str(bad))
   bad.write_text("landmark,images\n")
-  with pytest.raises(split_csv.CsvFormatError, match="landmark_id"):
+  with pytest.raises(split_io.SplitFormatError, match="landmark_id"):
     landmarks.read_clean(str(bad))
   with pytest.raises(ValueError, match="min_user_images"):
     landmarks.GldConfig(min_user_images=0)

@@ -14,12 +14,14 @@ import tensorflow as tf
 
 from federated_vision.data import client_data as cd
 from federated_vision import execution
-from federated_vision.realworld import (fixtures, image_data, inaturalist,
-                                        landmarks, split_csv, tfrecords)
+import realworld_fixtures as fixtures
+from federated_vision.data import split_io
+from federated_vision.realworld import (image_data, inaturalist, landmarks,
+                                        synthetic, tfrecords)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-INAT_CFG = inaturalist.InatConfig(min_examples_per_class=9,
-                                  examples_per_class=8,
+INAT_CFG = inaturalist.InatConfig(min_examples_per_class=7,
+                                  examples_per_class=6,
                                   geo_max_examples=(100, 10, 4),
                                   geo_min_examples=2,
                                   plots=False)
@@ -66,7 +68,7 @@ def test_builder_csv_loads_into_matching_client_data(inat, tmp_path):
   rows = _rows(out / "inaturalist_user_120k.csv")
   expected = {}
   for r in rows:
-    expected.setdefault(r["user_id"], []).append(int(r["label"]))
+    expected.setdefault(r["user_id"], []).append(int(r["class"]))
   assert fds.client_data.client_ids == sorted(expected)
   assert dict(fds.client_sizes) == {k: len(v) for k, v in expected.items()}
   assert fds.num_classes == 4
@@ -122,11 +124,11 @@ def test_published_tff_layout_and_metadata_paths(inat, tmp_path):
   for r in user:
     sizes[r["user_id"]] = sizes.get(r["user_id"], 0) + 1
   assert dict(fds.client_sizes) == sizes
-  # Labels from class ranks equal the builder's label column.
+  # y is the TFF layout's class column, the per-split files' class.
   got = sorted((e["path"].decode().rsplit("/", 1)[1][:-4], int(e["y"]))
                for cid in fds.client_data.client_ids
                for e in fds.client_data.create_tf_dataset_for_client(cid).as_numpy_iterator())
-  assert got == sorted((r["image_id"], int(r["label"])) for r in user)
+  assert got == sorted((r["image_id"], int(r["class"])) for r in user)
   # A geo column of the TFF layout equals the per-split file.
   geo = image_data.load_inaturalist(
       str(out / "iNaturalist_train.csv"), str(root), split="geo_100",
@@ -150,9 +152,9 @@ def test_opening_120k_split_reads_no_image(tmp_path):
   rng = np.random.default_rng(0)
   users = np.minimum(rng.zipf(1.6, 120_300), 9000)
   path = tmp_path / "big.csv"
-  split_csv.write_csv(str(path), split_csv.USER_LAYOUT,
-                      ((f"{u}", f"{k:032x}", 7 * (k % 1203), k % 1203)
-                       for k, u in enumerate(users.tolist())))
+  split_io.write_csv(str(path), split_io.INAT_COLUMNS,
+                     ((f"{u}", f"{k:032x}", k % 1203, 7 * (k % 1203))
+                      for k, u in enumerate(users.tolist())))
   empty_root = tmp_path / "no_images"
   empty_root.mkdir()
   start = time.perf_counter()
@@ -171,7 +173,7 @@ def test_opening_120k_split_reads_no_image(tmp_path):
 
 @pytest.mark.parametrize("policy", ["fail", "skip"])
 def test_missing_and_corrupt_images(tmp_path, policy, caplog):
-  split_path, test_path = fixtures.write_synthetic_split(str(tmp_path), 3, 4, 3)
+  split_path, test_path = synthetic.write_synthetic_split(str(tmp_path), 3, 4, 3)
   os.remove(tmp_path / "img0001_002.jpg")            # missing
   fixtures.write_corrupt(str(tmp_path / "img0002_000.jpg"))  # corrupt
   os.remove(tmp_path / "test0003.jpg")               # missing test image
@@ -209,7 +211,7 @@ def test_missing_and_corrupt_images(tmp_path, policy, caplog):
 
 
 def test_client_emptied_by_skip_is_reported(tmp_path):
-  split_path, _ = fixtures.write_synthetic_split(str(tmp_path), 2, 1, 2)
+  split_path, _ = synthetic.write_synthetic_split(str(tmp_path), 2, 1, 2)
   os.remove(tmp_path / "img0000_000.jpg")
   report = tmp_path / "r.json"
   fds = image_data.load_image_split(
@@ -273,8 +275,8 @@ def test_landmarks_loose_files_and_tar_shards_agree(gld, tmp_path):
 
 
 def test_synthetic_twins_match_structure(tmp_path):
-  a = fixtures.synthetic_inaturalist(str(tmp_path / "a"), image_size=16)
-  b = fixtures.synthetic_landmarks(str(tmp_path / "b"), image_size=16)
+  a = synthetic.synthetic_inaturalist(str(tmp_path / "a"), image_size=16)
+  b = synthetic.synthetic_landmarks(str(tmp_path / "b"), image_size=16)
   for fds in (a, b):
     assert fds.client_data.element_type_structure == {
         "path": tf.TensorSpec([], tf.string), "range": tf.TensorSpec([3], tf.int64),
@@ -345,3 +347,94 @@ def test_convert_binary(inat, tmp_path):
                        capture_output=True, text=True, env=env, timeout=300)
   assert res.returncode == 2 and "--image_size" in res.stderr
   assert "Traceback" not in res.stderr
+
+
+def _loaded(fds):
+  """{client: sorted [(image file stem, y)]} and test [(stem, y)] of fds."""
+  stem = lambda e: os.path.splitext(os.path.basename(e["path"].decode()))[0]
+  train = {cid: sorted((stem(e), int(e["y"])) for e in
+                       fds.client_data.create_tf_dataset_for_client(cid)
+                       .as_numpy_iterator())
+           for cid in fds.client_data.client_ids}
+  return train, sorted((stem(e), int(e["y"]))
+                       for e in fds.test_data.as_numpy_iterator())
+
+
+def test_published_inaturalist_formats_train_on_class(tmp_path):
+  """y = `class` (0..K-1); the source ids in `label` never reach the model."""
+  images = {f"{k:032x}": f"train_val_images/Aves/S{k}/{k:032x}.jpg"
+            for k in range(9)}
+  fixtures.write_images(str(tmp_path), sorted(images.values()))
+  label = {0: 17, 1: 2033, 2: 5088}  # iNaturalist 2017 category ids.
+  train = [("41", f"{k:032x}", k % 3, label[k % 3]) for k in range(3)] + [
+      ("7", f"{k:032x}", (k + 1) % 3, label[(k + 1) % 3]) for k in range(3, 7)]
+  split_io.write_csv(str(tmp_path / "federated_train.csv"),
+                     split_io.INAT_COLUMNS, train)           # 4 columns.
+  test = [(f"{k:032x}", k % 3, label[k % 3]) for k in (7, 8)]
+  split_io.write_csv(str(tmp_path / "test.csv"),
+                     split_io.INAT_TEST_COLUMNS, test)        # 3 columns.
+  # TFF's layout (plus the label column): the user_120k client column.
+  split_io.write_csv(
+      str(tmp_path / "iNaturalist_train.csv"),
+      split_io.TFF_INAT_COLUMNS + ("label",),
+      [(u,) + ("NA",) * 6 + (i, c, l) for u, i, c, l in train] +
+      [("NA",) * 7 + ("ffff", 0, 17)])
+  cfg = _cfg(tmp_path, check_images="exists")
+  want_train = {}
+  for u, i, c, _ in train:
+    want_train.setdefault(u, []).append((i, c))
+  want_train = {u: sorted(v) for u, v in want_train.items()}
+  want_test = sorted((i, c) for i, c, _ in test)
+  for path, split in [("federated_train.csv", None),
+                      ("iNaturalist_train.csv", "user_120k")]:
+    fds = image_data.load_inaturalist(
+        str(tmp_path / path), str(tmp_path), split=split,
+        test_csv=str(tmp_path / "test.csv"), image_paths=images, config=cfg)
+    assert fds.num_classes == 3
+    assert fds.class_counts.shape == (2, 3)
+    assert fds.info["class_names"] == ["17", "2033", "5088"]
+    assert _loaded(fds) == (want_train, want_test)
+  # Original ids in `class` (the old builder's output): a clear error.
+  split_io.write_csv(str(tmp_path / "bad.csv"), split_io.INAT_COLUMNS,
+                     [(u, i, l, c) for u, i, c, l in train])
+  with pytest.raises(split_io.SplitFormatError,
+                     match="bad.csv: the class column is not contiguous"):
+    image_data.load_inaturalist(str(tmp_path / "bad.csv"), str(tmp_path),
+                                image_paths=images, config=cfg)
+
+
+@pytest.mark.parametrize("split", ["USER_120K", "GEO_100"])
+def test_builder_outputs_round_trip_through_tffs_inaturalist(inat, tmp_path,
+                                                            split):
+  """TFF's own iNaturalist CSV parsing reads our files as we do."""
+  import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+  tff_inat = tff.simulation.datasets.inaturalist
+  root, out = inat
+  image_map = tff_inat._generate_image_map(str(root))  # pylint: disable=protected-access
+  which = tff_inat.INaturalistSplit[split]
+  cache = tmp_path / "tff"
+  tff_inat._create_train_data_files(  # pylint: disable=protected-access
+      image_map, str(cache), which, str(out / "iNaturalist_train.csv"))
+  tff_inat._create_test_data_file(  # pylint: disable=protected-access
+      image_map, str(cache), which, str(out / "inaturalist_test.csv"))
+  features = {"image/encoded_jpeg": tf.io.FixedLenFeature([], tf.string),
+              "class": tf.io.FixedLenFeature([], tf.int64)}
+  stem_of = {open(p, "rb").read(): s for s, p in image_map.items()}
+
+  def records(path):
+    return sorted((stem_of[e["image/encoded_jpeg"]], int(e["class"]))
+                  for e in tf.data.TFRecordDataset(str(path)).map(
+                      lambda r: tf.io.parse_single_example(r, features))
+                  .as_numpy_iterator())
+  directory = cache / which.name.lower()
+  theirs = {c: records(directory / "train" / c)
+            for c in os.listdir(directory / "train")}
+  fds = image_data.load_inaturalist(
+      str(out / "iNaturalist_train.csv"), str(root), split=which.name.lower(),
+      test_csv=str(out / "inaturalist_test.csv"),
+      image_paths=str(out / "image_paths.csv"), config=_cfg(tmp_path))
+  ours, ours_test = _loaded(fds)
+  assert theirs == ours
+  assert records(directory / "test.tfRecord") == ours_test
+  classes = {y for rows in ours.values() for _, y in rows}
+  assert classes == set(range(fds.num_classes)) == {0, 1, 2, 3}

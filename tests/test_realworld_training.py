@@ -102,7 +102,7 @@ def _load_dataset(config, root):
 
 
 def test_landmarks_bottleneck_and_bad_image_report(parse, tmp_path):
-  from federated_vision.realworld import fixtures  # pylint: disable=g-import-not-at-top
+  from federated_vision.realworld import synthetic  # pylint: disable=g-import-not-at-top
   # Default bottleneck 64 for Landmarks reaches the model (no TFF here).
   f = parse("--dataset=synthetic_landmarks", f"--root_output_dir={tmp_path}",
             "--mobilenet_alpha=0.35")
@@ -117,7 +117,7 @@ def test_landmarks_bottleneck_and_bad_image_report(parse, tmp_path):
   assert config_lib.resolve(config_lib.from_flags(f))["bottleneck_dim"] is None
   # A missing image: one-line FlagError naming the report path.
   root = tmp_path / "inat"
-  split, test = fixtures.write_synthetic_split(str(root), 2, 2, 2, num_test=2)
+  split, test = synthetic.write_synthetic_split(str(root), 2, 2, 2, num_test=2)
   os.remove(root / "img0001_001.jpg")
   report = tmp_path / "bad.json"
   f = parse("--dataset=inaturalist", f"--root_output_dir={tmp_path}",

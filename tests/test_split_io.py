@@ -217,3 +217,152 @@ def test_dirichlet_sweep_writes_everything(tmp_path):
       "federated_train_alpha_100.00.csv"])
   with open(tmp_path / "c10_dirichlet_sweep.json") as f:
     assert json.load(f)["alphas"][1]["emd"] == pytest.approx(1.8)
+
+
+# ----------------------------------------------------------------------------
+# The published files of every data set, through the one reader.
+
+
+def test_reads_published_inaturalist_landmarks_and_cifar_files(tmp_path):
+  import realworld_fixtures  # pylint: disable=g-import-not-at-top
+  files = realworld_fixtures.write_published_splits(str(tmp_path))
+  for name in ("inat_train", "landmarks_train"):
+    rows = S.read_split_rows(files[name]["path"])
+    want = files[name]["rows"]
+    assert rows.client_ids == [r[0] for r in want]
+    assert rows.image_ids == [r[1] for r in want]  # Strings, kept as written.
+    assert rows.classes.tolist() == [int(r[2]) for r in want]
+    assert rows.lines.tolist() == list(range(2, 2 + len(want)))
+  inat = S.read_split_rows(files["inat_train"]["path"])
+  assert inat.labels.tolist() == [17, 5088, 2033, 17]
+  assert inat.num_classes == 3  # class 0..2, never the source labels.
+  assert S.read_split_rows(files["landmarks_train"]["path"]).labels is None
+  assert S.read_split_rows(
+      files["landmarks_train"]["path"]).client_ids[1] == "Smith, John"
+  test = S.read_test_rows(files["inat_test"]["path"])
+  assert test.client_ids is None
+  assert test.image_ids == ["aaaabbbbccccddddeeeeffff00001111",
+                            "22223333444455556666777788889999"]
+  assert test.classes.tolist() == [2, 1] and test.labels.tolist() == [5088, 2033]
+  S.check_test_rows(inat, test)
+  lm_test = S.read_test_rows(files["landmarks_test"]["path"])
+  assert lm_test.classes.tolist() == [0, 1] and lm_test.labels is None
+  # CIFAR: integer ids indexing the source sets, checked against their labels.
+  train_labels = np.zeros(20, np.int64)
+  train_labels[[3, 10, 7]] = [6, 4, 7]
+  split = S.read_split_csv(files["cifar_train"]["path"], labels=train_labels)
+  assert S.alpha_from_filename(files["cifar_train"]["path"]) == 0.0
+  np.testing.assert_array_equal(split.partition["0"], [3, 10])
+  np.testing.assert_array_equal(split.classes["0"], [6, 4])
+  test_labels = np.array([3, 0, 0, 0, 0, 6])
+  cifar_test = S.read_test_csv(files["cifar_test"]["path"], labels=test_labels)
+  assert cifar_test.image_ids.tolist() == [0, 5]
+  assert cifar_test.classes.tolist() == [3, 6]
+  with pytest.raises(S.SplitFormatError, match=r"test.csv:3: class 6 of "
+                     "image_id 5 differs from the source label 0"):
+    S.read_test_csv(files["cifar_test"]["path"], labels=[3, 0, 0, 0, 0, 0])
+  # The TFF layout: a client column per split, NA where absent.
+  tff = tmp_path / "iNaturalist_train.csv"
+  tff.write_text(",".join(S.TFF_INAT_COLUMNS) + "\n"
+                 "12,NA,NA,NA,NA,NA,NA,a1,1\n"
+                 "NA,NA,NA,NA,NA,NA,NA,a2,0\n"
+                 "9,NA,NA,NA,NA,8bb1,3,a3,0\n")
+  rows = S.read_split_rows(str(tff), "user_120k")
+  assert rows.client_ids == ["12", "9"] and rows.image_ids == ["a1", "a3"]
+  assert rows.classes.tolist() == [1, 0] and rows.lines.tolist() == [2, 4]
+  assert S.read_split_rows(str(tff), "geo_10k").client_ids == ["8bb1"]
+  with pytest.raises(S.SplitFormatError, match="no rows .* 'geo_100'"):
+    S.read_split_rows(str(tff), "geo_100")
+
+
+def test_only_split_io_parses_the_split_format():
+  """No other library module reads `image_id` CSVs (one parser, one error)."""
+  root = os.path.join(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))), "federated_vision")
+  readers = []
+  for dirpath, _, names in os.walk(root):
+    for name in names:
+      if name.endswith(".py"):
+        path = os.path.join(dirpath, name)
+        text = open(path).read()
+        if ("csv.reader" in text or "csv.DictReader" in text) and (
+            "image_id" in text):
+          readers.append(os.path.relpath(path, root))
+  assert readers == [os.path.join("data", "split_io.py")]
+  assert not os.path.exists(os.path.join(root, "realworld", "split_csv.py"))
+
+
+@pytest.mark.parametrize("body,line,message", [
+    # The same image twice, even with conflicting classes.
+    ("user_id,image_id,class\nu,a,0\nv,b,1\nv,a,1\n", 4,
+     "image_id a already assigned on line 2"),
+    ("user_id,image_id,class\nu,a,0\nu,b,abc\n", 3,
+     "class must be a non-negative integer, got 'abc'"),
+    ("user_id,image_id,class,label\nu,a,0,17\nu,b,0,18\n", 3,
+     "class 0 has label 18, but line 2 gives it label 17"),
+    ("user_id,image_id,class,label\nu,a,0,17\nu,b,1,17\n", 3,
+     "label 17 has class 1, but line 2 gives it class 0"),
+    ("user_id,image_id,class,label\nu,a,0,x\n", 2,
+     "label must be an integer, got 'x'"),
+    ("user_id,image_id,class\nu@1,a,0\n", 2, "contains '@'"),
+    ("user_id,image_id,class,class\nu,a,0,0\n", 1, "repeats column(s) class"),
+])
+def test_bad_rows_of_string_id_splits(tmp_path, body, line, message):
+  path = tmp_path / "split.csv"
+  path.write_text(body)
+  with pytest.raises(S.SplitFormatError) as err:
+    S.read_split_rows(str(path))
+  assert str(err.value).startswith(f"{path}:{line}: ")
+  assert message in str(err.value)
+
+
+def test_not_utf8_names_file_line_and_byte(tmp_path):
+  path = tmp_path / "split.csv"
+  path.write_bytes(b"user_id,image_id,class\n" + b"u,a,0\n" * 900 +
+                   b"u,caf\xe9,1\n")
+  with pytest.raises(S.SplitFormatError, match=rf"split.csv:902: not UTF-8 "
+                     r"text \(byte 0xe9 at column 6\)"):
+    S.read_split_rows(str(path))
+
+
+def test_non_contiguous_classes_and_unknown_test_classes(tmp_path):
+  path = tmp_path / "split.csv"
+  # iNaturalist ids in `class`: the 5089-way model the reader refuses.
+  path.write_text("user_id,image_id,class\nu,a,17\nu,b,2033\nv,c,5088\n")
+  rows = S.read_split_rows(str(path))
+  with pytest.raises(S.SplitFormatError, match=r"split.csv: the class column "
+                     r"is not contiguous from 0: 3 distinct classes up to "
+                     r"5088, 5086 missing \(e.g. 0\)"):
+    rows.num_classes  # pylint: disable=pointless-statement
+  path.write_text("user_id,image_id,class,label\nu,a,0,17\nu,b,1,20\n")
+  train = S.read_split_rows(str(path))
+  test = tmp_path / "test.csv"
+  test.write_text("image_id,class,label\nt1,1,20\nt2,2,30\n")
+  with pytest.raises(S.SplitFormatError,
+                     match=rf"test.csv:3: class 2 never occurs in {path}"):
+    S.check_test_rows(train, S.read_test_rows(str(test)))
+  test.write_text("image_id,class,label\nt1,1,21\n")
+  with pytest.raises(S.SplitFormatError, match=r"test.csv:2: class 1 has "
+                     r"label 21, but .*split.csv gives it label 20"):
+    S.check_test_rows(train, S.read_test_rows(str(test)))
+  test.write_text("image_id,class\nt1,0\nb,1\n")
+  with pytest.raises(S.SplitFormatError, match=r"test.csv:3: image_id b is "
+                     "also a training image"):
+    S.check_test_rows(train, S.read_test_rows(str(test)))
+  test.write_text("image_id,class\n")  # An empty test set is a valid file.
+  assert S.read_test_rows(str(test)).classes.size == 0
+
+
+def test_image_paths_and_atomic_write(tmp_path):
+  path = tmp_path / "image_paths.csv"
+  path.write_text("image_id,path\na,x/a.jpg\nb,y/b.jpg\na,x/a.jpg\n")
+  with pytest.raises(S.SplitFormatError, match="image_paths.csv:4: image_id a "
+                     "already listed on line 2"):
+    S.read_image_paths(str(path))
+
+  def rows():
+    yield ("a", "1")
+    raise RuntimeError("generator failed")
+  with pytest.raises(RuntimeError):
+    S.write_csv(str(tmp_path / "out.csv"), ("image_id", "class"), rows())
+  assert os.listdir(tmp_path) == ["image_paths.csv"]  # Nothing half-written.

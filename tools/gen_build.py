@@ -73,8 +73,8 @@ def _internal_deps(rel: str, modules: dict) -> list:
       names.update(f"{node.module}.{a.name}" for a in node.names)
   deps = set()
   for name in names:
-    if name == "conftest":
-      name = "tests.conftest"
+    if rel.startswith("tests" + os.sep) and f"tests.{name}" in modules:
+      name = f"tests.{name}"  # Test helpers are imported by bare name.
     if name in modules and modules[name] != rel:
       deps.add(_label(modules[name]))
   return sorted(deps)

@@ -9,10 +9,16 @@ latter: each `ClientData` has a `serializable_dataset_fn` whose graph holds
 Round keys. The ids sent to the learning process each round are *round keys*
 `"<client_id>@<round>"` (or `"<client_id>@<round>.<slot>"` for FedVC's virtual
 clients). `serializable_dataset_fn` strips the suffix, so a round key loads the
-client's data, while the training pipeline hashes the whole key into the seed of
-its shuffle / resampling. Hence the batches of round r depend only on
-(seed, r, client): runs are reproducible and resumable, yet every round
-reshuffles.
+client's data, while the training pipeline hashes the whole key, together with
+the run's seed, into the seed of every random op: FedVC resampling, the
+per-epoch shuffles and augmentation (`key_seed`, `derive_seed`). Hence the
+batches of round r depend only on (run seed, r, client): runs are reproducible
+and resumable, every round reshuffles, and two run seeds see different orders.
+
+Local epochs follow McMahan et al. 2017, Algorithm 1 (ClientUpdate): each of
+the E epochs is a fresh shuffle of the client's round data cut into batches
+of B, the last one smaller, so a client takes E * ceil(n / B) steps
+(`num_local_batches`); FedVC's virtual client takes E * ceil(N_VC / B).
 """
 
 import hashlib
@@ -50,6 +56,29 @@ def key_seed(key: tf.Tensor, seed: int) -> tf.Tensor:
   """A stateless-RNG seed [2] (int64) from a round key and the run's seed."""
   h = tf.strings.to_hash_bucket_fast(key, 2**62)
   return tf.stack([h, tf.constant(int(seed), tf.int64)])
+
+
+# Streams of `derive_seed`: one per random op of the training pipeline.
+RESAMPLE_STREAM, SUBSET_STREAM, SHUFFLE_STREAM, AUGMENT_STREAM = range(4)
+
+
+def derive_seed(seed: tf.Tensor, *data) -> tf.Tensor:
+  """A [2] int64 stateless seed folding integers into `seed` (both halves).
+
+  `derive_seed(s, stream, epoch, ...)` gives every random op its own
+  reproducible seed that depends on the whole of `s` (round key hash and run
+  seed).
+  """
+  seed = tf.cast(seed, tf.int64)
+  for d in data:
+    seed = tf.random.experimental.stateless_fold_in(seed, tf.cast(d, tf.int64))
+  return seed
+
+
+def scalar_seed(seed: tf.Tensor) -> tf.Tensor:
+  """An int64 scalar op seed (e.g. for `tf.data.Dataset.shuffle`) from [2]."""
+  return tf.random.stateless_uniform([], seed=seed, minval=None, maxval=None,
+                                     dtype=tf.int64)
 
 
 def _check_client_ids(client_ids: Sequence[str]) -> None:
@@ -239,13 +268,14 @@ class TrainingSpec(NamedTuple):
     batch_size: B; `None` means the whole local data set as one batch
       (McMahan's B = inf).
     epochs: E local epochs.
-    shuffle_buffer: buffer of the per-round seeded shuffle; 0 disables it.
+    shuffle_buffer: buffer of the seeded shuffle of every epoch; 0 disables
+      it (each epoch then visits the data in stored order).
     virtual_client_size: FedVC's N_VC, or None. When set, each round a client
       trains on exactly N_VC examples drawn from its data, without replacement
       when it has at least N_VC, with replacement otherwise.
-    max_elements: optional cap on examples per client per round (before
-      batching), applied after shuffling.
-    seed: the run's seed, mixed with each round key.
+    max_elements: optional cap on examples per client per round: a seeded
+      subset of this size, the same in every epoch of the round.
+    seed: the run's seed, folded with each round key into every random op.
   """
   batch_size: Optional[int] = 32
   epochs: int = 1
@@ -284,8 +314,11 @@ def build_training_dataset_fn(
 ) -> Callable[[tf.Tensor], tf.data.Dataset]:
   """Round key -> batched training dataset (a serializable TF function).
 
-  Order: raw elements -> [FedVC resample] -> seeded shuffle -> map_fn (decode,
-  augment) -> repeat(E) -> batch(B).
+  The round's data D: raw elements -> [FedVC resample to N_VC] -> [seeded
+  subset of `max_elements`]. Then for each of the E epochs (McMahan et al.
+  2017, Algorithm 1): a fresh seeded shuffle of D -> map_fn (decode, augment)
+  -> batches of B, the last one smaller; B = None is one batch of all of D.
+  Every seed is `derive_seed(key_seed(key, spec.seed), stream, ...)`.
 
   Args:
     raw_dataset_fn: a ClientData's `serializable_dataset_fn`.
@@ -303,6 +336,17 @@ def build_training_dataset_fn(
   if spec.virtual_client_size is not None and spec.virtual_client_size <= 0:
     raise ValueError(
         f"virtual_client_size must be > 0, got {spec.virtual_client_size}")
+  if spec.max_elements is not None and spec.max_elements <= 0:
+    raise ValueError(f"max_elements must be > 0 or None, got "
+                     f"{spec.max_elements}")
+  if spec.shuffle_buffer < 0:
+    raise ValueError(f"shuffle_buffer must be >= 0, got {spec.shuffle_buffer}")
+
+  def shuffled(ds, seed):
+    if not spec.shuffle_buffer:
+      return ds
+    return ds.shuffle(spec.shuffle_buffer, seed=scalar_seed(seed),
+                      reshuffle_each_iteration=False)
 
   def dataset_fn(key):
     seed = key_seed(key, spec.seed)
@@ -310,27 +354,29 @@ def build_training_dataset_fn(
     if spec.virtual_client_size is not None:
       everything = ds.batch(2**31 - 1).get_single_element()
       n = tf.shape(tf.nest.flatten(everything)[0], out_type=tf.int64)[0]
-      idx = virtual_client_indices(n, spec.virtual_client_size, seed)
+      idx = virtual_client_indices(n, spec.virtual_client_size,
+                                   derive_seed(seed, RESAMPLE_STREAM))
       ds = tf.data.Dataset.from_tensor_slices(
           tf.nest.map_structure(lambda t: tf.gather(t, idx), everything))
-    if spec.shuffle_buffer:
-      ds = ds.shuffle(spec.shuffle_buffer, seed=seed[0] % (2**31),
-                      reshuffle_each_iteration=True)
     if spec.max_elements is not None:
-      ds = ds.take(spec.max_elements)
-    if map_fn is not None:
-      # Augmentation randomness is keyed by the round key and position too.
-      ds = ds.enumerate().map(
-          lambda i, e: map_fn(e, tf.stack([seed[0] + i, seed[1]])),
-          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if spec.batch_size is None:  # B = inf: one full-batch step per epoch.
-      # Batch by the client's actual size: TFF's worker binary hangs on a
+      ds = shuffled(ds, derive_seed(seed, SUBSET_STREAM)).take(
+          spec.max_elements)
+    if spec.batch_size is None:
+      # Batch by the round data's actual size: TFF's worker binary hangs on a
       # constant batch of 2**31 - 1 (its BatchDataset reserves batch_size).
-      n = ds.reduce(tf.constant(0, tf.int64), lambda c, _: c + 1)
-      ds = ds.batch(tf.maximum(n, 1)).repeat(spec.epochs)
-    else:  # TFF convention: epochs are concatenated, then batched.
-      ds = ds.repeat(spec.epochs).batch(spec.batch_size)
-    return ds.prefetch(1)
+      batch_size = tf.maximum(ds.reduce(tf.constant(0, tf.int64),
+                                        lambda c, _: c + 1), 1)
+    else:
+      batch_size = spec.batch_size
+
+    def epoch(e):
+      d = shuffled(ds, derive_seed(seed, SHUFFLE_STREAM, e))
+      if map_fn is not None:
+        d = d.enumerate().map(
+            lambda i, x: map_fn(x, derive_seed(seed, AUGMENT_STREAM, e, i)),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+      return d.batch(batch_size)
+    return tf.data.Dataset.range(spec.epochs).flat_map(epoch).prefetch(1)
   return dataset_fn
 
 
@@ -344,7 +390,11 @@ def build_eval_dataset(raw: tf.data.Dataset,
 
 
 def num_local_batches(num_examples: int, spec: TrainingSpec) -> int:
-  """Local steps a client with `num_examples` examples takes in one round."""
+  """Local steps a client with `num_examples` examples takes in one round.
+
+  E * ceil(n / B) (each epoch ends with its own, smaller, last batch), with
+  n = N_VC under FedVC and n capped by `max_elements`; E when B = None.
+  """
   n = spec.virtual_client_size if spec.virtual_client_size is not None else num_examples
   if spec.max_elements is not None:
     n = min(n, spec.max_elements)
@@ -352,5 +402,4 @@ def num_local_batches(num_examples: int, spec: TrainingSpec) -> int:
     return 0
   if spec.batch_size is None:
     return spec.epochs
-  # repeat() precedes batch(): the last batch of an epoch may straddle epochs.
-  return -(-(n * spec.epochs) // spec.batch_size)
+  return spec.epochs * -(-n // spec.batch_size)

@@ -37,6 +37,15 @@ def _check_labels(labels) -> np.ndarray:
   return labels.astype(np.int64)
 
 
+def _distribution(p, num_classes: int, name: str) -> np.ndarray:
+  """A validated probability vector over `num_classes` classes."""
+  p = np.asarray(p, dtype=np.float64)
+  if p.shape != (num_classes,) or np.any(p < 0) or not p.sum() > 0:
+    raise ValueError(f"{name} must be {num_classes} non-negative numbers with "
+                     f"a positive sum, got shape {p.shape}")
+  return p / p.sum()
+
+
 def dirichlet_partition(labels: Sequence[int],
                         num_clients: int,
                         examples_per_client: int,
@@ -116,11 +125,7 @@ def dirichlet_partition_with_sizes(labels: Sequence[int],
   if prior is None:
     p = present / present.sum()
   else:
-    p = np.asarray(prior, dtype=np.float64)
-    if p.shape != (num_classes,) or np.any(p < 0) or p.sum() <= 0:
-      raise ValueError(f"prior must be {num_classes} non-negative numbers "
-                       f"with a positive sum, got {prior!r}")
-    p = p / p.sum()
+    p = _distribution(prior, num_classes, "prior")
 
   rng = np.random.default_rng(seed)
   # Each class's examples in random order; `taken[c]` of them are used.
@@ -282,15 +287,24 @@ def class_counts(labels: Sequence[int], partition: Mapping[str, np.ndarray],
                    for idx in partition.values()]).astype(np.int64)
 
 
-def emd_noniidness(counts: np.ndarray) -> float:
-  """Average earth mover's distance of Hsu, Qi & Brown 2020.
+def emd_noniidness(counts: np.ndarray,
+                   reference: Optional[Sequence[float]] = None) -> float:
+  """Average earth mover's distance of Hsu, Qi & Brown 2020 (Section 3).
 
-  With q the population class distribution (column sums of `counts`) and q_k
-  client k's, EMD = sum_k (n_k / n) * ||q_k - q||_1, in [0, 2]. 0 for
-  identical clients; 1.8 for one-class clients over 10 balanced classes.
+  EMD = sum_k (n_k / n) * ||q_k - p||_1, in [0, 2], where q_k is client k's
+  class distribution and p the reference distribution. The paper's p is the
+  *population distribution of the clients*: the pooled class distribution
+  of `counts` (column sums / n), the default. 0 for identical clients; 1.8
+  for one-class clients over 10 balanced classes.
+
+  When a partition does not use every example, or was drawn around a
+  non-uniform prior, the population distribution differs from that prior;
+  pass the prior as `reference` to measure against it instead.
 
   Args:
     counts: [num_clients, num_classes] non-negative example counts.
+    reference: optional p over the classes (normalised here); None = the
+      clients' pooled distribution.
 
   Returns:
     The weighted average L1 distance.
@@ -303,15 +317,41 @@ def emd_noniidness(counts: np.ndarray) -> float:
   counts, n_k = counts[keep], n_k[keep]
   if not keep.any():
     raise ValueError("counts has no examples")
-  q = counts.sum(axis=0) / n_k.sum()
+  if reference is None:
+    p = counts.sum(axis=0) / n_k.sum()
+  else:
+    p = _distribution(reference, counts.shape[1], "reference")
   q_k = counts / n_k[:, None]
-  return float(np.sum(n_k / n_k.sum() * np.abs(q_k - q).sum(axis=1)))
+  return float(np.sum(n_k / n_k.sum() * np.abs(q_k - p).sum(axis=1)))
 
 
-def partition_stats(labels: Sequence[int], partition: Mapping[str, np.ndarray],
-                    num_classes: Optional[int] = None) -> dict:
-  """Summary used in reports: sizes, classes per client, EMD."""
-  counts = class_counts(labels, partition, num_classes)
+def emd_stats(counts: np.ndarray,
+              reference: Optional[Sequence[float]] = None) -> dict:
+  """{'emd': the paper's EMD} plus {'emd_reference': EMD against p} when the
+  given reference p differs from the clients' population distribution."""
+  counts = np.asarray(counts, dtype=np.float64)
+  out = {"emd": emd_noniidness(counts)}
+  if reference is not None:
+    p = _distribution(reference, counts.shape[1], "reference")
+    pooled = counts.sum(axis=0) / counts.sum()
+    if not np.allclose(p, pooled, rtol=0, atol=1e-12):
+      out["emd_reference"] = emd_noniidness(counts, p)
+  return out
+
+
+def counts_stats(counts: np.ndarray,
+                 reference: Optional[Sequence[float]] = None) -> dict:
+  """Summary used in reports of a [clients, classes] count matrix: sizes,
+  classes per client, EMD.
+
+  `emd` is the paper's (against the clients' population distribution); with
+  a `reference` p that differs from it, `emd_reference` is added (see
+  `emd_stats`).
+  """
+  counts = np.asarray(counts, np.int64)
+  if counts.ndim != 2 or counts.shape[0] == 0:
+    raise ValueError(f"counts must be a non-empty [clients, classes] matrix, "
+                     f"got shape {counts.shape}")
   sizes = counts.sum(axis=1)
   classes_per_client = (counts > 0).sum(axis=1)
   return {
@@ -324,5 +364,12 @@ def partition_stats(labels: Sequence[int], partition: Mapping[str, np.ndarray],
       "classes_per_client": {"min": int(classes_per_client.min()),
                              "max": int(classes_per_client.max()),
                              "mean": float(classes_per_client.mean())},
-      "emd": emd_noniidness(counts),
+      **emd_stats(counts, reference),
   }
+
+
+def partition_stats(labels: Sequence[int], partition: Mapping[str, np.ndarray],
+                    num_classes: Optional[int] = None,
+                    reference: Optional[Sequence[float]] = None) -> dict:
+  """`counts_stats` of a partition of `labels`."""
+  return counts_stats(class_counts(labels, partition, num_classes), reference)

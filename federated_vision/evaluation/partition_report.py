@@ -20,27 +20,11 @@ from federated_vision.data import partition as partition_lib
 from federated_vision.evaluation.reporting import write_json
 
 
-def counts_summary(counts: np.ndarray) -> dict:
-  """Report summary of a [clients, classes] count matrix: sizes, classes per
-  client and the EMD non-identicalness (`partition.emd_noniidness`)."""
-  counts = np.asarray(counts, np.int64)
-  if counts.ndim != 2 or counts.shape[0] == 0:
-    raise ValueError(f"counts must be a non-empty [clients, classes] matrix, "
-                     f"got shape {counts.shape}")
-  sizes = counts.sum(axis=1)
-  classes_per_client = (counts > 0).sum(axis=1)
-  return {
-      "num_clients": int(len(sizes)),
-      "num_examples": int(sizes.sum()),
-      "num_classes": int(counts.shape[1]),
-      "examples_per_client": {"min": int(sizes.min()), "max": int(sizes.max()),
-                              "mean": float(sizes.mean()),
-                              "median": float(np.median(sizes))},
-      "classes_per_client": {"min": int(classes_per_client.min()),
-                             "max": int(classes_per_client.max()),
-                             "mean": float(classes_per_client.mean())},
-      "emd": partition_lib.emd_noniidness(counts),
-  }
+def counts_summary(counts: np.ndarray,
+                   reference: Optional[Sequence[float]] = None) -> dict:
+  """Report summary of a [clients, classes] count matrix
+  (`partition.counts_stats`: sizes, classes per client, EMD)."""
+  return partition_lib.counts_stats(counts, reference)
 
 
 def report_from_counts(counts: np.ndarray, client_ids: Sequence[str],

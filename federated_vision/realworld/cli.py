@@ -1,16 +1,19 @@
-"""Shared error handling of the `datasets/` binaries: one line, no traceback."""
+"""Shared error handling of the `datasets/` binaries: one line, no traceback.
+
+Defines no flags (the binaries do); the helpers take the parsed flag values.
+"""
 
 import json
 import os
 import sys
 from typing import Callable, List, Sequence
 
-from federated_vision.realworld import image_check, split_csv
+from federated_vision.realworld import image_check
 
 # Input errors that are the user's, not bugs: reported as one line, exit 2.
+# (split_io.SplitFormatError and inaturalist.InputError are ValueErrors.)
 INPUT_ERRORS = (FileNotFoundError, IsADirectoryError, PermissionError,
-                ValueError, json.JSONDecodeError, UnicodeDecodeError,
-                split_csv.CsvFormatError)
+                ValueError, json.JSONDecodeError, UnicodeDecodeError)
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -54,22 +57,6 @@ def require_flags(flag_values, names: Sequence[str]) -> None:
   missing = [f"--{n}" for n in names if getattr(flag_values, n) in (None, "")]
   if missing:
     fail(f"missing required flag(s): {', '.join(missing)}")
-
-
-def define_image_check_flags(flags_module, tar_shards: bool) -> None:
-  """--image_root [--tar_shards] --check_images --on_bad_image --report_path."""
-  flags_module.DEFINE_string(
-      "image_root", None, "If given, images are checked before building "
-      "(missing/corrupt ones listed in --report_path).")
-  if tar_shards:
-    flags_module.DEFINE_list("tar_shards", [], "GLD-v2 images_NNN.tar shards to "
-                             "check instead of --image_root (globs ok).")
-  flags_module.DEFINE_enum("check_images", "exists", ["exists", "decode"],
-                           "Image check: existence or full decode.")
-  flags_module.DEFINE_enum("on_bad_image", "fail", ["fail", "skip"],
-                           "Bad images: fail (exit 3) or drop before building.")
-  flags_module.DEFINE_string("report_path", None, "Bad-image report JSON "
-                             "(default <output_dir>/image_report.json).")
 
 
 def image_check_config(flag_values, output_dir: str):

@@ -34,7 +34,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.data import client_data as cd
-from federated_vision.realworld import image_check, split_csv
+from federated_vision.data import split_io
+from federated_vision.realworld import image_check
 
 WHOLE_FILE = image_check.WHOLE_FILE
 CHECK_MODES = image_check.CHECK_MODES
@@ -162,13 +163,14 @@ def make_map_fns(config: LoaderConfig):
   size = int(config.image_size)
 
   def train_map_fn(element, seed):
-    seed = tf.cast(seed, tf.int64)
+    # Independent streams for the crop and the flip, both keyed by `seed`.
+    crop_seed, flip_seed = tf.unstack(
+        tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 2))
     image = decode_rgb(_element_bytes(element))
-    x = random_resized_crop(image, size, seed, config.crop_scale,
+    x = random_resized_crop(image, size, crop_seed, config.crop_scale,
                             config.crop_ratio)
     if config.flip:
-      x = tf.image.stateless_random_flip_left_right(
-          x, seed=tf.stack([seed[0], seed[1] + 1]))
+      x = tf.image.stateless_random_flip_left_right(x, seed=flip_seed)
     x = tf.ensure_shape(x, [size, size, 3])
     return {"x": x, "y": tf.cast(element["y"], tf.int64)}
 
@@ -381,7 +383,7 @@ def resolve_paths(image_ids: Sequence[str], image_root: Optional[str],
   missing = np.zeros(n, bool)
   paths = []
   if isinstance(image_paths, str):
-    image_paths = split_csv.read_image_paths(image_paths)
+    image_paths = split_io.read_image_paths(image_paths)
   root = os.path.abspath(image_root) if image_root else ""
   for i, image_id in enumerate(image_ids):
     if tar_index is not None:
@@ -400,7 +402,11 @@ def resolve_paths(image_ids: Sequence[str], image_root: Optional[str],
         missing[i] = True
         continue
     else:
-      rel = path_template.format(image_id=image_id)
+      try:
+        rel = path_template.format(image_id=image_id)
+      except (IndexError, KeyError, ValueError):
+        raise ValueError(f"image_id {image_id!r} does not fit the image path "
+                         f"template {path_template!r}") from None
     paths.append(rel if os.path.isabs(rel) else os.path.join(root, rel))
   return paths, ranges, missing
 
@@ -437,39 +443,13 @@ def apply_bad_image_policy(splits: Mapping[str, Tuple[ExampleIndex, np.ndarray, 
 # Loading a split.
 
 
-def _labels_for(rows: split_csv.SplitRows, test_classes: Optional[Sequence[str]],
-                test_labels: Optional[Sequence[int]], split_path: str):
-  """(train_labels, test_labels, num_classes, class_names)."""
+def _class_names(rows: split_io.SplitRows, num_classes: int):
+  """A class's name: its source id (`label`) where the file has one."""
+  names = [str(c) for c in range(num_classes)]
   if rows.labels is not None:
-    class_to_label = {}
-    for c, l in zip(rows.classes, rows.labels):
-      if class_to_label.setdefault(c, l) != l:
-        raise ValueError(f"{split_path}: class {c} has labels "
-                         f"{class_to_label[c]} and {l}")
-    if min(rows.labels) < 0:
-      raise ValueError(f"{split_path}: negative label")
-    train = np.array(rows.labels, np.int64)
-  else:
-    classes = set(rows.classes) | set(test_classes or [])
-    ordered = sorted(classes, key=split_csv.class_sort_key)
-    class_to_label = {c: i for i, c in enumerate(ordered)}
-    train = np.array([class_to_label[c] for c in rows.classes], np.int64)
-  test = None
-  if test_classes is not None:
-    if test_labels is not None:
-      test = np.array(test_labels, np.int64)
-    else:
-      unknown = sorted(set(test_classes) - set(class_to_label))
-      if unknown:
-        raise ValueError(f"test classes {unknown[:5]} do not occur in "
-                         f"{split_path}")
-      test = np.array([class_to_label[c] for c in test_classes], np.int64)
-  num_classes = int(max(train.max(), test.max() if test is not None and
-                        test.size else 0)) + 1
-  names = [None] * num_classes
-  for c, l in class_to_label.items():
-    names[l] = c
-  return train, test, num_classes, names
+    for c, label in zip(rows.classes.tolist(), rows.labels.tolist()):
+      names[c] = str(label)
+  return names
 
 
 def load_image_split(name: str, split_csv_path: str,
@@ -487,10 +467,13 @@ def load_image_split(name: str, split_csv_path: str,
 
   Args:
     name: data set name (reports, cache).
-    split_csv_path: a split CSV in any published layout (see `split_csv`).
+    split_csv_path: a split CSV in any published layout (see `split_io`):
+      y is its `class` column (contiguous from 0); `label` is kept as the
+      class name.
     image_root: directory the image paths are relative to.
     split: client column for TFF's multi-split layout (e.g. 'geo_1k').
-    test_csv: optional `image_id,class[,label]` test set.
+    test_csv: optional `image_id,class[,label]` test set; its classes must
+      occur in the split.
     image_paths: image id -> path (dict or `image_id,path` CSV).
     path_template: used when `image_paths` is None, e.g. '{image_id}.jpg' or
       GLD's '{image_id[0]}/{image_id[1]}/{image_id[2]}/{image_id}.jpg'.
@@ -502,8 +485,9 @@ def load_image_split(name: str, split_csv_path: str,
     {'path': string, 'range': int64[3], 'y': int64}.
 
   Raises:
-    FileNotFoundError / CsvFormatError for bad inputs, BadImagesError when
-    images are missing or corrupt and `config.on_bad_image == 'fail'`.
+    FileNotFoundError / split_io.SplitFormatError (file:line) for bad
+    inputs, BadImagesError when images are missing or corrupt and
+    `config.on_bad_image == 'fail'`.
   """
   if not isinstance(config, LoaderConfig):
     raise TypeError(f"config must be a LoaderConfig, got {type(config)}")
@@ -511,15 +495,13 @@ def load_image_split(name: str, split_csv_path: str,
     raise ValueError("give image_root or tar_shards")
   if image_root is not None and tar_shards is None and not os.path.isdir(image_root):
     raise FileNotFoundError(f"image_root {image_root}: no such directory")
-  rows = split_csv.read_split_csv(split_csv_path, split)
-  test_ids = test_classes = test_labels = None
-  if test_csv is not None:
-    test_ids, test_classes, test_labels = split_csv.read_test_csv(test_csv)
-  train_y, test_y, num_classes, class_names = _labels_for(
-      rows, test_classes, test_labels, split_csv_path)
+  # y is the published `class`: contiguous 0..K-1, test classes within.
+  rows, test, num_classes = split_io.read_split_files(split_csv_path, split,
+                                                      test_csv)
+  class_names = _class_names(rows, num_classes)
   tar_index = index_tar_shards(tar_shards) if tar_shards else None
   if isinstance(image_paths, str):
-    image_paths = split_csv.read_image_paths(image_paths)
+    image_paths = split_io.read_image_paths(image_paths)
 
   def make_index(clients, ids, labels):
     paths, ranges, missing = resolve_paths(ids, image_root, image_paths,
@@ -530,11 +512,12 @@ def load_image_split(name: str, split_csv_path: str,
   report_path = config.report_path or os.path.join(
       cache_dir, f"{name}.image_report.json")
   parts = {}
-  train_index, missing = make_index(rows.client_ids, rows.image_ids, train_y)
+  train_index, missing = make_index(rows.client_ids, rows.image_ids,
+                                    rows.classes)
   parts["train"] = (train_index, *check_index(train_index, missing,
                                               config.check_images))
-  if test_ids is not None:
-    test_index, missing = make_index(None, test_ids, test_y)
+  if test is not None:
+    test_index, missing = make_index(None, test.image_ids, test.classes)
     parts["test"] = (test_index, *check_index(test_index, missing,
                                               config.check_images))
   clean = apply_bad_image_policy(parts, config, report_path, name)
@@ -577,12 +560,13 @@ def load_inaturalist(split_csv_path: str, image_root: str, *,
   """iNaturalist-User-120k / -Geo-k of Hsu, Qi & Brown 2020 as ClientData.
 
   Args:
-    split_csv_path: a builder's `inaturalist_*.csv` or TFF's
-      `iNaturalist_train.csv` (then `split` names the column, e.g. 'geo_1k').
+    split_csv_path: a published or builder's `user_id,image_id,class,label`
+      file or TFF's `iNaturalist_train.csv` (then `split` names the column,
+      e.g. 'geo_1k'). y = `class` (0..1202), never the source `label`.
     image_root: directory containing `train_val_images/`.
     split: see `load_image_split`.
-    test_csv: `image_id,class` test CSV (e.g. the builder's
-      `inaturalist_test.csv`).
+    test_csv: `image_id,class[,label]` test CSV (the published test file, or
+      the builder's `inaturalist_test.csv`).
     image_paths: an `image_id,path` CSV (the builder's `image_paths.csv`) or
       dict; if None, built from `metadata_json` (train2017.json,
       val2017.json), else images are `<image_root>/<image_id>.jpg`.

@@ -3,21 +3,29 @@
 From the iNaturalist 2017 metadata (`train2017.json`, COCO-like, and
 `train2017_locations.json`, a list of {id, lat, lon, date, user_id}):
 
-1. Class balancing: keep the categories with >= 100 training images and draw
-   exactly 100 of each (seeded; 1,203 x 100 = 120,300 on the real data).
-2. User split: one client per `user_id`; images without a user id are
-   dropped from this split and counted (or make the build fail).
+1. Class balancing: among the images that have what the splits need (a user
+   id and coordinates; `InatConfig.balance_from`), keep the categories with
+   >= 100 such images and draw exactly 100 of each (seeded). Every split then
+   holds exactly 100 examples per class (1,203 x 100 = 120,300 on the real
+   data, as the published user and geo splits).
+2. User split: one client per `user_id`.
 3. Geo splits: adaptive S2 partitioning (`s2_cells.adaptive_partition`) of the
-   balanced images with coordinates, one per N_max in {30k, 10k, 3k, 1k, 300,
-   100}; cells with < N_min examples are dropped; images without coordinates
-   are counted.
+   balanced images, one per N_max in {30k, 10k, 3k, 1k, 300, 100}; cells with
+   < N_min examples are dropped (none by default).
 
-Outputs (sorted, byte-identical for a seed): `inaturalist_user_120k.csv` and
-`inaturalist_geo_<k>.csv` in the `user_id,image_id,class,label` layout (the
-geo files' `user_id` is the S2 token), TFF's `iNaturalist_train.csv` layout,
-`inaturalist_test.csv` (val2017 images of the kept classes),
-`image_paths.csv` (image_id -> path under the image root), `stats.json` and
-PNG figures. `image_id` is the file stem, as in the published CSVs.
+With `balance_from='all'` (the draw ignores user ids and coordinates) images
+without a user id / coordinates are dropped from those splits afterwards and
+counted, so classes may fall below 100 there.
+
+Outputs (sorted, byte-identical for a seed), with the published column
+meanings (`class` = the paper's contiguous class 0..K-1, `label` = the
+iNaturalist 2017 category id): `inaturalist_user_120k.csv` and
+`inaturalist_geo_<k>.csv` (`user_id,image_id,class,label`; the geo files'
+`user_id` is the S2 token), TFF's `iNaturalist_train.csv` layout
+(`...,image_id,class`), `inaturalist_test.csv` (`image_id,class,label`,
+val2017 images of the kept classes), `image_paths.csv` (image_id -> path under
+the image root), `stats.json` and PNG figures. `image_id` is the file stem, as
+in the published CSVs; two images with the same stem are an input error.
 """
 
 import dataclasses
@@ -28,10 +36,12 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from federated_vision.realworld import image_check as image_check_lib
-from federated_vision.realworld import report, s2_cells, split_csv
+from federated_vision.data import split_io
+from federated_vision.realworld import report, s2_cells
 
 USER_SPLIT = "user_120k"
 MISSING_USER_POLICIES = ("drop", "fail")
+BALANCE_FROM = ("complete", "all")
 
 
 class InputError(ValueError):
@@ -47,14 +57,21 @@ class InatConfig:
     examples_per_class: draw exactly this many of each kept category.
     geo_max_examples: the N_max values of the geo splits.
     geo_min_examples: N_min: geo cells with fewer examples are dropped.
-    missing_user: 'drop' (report) or 'fail' for balanced images with no user.
+    balance_from: 'complete' (default): draw the balanced set from images
+      with a user id and coordinates, so every split has exactly
+      `examples_per_class` per class; 'all': draw from every image and drop
+      those without a user id / coordinates from the user / geo splits
+      afterwards (the first version's behaviour; classes may fall short).
+    missing_user: with balance_from='all', 'drop' (report) or 'fail' for
+      balanced images without a user id.
     seed: seed of the class-balancing draw.
     plots: write PNG figures.
   """
   min_examples_per_class: int = 100
   examples_per_class: int = 100
-  geo_max_examples: Tuple[int, ...] = split_csv.GEO_MAX_EXAMPLES
+  geo_max_examples: Tuple[int, ...] = split_io.GEO_MAX_EXAMPLES
   geo_min_examples: int = 1
+  balance_from: str = "complete"
   missing_user: str = "drop"
   seed: int = 0
   plots: bool = True
@@ -75,6 +92,9 @@ class InatConfig:
     if not 1 <= self.geo_min_examples <= min(self.geo_max_examples):
       raise ValueError(f"geo_min_examples must be in [1, min(geo_max_examples)]"
                        f", got {self.geo_min_examples}")
+    if self.balance_from not in BALANCE_FROM:
+      raise ValueError(f"balance_from must be one of {BALANCE_FROM}, got "
+                       f"{self.balance_from!r}")
     if self.missing_user not in MISSING_USER_POLICIES:
       raise ValueError(f"missing_user must be one of {MISSING_USER_POLICIES}, "
                        f"got {self.missing_user!r}")
@@ -215,35 +235,67 @@ def read_metadata(json_path: str, locations_path: Optional[str] = None
           lat[k], lon[k] = la, lo
     without = n - len(seen)
   names = [file_name[i] for i in ids.tolist()]
+  stems = [_stem(f) for f in names]
+  _check_unique_stems(json_path, ids.tolist(), stems)
   return InatMetadata(
       image_ids=ids,
-      stems=[os.path.splitext(os.path.basename(f))[0] for f in names],
+      stems=stems,
       file_names=names,
       category_ids=np.array([category[i] for i in ids.tolist()], np.int64),
       user_ids=users, lat=lat, lon=lon, categories=categories,
       num_without_location_entry=without)
 
 
+def _stem(file_name: str) -> str:
+  """The published image_id of an image: its file name without extension."""
+  return os.path.splitext(os.path.basename(file_name))[0]
+
+
+def _check_unique_stems(path: str, image_ids: Sequence, stems: Sequence[str],
+                        seen: Optional[Dict[str, str]] = None) -> None:
+  """Raises InputError if two images share a file stem (the published id)."""
+  seen = {} if seen is None else seen
+  for iid, stem in zip(image_ids, stems):
+    where = f"{os.path.basename(path)} image {iid}"
+    first = seen.setdefault(stem, where)
+    if first != where:
+      raise InputError(f"{path}: image {iid} has file stem {stem}, like "
+                       f"{first}; the stem is the published image_id, so it "
+                       "must be unique")
+
+
 def image_paths_from_metadata(json_paths: Sequence[str]) -> Dict[str, str]:
-  """image_id (file stem) -> file_name from iNaturalist 2017 JSON files."""
-  out = {}
+  """image_id (file stem) -> file_name from iNaturalist 2017 JSON files.
+
+  Raises:
+    InputError: naming the file, if two images share a stem.
+  """
+  out, seen = {}, {}
   for path in json_paths:
     meta = _load_json(path)
-    for i, im in enumerate(meta.get("images", [])):
-      fn = _get(im, "file_name", path, "images", i)
-      out[os.path.splitext(os.path.basename(fn))[0]] = fn
+    if not isinstance(meta, dict) or not isinstance(meta.get("images"), list):
+      raise InputError(f"{path}: missing or non-list 'images'")
+    ids, names = [], []
+    for i, im in enumerate(meta["images"]):
+      names.append(_get(im, "file_name", path, "images", i))
+      ids.append(_get(im, "id", path, "images", i))
+    stems = [_stem(f) for f in names]
+    _check_unique_stems(path, ids, stems, seen)
+    out.update(zip(stems, names))
   return out
 
 
 def balance_classes(category_ids: np.ndarray, min_count: int, per_class: int,
-                    seed: int) -> np.ndarray:
+                    seed: int, eligible: Optional[np.ndarray] = None
+                    ) -> np.ndarray:
   """Hsu et al. 2020 balancing: classes with >= min_count, `per_class` each.
 
   Args:
     category_ids: category of each image (images in a fixed order).
-    min_count: keep categories with at least this many images.
+    min_count: keep categories with at least this many eligible images.
     per_class: images drawn (without replacement) from each kept category.
     seed: numpy seed; same seed and input, same selection.
+    eligible: optional boolean mask; only these images are counted and drawn.
 
   Returns:
     Sorted indices of the selected images.
@@ -251,6 +303,14 @@ def balance_classes(category_ids: np.ndarray, min_count: int, per_class: int,
   category_ids = np.asarray(category_ids, np.int64)
   if min_count < per_class:
     raise ValueError(f"min_count ({min_count}) must be >= per_class ({per_class})")
+  if eligible is not None:
+    eligible = np.asarray(eligible, bool)
+    if eligible.shape != category_ids.shape:
+      raise ValueError(f"eligible has shape {eligible.shape}, expected "
+                       f"{category_ids.shape}")
+    pool = np.flatnonzero(eligible)
+    return pool[balance_classes(category_ids[pool], min_count, per_class,
+                                seed)]
   keys = np.random.default_rng(seed).random(category_ids.size)
   order = np.lexsort((keys, category_ids))
   cats = category_ids[order]
@@ -271,7 +331,7 @@ class Split:
 def _sorted_split(clients: Sequence[str], idx: np.ndarray, stems: Sequence[str]
                   ) -> Split:
   order = sorted(range(len(idx)), key=lambda k: (
-      split_csv.class_sort_key(clients[k]), stems[idx[k]]))
+      split_io.class_sort_key(clients[k]), stems[idx[k]]))
   return Split([clients[k] for k in order], np.asarray(idx)[order])
 
 
@@ -297,12 +357,17 @@ def build_inaturalist(train_json: str, train_locations: str, output_dir: str,
     The statistics written to `stats.json`.
 
   Raises:
-    InputError: malformed or missing input (message names the file).
+    InputError: malformed or missing input (message names the file), e.g.
+      two images with the same file stem.
     ValueError: missing users with `missing_user='fail'`, or no class has
       `min_examples_per_class` images.
   """
   meta = read_metadata(train_json, train_locations)
   val = read_metadata(val_json) if val_json is not None else None
+  if val is not None:  # image_paths.csv and the test set share the id space.
+    seen = {}
+    _check_unique_stems(train_json, meta.image_ids.tolist(), meta.stems, seen)
+    _check_unique_stems(val_json, val.image_ids.tolist(), val.stems, seen)
   bad_images = None
   if image_check is not None:
     splits = {"train": (meta.stems, meta.file_names)}
@@ -314,88 +379,94 @@ def build_inaturalist(train_json: str, train_locations: str, output_dir: str,
     meta = meta.subset(keep["train"])
     if val is not None:
       val = val.subset(keep["val"])
+  has_user = np.array([u is not None for u in meta.user_ids], bool)
+  has_xy = np.isfinite(meta.lat)
+  complete = config.balance_from == "complete"
   sel = balance_classes(meta.category_ids, config.min_examples_per_class,
-                        config.examples_per_class, config.seed)
+                        config.examples_per_class, config.seed,
+                        eligible=(has_user & has_xy) if complete else None)
   if sel.size == 0:
-    raise ValueError(f"no category of {train_json} has "
-                     f"{config.min_examples_per_class} images")
+    raise ValueError(
+        f"no category of {train_json} has {config.min_examples_per_class} "
+        f"images{' with a user id and coordinates' if complete else ''}")
   kept = np.unique(meta.category_ids[sel])
-  label_of = {int(c): i for i, c in enumerate(kept.tolist())}
-  labels = np.full(meta.image_ids.size, -1, np.int64)
-  labels[sel] = [label_of[int(c)] for c in meta.category_ids[sel]]
+  class_of = {int(c): i for i, c in enumerate(kept.tolist())}
+  classes = np.full(meta.image_ids.size, -1, np.int64)
+  classes[sel] = [class_of[int(c)] for c in meta.category_ids[sel]]
   num_classes = len(kept)
+  # The reference class distribution p of every split: the balanced set's.
+  reference = np.bincount(classes[sel], minlength=num_classes) / sel.size
   stems = meta.stems
-  os.makedirs(output_dir, exist_ok=True)
 
   # User split.
-  no_user = [int(i) for i in sel if meta.user_ids[i] is None]
-  if no_user and config.missing_user == "fail":
-    raise ValueError(f"{train_locations}: {len(no_user)} balanced images have "
+  no_user = sel[~has_user[sel]]
+  if no_user.size and config.missing_user == "fail":
+    raise ValueError(f"{train_locations}: {no_user.size} balanced images have "
                      f"no user_id (e.g. image {int(meta.image_ids[no_user[0]])}); "
                      "use missing_user='drop'")
-  with_user = np.array([i for i in sel if meta.user_ids[i] is not None], np.int64)
+  with_user = sel[has_user[sel]]
   splits: Dict[str, Split] = {USER_SPLIT: _sorted_split(
       [meta.user_ids[i] for i in with_user], with_user, stems)}
-  extras = {USER_SPLIT: {"num_balanced_without_user": len(no_user),
+  extras = {USER_SPLIT: {"num_balanced_without_user": int(no_user.size),
                          "missing_user_policy": config.missing_user}}
 
   # Geo splits.
-  has_xy = sel[np.isfinite(meta.lat[sel])]
-  leaf = s2_cells.leaf_cell_ids(meta.lat[has_xy], meta.lon[has_xy])
-  geo_names = []
+  located = sel[has_xy[sel]]
+  leaf = s2_cells.leaf_cell_ids(meta.lat[located], meta.lon[located])
   for n_max in sorted(config.geo_max_examples, reverse=True):
-    name = split_csv.geo_split_name(n_max)
-    geo_names.append(name)
+    name = split_io.geo_split_name(n_max)
     part = s2_cells.adaptive_partition(leaf, n_max, config.geo_min_examples)
     tokens = part.tokens
     assigned = part.assignment >= 0
     splits[name] = _sorted_split(
-        [tokens[a] for a in part.assignment[assigned]], has_xy[assigned], stems)
+        [tokens[a] for a in part.assignment[assigned]], located[assigned], stems)
     extras[name] = {
         "max_examples": int(n_max), "min_examples": config.geo_min_examples,
-        "num_balanced_without_coordinates": int(sel.size - has_xy.size),
+        "num_balanced_without_coordinates": int(sel.size - located.size),
         "num_dropped_cells": int(part.dropped_cells.size),
         "num_examples_in_dropped_cells": part.num_dropped,
         "num_oversized_leaf_cells": int(part.oversized.size),
         "max_cell_level": max((s2_cells.cell_level(c) for c in
                                part.cells.tolist()), default=0)}
 
-  # Per-split CSVs.
+  # Per-split CSVs: class = contiguous class, label = iNaturalist category id.
+  os.makedirs(output_dir, exist_ok=True)
   for name, split in splits.items():
-    split_csv.write_csv(
+    split_io.write_csv(
         os.path.join(output_dir, f"inaturalist_{name}.csv"),
-        split_csv.USER_LAYOUT,
-        ((c, stems[i], int(meta.category_ids[i]), int(labels[i]))
+        split_io.INAT_COLUMNS,
+        ((c, stems[i], int(classes[i]), int(meta.category_ids[i]))
          for c, i in zip(split.clients, split.idx)))
 
-  # TFF layout: one row per balanced image, NA where not in a split.
+  # TFF layout: one row per balanced image, NA where not in a split; its
+  # `class` is the contiguous class, as tff.simulation.datasets reads it.
   column_of = {}
   for name, split in splits.items():
     column_of[name] = dict(zip(split.idx.tolist(), split.clients))
   sel_sorted = sorted(sel.tolist(), key=lambda i: stems[i])
-  split_csv.write_csv(
+  split_io.write_csv(
       os.path.join(output_dir, "iNaturalist_train.csv"),
-      split_csv.TFF_INAT_LAYOUT,
-      ([column_of.get(s, {}).get(i, split_csv.NA)
-        for s in split_csv.TFF_INAT_SPLITS] +
-       [stems[i], int(meta.category_ids[i])] for i in sel_sorted))
+      split_io.TFF_INAT_COLUMNS,
+      ([column_of.get(s, {}).get(i, split_io.NA)
+        for s in split_io.TFF_INAT_SPLITS] +
+       [stems[i], int(classes[i])] for i in sel_sorted))
 
   # Test set and image paths.
   path_rows = {stems[i]: meta.file_names[i] for i in sel.tolist()}
   test_stats = None
   if val is not None:
-    rows = sorted((val.stems[k], int(c), label_of[int(c)])
+    rows = sorted((val.stems[k], class_of[int(c)], int(c))
                   for k, c in enumerate(val.category_ids.tolist())
-                  if int(c) in label_of)
-    split_csv.write_csv(os.path.join(output_dir, "inaturalist_test.csv"),
-                        split_csv.TEST_LAYOUT + ("label",), rows)
+                  if int(c) in class_of)
+    split_io.write_csv(os.path.join(output_dir, "inaturalist_test.csv"),
+                       split_io.INAT_TEST_COLUMNS, rows)
     for k, c in enumerate(val.category_ids.tolist()):
-      if int(c) in label_of:
+      if int(c) in class_of:
         path_rows[val.stems[k]] = val.file_names[k]
     test_stats = {"num_examples": len(rows),
                   "num_classes_present": len({r[1] for r in rows})}
-  split_csv.write_csv(os.path.join(output_dir, "image_paths.csv"),
-                      split_csv.IMAGE_PATHS_LAYOUT, sorted(path_rows.items()))
+  split_io.write_csv(os.path.join(output_dir, "image_paths.csv"),
+                     split_io.IMAGE_PATHS_COLUMNS, sorted(path_rows.items()))
 
   stats = {
       "reference": "Hsu, Qi & Brown 2020, ECCV (iNaturalist-User-120k, -Geo-k)",
@@ -406,6 +477,8 @@ def build_inaturalist(train_json: str, train_locations: str, output_dir: str,
       "num_train_images": int(meta.image_ids.size),
       "num_train_categories": len(meta.categories),
       "num_train_images_without_location_entry": meta.num_without_location_entry,
+      "num_train_images_without_user": int((~has_user).sum()),
+      "num_train_images_without_coordinates": int((~has_xy).sum()),
       "num_images_dropped_bad": bad_images,
       "image_report": image_check and image_check.report_path,
       "num_balanced_examples": int(sel.size),
@@ -413,7 +486,7 @@ def build_inaturalist(train_json: str, train_locations: str, output_dir: str,
       "splits": {}, "test": test_stats}
   for name, split in splits.items():
     stats["splits"][name] = report.report_split(
-        f"inaturalist_{name}", split.clients, labels[split.idx], num_classes,
-        output_dir, extras[name], plots=config.plots)
+        f"inaturalist_{name}", split.clients, classes[split.idx], num_classes,
+        output_dir, extras[name], plots=config.plots, reference=reference)
   report.write_json(os.path.join(output_dir, "stats.json"), stats)
   return stats

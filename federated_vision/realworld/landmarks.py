@@ -13,6 +13,12 @@ Hence every rule holds on the output itself. The test split is made of the
 remaining clean images whose landmark is kept and whose author does not appear
 in the train split (images without an author are excluded and counted).
 
+Inputs are checked, errors naming file and line: an image listed twice in
+`train_clean.csv`, an image with two different authors in
+`train_attribution.csv`, and a clean image with no attribution row at all
+(e.g. an id cut short by a truncated `train_clean.csv`) are errors, never an
+image "without an author".
+
 Outputs (sorted, deterministic): `federated_train.csv` (`user_id,image_id,
 class`), `test.csv` (`image_id,class`), `authors.csv` (`user_id,author`),
 `landmark_classes.csv` (`class,landmark_id`), `stats.json`, PNG figures.
@@ -20,17 +26,17 @@ class`), `test.csv` (`image_id,class`), `authors.csv` (`user_id,author`),
 is the landmark's rank among kept landmarks (sorted by landmark_id), 0-based.
 """
 
-import csv
 import dataclasses
 import os
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from federated_vision.data import split_io
 from federated_vision.realworld import image_check as image_check_lib
-from federated_vision.realworld import report, split_csv
+from federated_vision.realworld import report
 
-CsvFormatError = split_csv.CsvFormatError
+SplitFormatError = split_io.SplitFormatError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,43 +65,55 @@ class GldConfig:
         raise ValueError(f"{f} must be >= 1, got {getattr(self, f)}")
 
 
-def read_clean(path: str) -> Tuple[List[str], np.ndarray]:
-  """(image ids, landmark id of each) from `train_clean.csv`."""
+def read_clean(path: str) -> Tuple[List[str], np.ndarray, np.ndarray]:
+  """(image ids, landmark id of each, line of each) from `train_clean.csv`."""
   ids: List[str] = []
   landmarks: List[int] = []
+  lines: List[int] = []
   seen: Dict[str, int] = {}
-  for line, row in split_csv.read_header_and_rows(path, ("landmark_id", "images")):
+  for line, row in split_io.read_rows(path, ("landmark_id", "images")):
     try:
       lm = int(row["landmark_id"])
     except ValueError:
-      raise CsvFormatError(f"{path}:{line}: landmark_id {row['landmark_id']!r} "
-                           "is not an integer") from None
+      raise SplitFormatError(f"{path}:{line}: landmark_id "
+                             f"{row['landmark_id']!r} is not an integer"
+                             ) from None
     for image_id in row["images"].split():
       if image_id in seen:
-        raise CsvFormatError(f"{path}:{line}: image {image_id} already listed "
-                             f"for landmark {seen[image_id]}")
+        raise SplitFormatError(f"{path}:{line}: image {image_id} already "
+                               f"listed for landmark {seen[image_id]}")
       seen[image_id] = lm
       ids.append(image_id)
       landmarks.append(lm)
-  return ids, np.array(landmarks, np.int64)
+      lines.append(line)
+  return ids, np.array(landmarks, np.int64), np.array(lines, np.int64)
 
 
 def read_authors(path: str, wanted: Optional[set] = None) -> Dict[str, str]:
-  """image id -> author from `train_attribution.csv` (non-empty authors)."""
-  out = {}
-  for line, row in split_csv.read_header_and_rows(path, ("id", "author")):
-    image_id = row["id"].strip()
+  """image id -> author ('' when the field is empty) from `train_attribution.csv`.
+
+  Raises:
+    SplitFormatError: `path:line` when an image is listed twice with
+      different authors.
+  """
+  out: Dict[str, str] = {}
+  first: Dict[str, int] = {}
+  for line, row in split_io.read_rows(path, ("id", "author")):
+    image_id = row["id"]
     if wanted is not None and image_id not in wanted:
       continue
-    author = row["author"].strip()
-    if author:
-      out[image_id] = author
+    author = row["author"]
+    if out.setdefault(image_id, author) != author:
+      raise SplitFormatError(
+          f"{path}:{line}: image {image_id} has author {author!r}, but line "
+          f"{first[image_id]} gives it author {out[image_id]!r}")
+    first.setdefault(image_id, line)
   return out
 
 
 def count_train_csv(path: str) -> int:
   n = 0
-  for _ in split_csv.read_header_and_rows(path, ("id", "url", "landmark_id")):
+  for _ in split_io.read_rows(path, ("id", "url", "landmark_id")):
     n += 1
   return n
 
@@ -162,9 +180,10 @@ def build_landmarks(train_clean_csv: str, attribution_csv: str, output_dir: str,
     The statistics written to `stats.json`.
 
   Raises:
-    FileNotFoundError, CsvFormatError (file:line), ValueError (empty result).
+    FileNotFoundError, SplitFormatError (file:line), ValueError (empty
+    result).
   """
-  ids, landmark_ids = read_clean(train_clean_csv)
+  ids, landmark_ids, lines = read_clean(train_clean_csv)
   bad_images = None
   if image_check is not None:
     keep = image_check_lib.check_relative_images(
@@ -172,8 +191,15 @@ def build_landmarks(train_clean_csv: str, attribution_csv: str, output_dir: str,
         {"clean": (ids, [f"{i[0]}/{i[1]}/{i[2]}/{i}.jpg" for i in ids])})["clean"]
     bad_images = int((~keep).sum())
     ids = [i for i, k in zip(ids, keep) if k]
-    landmark_ids = landmark_ids[keep]
-  authors = read_authors(attribution_csv, set(ids))
+    landmark_ids, lines = landmark_ids[keep], lines[keep]
+  listed = read_authors(attribution_csv, set(ids))
+  absent = [k for k, i in enumerate(ids) if i not in listed]
+  if absent:
+    raise SplitFormatError(
+        f"{train_clean_csv}:{int(lines[absent[0]])}: image {ids[absent[0]]} "
+        f"has no row in {attribution_csv} ({len(absent)} such images; is "
+        "either file truncated?)")
+  authors = {i: a for i, a in listed.items() if a}
   has_author = np.array([i in authors for i in ids], bool)
   cand = np.flatnonzero(has_author)
   author_names = sorted({authors[ids[i]] for i in cand})
@@ -192,8 +218,8 @@ def build_landmarks(train_clean_csv: str, attribution_csv: str, output_dir: str,
   os.makedirs(output_dir, exist_ok=True)
   train_rows = sorted((user_of[authors[ids[i]]], ids[i],
                        class_of[int(landmark_ids[i])]) for i in train_idx)
-  split_csv.write_csv(os.path.join(output_dir, "federated_train.csv"),
-                      split_csv.LANDMARKS_LAYOUT, train_rows)
+  split_io.write_csv(os.path.join(output_dir, "federated_train.csv"),
+                     split_io.COLUMNS, train_rows)
   in_train = np.zeros(len(ids), bool)
   in_train[train_idx] = True
   test_rows, n_author_in_train, n_no_author = [], 0, 0
@@ -209,12 +235,12 @@ def build_landmarks(train_clean_csv: str, attribution_csv: str, output_dir: str,
     else:
       test_rows.append((ids[i], c))
   test_rows.sort()
-  split_csv.write_csv(os.path.join(output_dir, "test.csv"),
-                      split_csv.TEST_LAYOUT, test_rows)
-  split_csv.write_csv(os.path.join(output_dir, "authors.csv"),
-                      ("user_id", "author"), enumerate(train_authors))
-  split_csv.write_csv(os.path.join(output_dir, "landmark_classes.csv"),
-                      ("class", "landmark_id"), enumerate(kept_landmarks.tolist()))
+  split_io.write_csv(os.path.join(output_dir, "test.csv"),
+                     split_io.TEST_COLUMNS, test_rows)
+  split_io.write_csv(os.path.join(output_dir, "authors.csv"),
+                     ("user_id", "author"), enumerate(train_authors))
+  split_io.write_csv(os.path.join(output_dir, "landmark_classes.csv"),
+                     ("class", "landmark_id"), enumerate(kept_landmarks.tolist()))
   stats = {
       "reference": "Hsu, Qi & Brown 2020, ECCV (Landmarks-User-160k)",
       "config": dataclasses.asdict(config),

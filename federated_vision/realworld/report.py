@@ -2,12 +2,13 @@
 
 Per split: number of clients, examples and classes, examples-per-client and
 classes-per-client summaries, the average EMD non-identicalness
-(`partition.emd_noniidness`), and two PNGs like the paper's Figures 2-3:
+(`partition.emd_noniidness` against the clients' population distribution,
+plus `emd_reference` against the balanced set's distribution when the two
+differ), and two PNGs like the paper's Figures 2-3:
 examples per client against client rank (log scale) and the distribution of
 classes per client.
 """
 
-import json
 import os
 from typing import Dict, Mapping, Optional, Sequence
 
@@ -18,7 +19,8 @@ from federated_vision.data import partition
 
 def split_stats(client_of_example: Sequence[str], labels: Sequence[int],
                 num_classes: Optional[int] = None,
-                extra: Optional[Mapping[str, object]] = None) -> dict:
+                extra: Optional[Mapping[str, object]] = None,
+                reference: Optional[Sequence[float]] = None) -> dict:
   """`partition.partition_stats` of a split given per-example client ids."""
   clients = np.asarray(client_of_example, dtype=object)
   labels = np.asarray(labels, dtype=np.int64)
@@ -30,7 +32,7 @@ def split_stats(client_of_example: Sequence[str], labels: Sequence[int],
     order = np.argsort(inverse, kind="stable")
     bounds = np.cumsum(np.bincount(inverse, minlength=len(uniq)))[:-1]
     parts = dict(zip(uniq.tolist(), np.split(order, bounds)))
-    out = partition.partition_stats(labels, parts, num_classes)
+    out = partition.partition_stats(labels, parts, num_classes, reference)
     out["num_classes_present"] = int(np.unique(labels).size)
   if extra:
     out.update(extra)
@@ -75,9 +77,11 @@ def plot_split(name: str, sizes: Sequence[int], classes_per_client: Sequence[int
 def report_split(name: str, client_of_example: Sequence[str],
                  labels: Sequence[int], num_classes: int, output_dir: str,
                  extra: Optional[Mapping[str, object]] = None,
-                 plots: bool = True) -> dict:
-  """Stats of one split (+ PNGs when `plots`)."""
-  stats = split_stats(client_of_example, labels, num_classes, extra)
+                 plots: bool = True,
+                 reference: Optional[Sequence[float]] = None) -> dict:
+  """Stats of one split (+ PNGs when `plots`); `reference` p as in
+  `partition.partition_stats`."""
+  stats = split_stats(client_of_example, labels, num_classes, extra, reference)
   if plots and stats["num_examples"]:
     clients = np.asarray(client_of_example, dtype=object).astype(str)
     labels = np.asarray(labels, np.int64)
@@ -90,8 +94,11 @@ def report_split(name: str, client_of_example: Sequence[str],
   return stats
 
 
-def write_json(path: str, obj) -> None:
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  with open(path, "w") as f:
-    json.dump(obj, f, indent=1, sort_keys=True)
-    f.write("\n")
+def write_json(path: str, obj) -> str:
+  """`federated_vision.evaluation.reporting.write_json` (atomic, sorted keys).
+
+  Imported on use: `evaluation.reporting` imports TensorFlow (through
+  `evaluation.metrics`), which the builders otherwise never load.
+  """
+  from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
+  return reporting.write_json(path, obj)

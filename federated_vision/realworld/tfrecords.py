@@ -22,7 +22,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.data import client_data as cd
-from federated_vision.realworld import image_data, split_csv
+from federated_vision.data import split_io
+from federated_vision.realworld import image_data
 
 _FEATURES = {"image": tf.io.FixedLenFeature([], tf.string),
              "y": tf.io.FixedLenFeature([], tf.int64)}
@@ -81,7 +82,7 @@ def convert_to_tfrecords(fds: cd.FederatedDataset, output_dir: str) -> dict:
     total += n
   num_test = _write(os.path.join(output_dir, "test.tfrecord"),
                     fds.test_data.as_numpy_iterator())
-  split_csv.write_csv(os.path.join(output_dir, "clients.csv"),
+  split_io.write_csv(os.path.join(output_dir, "clients.csv"),
                       ("client_id", "num_examples", "file"), rows)
   np.save(os.path.join(output_dir, "class_counts.npy"), fds.class_counts)
   meta = {"name": fds.name, "num_classes": fds.num_classes,
@@ -98,7 +99,7 @@ class TFRecordClientData(cd.InGraphClientData):
 
   def __init__(self, output_dir: str):
     self._client_ids, self._sizes, files = [], {}, []
-    for line, r in split_csv.read_header_and_rows(
+    for line, r in split_io.read_rows(
         os.path.join(output_dir, "clients.csv"),
         ("client_id", "num_examples", "file")):
       self._client_ids.append(r["client_id"])

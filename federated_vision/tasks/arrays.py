@@ -9,6 +9,8 @@ images with the same element structure. Clients come from
 import os
 from typing import Callable, NamedTuple
 
+import numpy as np
+
 from federated_vision.errors import ConfigError, bad, one_line
 from federated_vision.tasks import partitions
 
@@ -112,6 +114,11 @@ def build(task, source: ArraySource, data, resolved, context):
         f"--partition={data.partition} with --num_clients={k}"
         f"{'' if n is None else f' --examples_per_client={n}'}: "
         f"{one_line(e)}", "partition") from None
+  # The prior p the partition was drawn around (Hsu et al. 2019): the training
+  # labels' class distribution; EMD is also reported against it when the
+  # clients' population distribution differs (`partition.emd_stats`).
+  prior = np.bincount(np.asarray(arrays.train_y, np.int64))
+  info = dict(info, class_prior=[float(v) for v in prior / prior.sum()])
   return source.from_arrays(task.name, arrays, part,
                             os.path.join(context.cache_dir, ".client_data"),
                             info)

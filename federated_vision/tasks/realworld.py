@@ -98,7 +98,7 @@ def _check(task, data, given):
 
 def _data(task, data, resolved, context):
   """An iNaturalist / Landmarks split (or its synthetic twin)."""
-  from federated_vision.realworld import fixtures  # pylint: disable=g-import-not-at-top
+  from federated_vision.realworld import synthetic  # pylint: disable=g-import-not-at-top
   from federated_vision.realworld import image_data  # pylint: disable=g-import-not-at-top
   report = data.image_report_path or os.path.join(context.output_dir,
                                                   "image_report.json")
@@ -109,8 +109,8 @@ def _data(task, data, resolved, context):
   try:
     if task.name.startswith("synthetic_"):
       root = os.path.join(context.cache_dir, ".synthetic_data", task.name)
-      make = (fixtures.synthetic_inaturalist if task.family == "inaturalist"
-              else fixtures.synthetic_landmarks)
+      make = (synthetic.synthetic_inaturalist if task.family == "inaturalist"
+              else synthetic.synthetic_landmarks)
       fed = make(root, num_clients=resolved["num_clients"],
                  examples_per_client=resolved["examples_per_client"],
                  num_classes=SYNTHETIC_CLASSES, seed=context.seed, **cfg)
