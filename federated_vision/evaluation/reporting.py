@@ -72,17 +72,33 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str
 
 
 def write_json(path: str, value) -> str:
-  def default(o):
+  """Writes strict JSON (RFC 8259) atomically: NaN and +-inf become `null`.
+
+  numpy scalars and arrays become numbers and lists; other unknown objects
+  their `str`. Written to `path.tmp`, then renamed.
+  """
+  def strict(o):
+    if isinstance(o, dict):
+      return {(k if isinstance(k, str) else  # JSON keys are strings.
+               str(int(k)) if isinstance(k, (int, np.integer)) else str(k)):
+              strict(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple, np.ndarray)):
+      return [strict(v) for v in (o.tolist() if isinstance(o, np.ndarray) else o)]
+    if isinstance(o, (bool, np.bool_)):
+      return bool(o)
     if isinstance(o, (np.integer,)):
       return int(o)
-    if isinstance(o, (np.floating,)):
-      return float(o)
-    if isinstance(o, np.ndarray):
-      return o.tolist()
-    return str(o)
+    if isinstance(o, (float, np.floating)):
+      return float(o) if math.isfinite(o) else None
+    return o
   tmp = path + ".tmp"
-  with open(tmp, "w") as f:
-    json.dump(value, f, indent=2, sort_keys=True, default=default)
-    f.write("\n")
-  os.replace(tmp, path)
+  try:
+    with open(tmp, "w") as f:
+      json.dump(strict(value), f, indent=2, sort_keys=True, default=str,
+                allow_nan=False)
+      f.write("\n")
+    os.replace(tmp, path)
+  finally:
+    if os.path.exists(tmp):
+      os.remove(tmp)
   return path
