@@ -26,6 +26,7 @@ from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.evaluation import reporting
 from federated_vision.models import digits as digits_models
+from conftest import metric_rows as _rows
 
 ROUNDS = 4
 INPUT_SPEC = {"x": tf.TensorSpec([None, 8, 8, 1], tf.float32),
@@ -61,14 +62,6 @@ def _run(setup, out, total_rounds=ROUNDS, client_lr=0.05, server_lr=1.0,
       "fedavgm", process, fed, spec, sampler, evaluate,
       tl.LoopConfig(total_rounds=total_rounds, output_dir=str(out), **config),
       log_fn=lines.append)
-
-
-def _rows(path):
-  with open(path, newline="") as f:
-    rows = list(csv.DictReader(f))
-  for r in rows:
-    r.pop("round_seconds")
-  return rows
 
 
 @pytest.fixture(scope="module")
