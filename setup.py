@@ -22,5 +22,6 @@ setuptools.setup(
         "s2sphere==0.2.5",
         "scikit-learn",
         "matplotlib",
+        "tqdm",  # Progress bars of training_loop (locked in requirements.lock).
     ],
 )

@@ -79,6 +79,16 @@ def run_module(module: str, *args: str, timeout: float = 300,
                         env=full_env, stdin=subprocess.DEVNULL, check=False)
 
 
+def metric_rows(path):
+  """A metrics.csv's rows without the timing column (it varies per run)."""
+  import csv  # pylint: disable=g-import-not-at-top
+  with open(path, newline="") as f:
+    rows = list(csv.DictReader(f))
+  for r in rows:
+    r.pop("round_seconds")
+  return rows
+
+
 @pytest.fixture
 def repo_root():
   return REPO

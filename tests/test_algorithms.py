@@ -240,3 +240,125 @@ def test_fedsgd_is_one_full_batch_gradient_step(context):
     total = g if total is None else [a + b for a, b in zip(total, g)]
   for v0, g, v1 in zip(start.trainable, total, end.trainable):
     np.testing.assert_allclose(np.asarray(v0) - 0.3 * g, v1, rtol=1e-5, atol=1e-6)
+
+
+# --- aggregation factories and dropped clients --------------------------------
+
+UNIFORM = tff.learning.ClientWeighting.UNIFORM
+
+
+def test_unweighted_factory_needs_uniform_weighting():
+  dp = tff.learning.dp_aggregator(0.1, 5)
+  for build in (lambda **kw: algorithms.build_fedavg(model_fn, _sgd(0.1), **kw),
+                lambda **kw: algorithms.build_fedavgm(model_fn, _sgd(0.1), **kw),
+                lambda **kw: algorithms.build_fedsgd(model_fn, 0.1, **kw),
+                lambda **kw: fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES,
+                                               **kw)):
+    with pytest.raises(ValueError, match="model_aggregator .*unweighted.*"
+                       "client_weighting=NUM_EXAMPLES"):
+      build(model_aggregator=dp)
+    assert isinstance(build(model_aggregator=dp, client_weighting=UNIFORM),
+                      tff.learning.templates.LearningProcess)
+  with pytest.raises(TypeError, match="model_aggregator"):
+    algorithms.build_fedavg(model_fn, _sgd(0.1), model_aggregator="mean")
+  with pytest.raises(TypeError, match="client_weighting"):
+    algorithms.build_fedavg(model_fn, _sgd(0.1), client_weighting="uniform")
+
+
+def test_unweighted_mean_equals_tff_unweighted_fed_avg(context):
+  del context
+  data = _client_datasets(IMBALANCED)
+  # Noise-free, never-clipping DP: the plain unweighted mean of the deltas.
+  agg = lambda: tff.aggregators.DifferentiallyPrivateFactory.gaussian_fixed(
+      noise_multiplier=0.0, clients_per_round=3, clip=1e6)
+  ours, _ = _train(algorithms.build_fedavgm(
+      model_fn, _sgd(0.1), server_learning_rate=1.0, server_momentum=0.5,
+      model_aggregator=agg(), client_weighting=UNIFORM), data)
+  theirs, _ = _train(tff.learning.algorithms.build_unweighted_fed_avg(
+      model_fn, _sgd(0.1), tff.learning.optimizers.build_sgdm(1.0, 0.5),
+      model_aggregator=agg()), data)
+  for a, b in zip(ours, theirs):
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+  # And the same as a weighted mean with unit weights.
+  uniform, _ = _train(algorithms.build_fedavgm(
+      model_fn, _sgd(0.1), server_learning_rate=1.0, server_momentum=0.5,
+      client_weighting=UNIFORM), data)
+  for a, b in zip(ours, uniform):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _digits_setup(num_clients=5):
+  from federated_vision import models  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import client_data as cdl  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import digits  # pylint: disable=g-import-not-at-top
+  from federated_vision.models import digits as digits_models  # pylint: disable=g-import-not-at-top
+  fed = digits.load_federated(num_clients=num_clients, alpha=0.5, seed=1)
+  spec = cdl.TrainingSpec(batch_size=16, max_elements=48, seed=1)
+  input_spec = {"x": tf.TensorSpec([None, 8, 8, 1], tf.float32),
+                "y": tf.TensorSpec([None], tf.int64)}
+  tff_model_fn = models.build_tff_model_fn(digits_models.create_digits_cnn,
+                                           input_spec)
+  return fed, spec, tff_model_fn
+
+
+@pytest.mark.parametrize("method", ["fedavgm", "fedir"])
+def test_dp_aggregator_trains_two_rounds_on_digits(context, method):
+  del context
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  fed, spec, digits_model_fn = _digits_setup()
+  kwargs = dict(model_aggregator=tff.learning.dp_aggregator(0.1, 5),
+                client_weighting=UNIFORM)
+  server = algorithms.build_server_momentum_optimizer(1.0, 0.9)
+  if method == "fedavgm":
+    process = algorithms.build_fedavgm(digits_model_fn, _sgd(0.05), **kwargs)
+  else:
+    process = fedir.build_fedir(digits_model_fn, _sgd(0.05), 10,
+                                server_optimizer=server, **kwargs)
+  training = training_loop.build_training_process(process, fed, spec)
+  state = training.initialize()
+  start = training.get_model_weights(state).trainable
+  clients = sorted(fed.client_sizes)
+  for r in (1, 2):
+    out = training.next(state, [f"{c}@{r}" for c in clients])
+    state = out.state
+    train = out.metrics["client_work"]["train"]
+    assert np.isfinite(train["loss"]) and train["num_examples"] == 5 * 48
+    assert out.metrics["client_work"]["clients_dropped_non_finite"] == 0
+    assert out.metrics["finalizer"]["update_non_finite"] == 0
+  # The DP aggregator ran: it adapts its clipping norm from round to round.
+  assert "dp" in str(out.metrics["aggregator"]), out.metrics["aggregator"]
+  assert str(training.initialize().aggregator) != str(state.aggregator)
+  end = training.get_model_weights(state).trainable
+  moved = [np.abs(np.asarray(a) - np.asarray(b)).max() for a, b in zip(start, end)]
+  assert all(np.isfinite(m) and m > 0 for m in moved)
+
+
+def _with_nan(ds):
+  return ds.map(lambda b: collections.OrderedDict(x=b["x"] * np.nan, y=b["y"]))
+
+
+@pytest.mark.parametrize("weighting", ["num_examples", "uniform"])
+@pytest.mark.parametrize("method", ["fedavg", "fedir"])
+def test_clients_dropped_non_finite_counted(context, weighting, method):
+  del context
+  weighting = tff.learning.ClientWeighting[weighting.upper()]
+  good, bad, empty = _client_datasets([[0, 1, 2, 0], [1, 2, 2], []])
+  bad = _with_nan(bad)
+  if method == "fedavg":
+    process = algorithms.build_fedavg(model_fn, _sgd(0.1),
+                                      client_weighting=weighting)
+  else:
+    process = fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES,
+                                client_weighting=weighting)
+  state = process.initialize()
+  # An empty client is not a dropped one (its weight is 0 under NUM_EXAMPLES).
+  counts = [process.next(state, data).metrics["client_work"][
+      "clients_dropped_non_finite"] for data in (
+          [good, empty], [good, bad, empty], [bad, bad])]
+  assert counts == [0, 1, 2]
+  out = process.next(state, [good, bad])
+  assert out.metrics["finalizer"]["update_non_finite"] == 0
+  all_bad = process.next(state, [bad])
+  if weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
+    # Weighted mean over zero total weight: TFF rejects the server update.
+    assert all_bad.metrics["finalizer"]["update_non_finite"] == 1

@@ -1,6 +1,5 @@
 """The default experiment binary: outputs, determinism, resume, bad input."""
 
-import csv
 import json
 import os
 import signal
@@ -11,20 +10,12 @@ import time
 import pytest
 
 from conftest import REPO, run_module, worker_pids
+from conftest import metric_rows as _metric_rows
 
 BINARY = "experiments.train_main"
 SMALL = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=3",
          "--client_batch_size=20", "--rounds_per_eval=2",
          "--rounds_per_checkpoint=1", "--centralized_epochs=1", "--seed=3"]
-
-
-def _metric_rows(path):
-  """CSV rows without the timing columns."""
-  with open(path, newline="") as f:
-    rows = list(csv.DictReader(f))
-  for r in rows:
-    r.pop("round_seconds")
-  return rows
 
 
 def test_smoke_two_rounds_writes_every_output(tmp_path):

@@ -17,9 +17,11 @@ client work, aggregator, finalizer)`; variants swap one component:
   `fedprox` variant of `federated_vision.methods`.
 """
 
-from typing import Callable, Optional
+import collections
+from typing import Callable, Optional, Union
 
 import numpy as np
+import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision import execution
@@ -27,6 +29,10 @@ from federated_vision import execution
 execution.install_managed_default_context()  # Never TFF's unmanaged worker.
 
 ModelFn = Callable[[], tff.learning.models.VariableModel]
+AggregationFactory = Union[tff.aggregators.WeightedAggregationFactory,
+                           tff.aggregators.UnweightedAggregationFactory]
+# Measurement added to every client work (see `count_dropped_clients`).
+DROPPED_NON_FINITE = "clients_dropped_non_finite"
 
 
 def _check_positive(name: str, value: float) -> None:
@@ -48,7 +54,7 @@ def build_fedavg(
     server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
     *,
     client_work: Optional[tff.learning.templates.ClientWorkProcess] = None,
-    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    model_aggregator: Optional[AggregationFactory] = None,
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
 ) -> tff.learning.templates.LearningProcess:
   """Builds Federated Averaging (McMahan et al. 2017) by composition.
@@ -61,14 +67,25 @@ def build_fedavg(
       `tff.learning.optimizers.build_sgdm(learning_rate=0.1)`.
     server_optimizer: applied to the averaged model delta; defaults to SGD with
       learning rate 1 (plain averaging).
-    client_work: replaces the model-delta client work (FedIR does this).
-    model_aggregator: weighted aggregation factory; defaults to
-      `tff.aggregators.MeanFactory()`.
+    client_work: replaces the model-delta client work (FedIR does this). It
+      must follow TFF's convention for a client whose update is non-finite:
+      zeroed update, weight 0 (`count_dropped_clients` counts them).
+    model_aggregator: a weighted aggregation factory (default
+      `tff.aggregators.MeanFactory()`), or an unweighted one such as
+      `tff.learning.dp_aggregator(noise_multiplier, clients_per_round)` for
+      user-level DP, which requires `client_weighting=UNIFORM` (as TFF's
+      `build_unweighted_fed_avg`). An unweighted factory ignores the weights,
+      so a client dropped as non-finite enters its mean as a zero update.
     client_weighting: how client deltas are weighted (number of examples by
       default).
 
   Returns:
-    A `tff.learning.templates.LearningProcess`.
+    A `tff.learning.templates.LearningProcess` whose `client_work`
+    measurements include `clients_dropped_non_finite`.
+
+  Raises:
+    ValueError: an unweighted `model_aggregator` with `NUM_EXAMPLES`
+      weighting (the weights would be silently ignored).
   """
   if not callable(model_fn):
     raise TypeError(f"model_fn must be a no-arg callable, got {model_fn!r}")
@@ -81,6 +98,8 @@ def build_fedavg(
     raise TypeError("server_optimizer must be a tff.learning.optimizers."
                     f"Optimizer, got {type(server_optimizer).__name__}")
 
+  weighted_aggregator = as_weighted_factory(model_aggregator, client_weighting)
+
   initial_model_weights_fn = build_initial_weights_fn(model_fn)
   weights_type = initial_model_weights_fn.type_signature.result
   distributor = tff.learning.templates.build_broadcast_process(weights_type)
@@ -88,12 +107,117 @@ def build_fedavg(
     client_work = tff.learning.templates.build_model_delta_client_work(
         model_fn=model_fn, optimizer=client_optimizer,
         client_weighting=client_weighting)
-  aggregator = (model_aggregator or tff.aggregators.MeanFactory()).create(
+  client_work = count_dropped_clients(client_work, client_weighting)
+  aggregator = weighted_aggregator.create(
       weights_type.trainable, tff.TensorType(np.float32))
   finalizer = tff.learning.templates.build_apply_optimizer_finalizer(
       server_optimizer, weights_type)
   return tff.learning.templates.compose_learning_process(
       initial_model_weights_fn, distributor, client_work, aggregator, finalizer)
+
+
+def as_weighted_factory(
+    model_aggregator: Optional[AggregationFactory],
+    client_weighting: tff.learning.ClientWeighting,
+) -> tff.aggregators.WeightedAggregationFactory:
+  """The weighted factory composition needs, validating the combination.
+
+  As TFF's `build_weighted_fed_avg` / `build_unweighted_fed_avg`: a weighted
+  factory is used as is (with UNIFORM weighting every weight is 1); an
+  unweighted one is wrapped with `tff.aggregators.as_weighted_aggregator` and
+  is only valid with UNIFORM weighting.
+
+  Args:
+    model_aggregator: None (weighted mean), a weighted or an unweighted
+      aggregation factory.
+    client_weighting: a `tff.learning.ClientWeighting`.
+
+  Returns:
+    A `tff.aggregators.WeightedAggregationFactory`.
+  """
+  if not isinstance(client_weighting, tff.learning.ClientWeighting):
+    raise TypeError("client_weighting must be a tff.learning.ClientWeighting, "
+                    f"got {client_weighting!r}")
+  if model_aggregator is None:
+    return tff.aggregators.MeanFactory()
+  if isinstance(model_aggregator, tff.aggregators.WeightedAggregationFactory):
+    return model_aggregator
+  if isinstance(model_aggregator, tff.aggregators.UnweightedAggregationFactory):
+    if client_weighting != tff.learning.ClientWeighting.UNIFORM:
+      raise ValueError(
+          f"model_aggregator {type(model_aggregator).__name__} is unweighted "
+          f"and would ignore client_weighting={client_weighting.name}; pass "
+          "client_weighting=tff.learning.ClientWeighting.UNIFORM or a "
+          "weighted aggregation factory")
+    return tff.aggregators.as_weighted_aggregator(model_aggregator)
+  raise TypeError("model_aggregator must be a tff.aggregators.Weighted- or "
+                  "UnweightedAggregationFactory, got "
+                  f"{type(model_aggregator).__name__}")
+
+
+def count_dropped_clients(
+    client_work: tff.learning.templates.ClientWorkProcess,
+    client_weighting: tff.learning.ClientWeighting,
+) -> tff.learning.templates.ClientWorkProcess:
+  """Adds `clients_dropped_non_finite` to a client work's measurements.
+
+  TFF 0.87 drops a client whose model delta has a NaN/inf (update zeroed,
+  weight 0; `model_delta_client_work.py`, also FedIR here) without counting
+  it. With UNIFORM weighting a kept client has weight 1, so weight 0 means
+  dropped. With NUM_EXAMPLES weighting a client without examples also has
+  weight 0, so a zero-weight client counts only if its dataset is non-empty
+  (read only for zero-weight clients, i.e. almost never).
+
+  Args:
+    client_work: a client work following that convention.
+    client_weighting: the weighting it was built with.
+
+  Returns:
+    The same client work (state, result, hparams), with the count (an int32
+    sum over the round's clients) as one more measurement.
+  """
+  if client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
+    read_empty = True
+  elif client_weighting == tff.learning.ClientWeighting.UNIFORM:
+    read_empty = False
+  else:
+    raise TypeError(f"client_weighting must be a ClientWeighting, got "
+                    f"{client_weighting!r}")
+  param_types = client_work.next.type_signature.parameter
+  data_type = param_types[2].member
+  weight_type = client_work.next.type_signature.result.result.member.update_weight
+
+  @tff.tensorflow.computation(weight_type, data_type)
+  def dropped(weight, dataset):
+    is_zero = tf.equal(weight, tf.zeros_like(weight))
+    if not read_empty:
+      return tf.cast(is_zero, tf.int32)
+    nonempty = lambda: tf.cast(  # pylint: disable=g-long-lambda
+        dataset.take(1).reduce(tf.constant(0, tf.int64), lambda c, _: c + 1),
+        tf.int32)
+    return tf.cond(is_zero, nonempty, lambda: tf.constant(0, tf.int32))
+
+  @tff.federated_computation(*list(param_types))
+  def next_fn(state, weights, data):
+    output = client_work.next(state, weights, data)
+    count = tff.federated_sum(
+        tff.federated_map(dropped, (output.result.update_weight, data)))
+    measurements = output.measurements
+    names = tff.structure.name_list_with_nones(
+        measurements.type_signature.member)
+    if None in names or DROPPED_NON_FINITE in names:
+      raise TypeError("client_work measurements must be a struct with names "
+                      f"other than {DROPPED_NON_FINITE}, got "
+                      f"{measurements.type_signature}")
+    merged = collections.OrderedDict((n, getattr(measurements, n)) for n in names)
+    merged[DROPPED_NON_FINITE] = count
+    return tff.templates.MeasuredProcessOutput(
+        output.state, output.result, tff.federated_zip(merged))
+
+  return tff.learning.templates.ClientWorkProcess(
+      client_work.initialize, next_fn,
+      get_hparams_fn=client_work.get_hparams,
+      set_hparams_fn=client_work.set_hparams)
 
 
 def build_server_momentum_optimizer(

@@ -80,6 +80,8 @@ def json_safe(value):
     return [json_safe(v) for v in value]
   if isinstance(value, np.ndarray):
     return json_safe(value.tolist())
+  if isinstance(value, (bool, np.bool_)):
+    return bool(value)
   if isinstance(value, np.integer):
     return int(value)
   if isinstance(value, (float, np.floating)):
@@ -96,11 +98,16 @@ def json_safe(value):
 
 def write_json(path: str, value) -> str:
   """Writes `json_safe(value)` as indented, strict JSON, atomically (a
-  temporary file renamed over `path`); creates the directory. Returns path."""
+  temporary file renamed over `path`, removed on any failure); creates the
+  directory. Returns path."""
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   tmp = f"{path}.tmp{os.getpid()}"
-  with open(tmp, "w") as f:
-    json.dump(json_safe(value), f, indent=1, sort_keys=True, allow_nan=False)
-    f.write("\n")
-  os.replace(tmp, path)
+  try:
+    with open(tmp, "w") as f:
+      json.dump(json_safe(value), f, indent=1, sort_keys=True, allow_nan=False)
+      f.write("\n")
+    os.replace(tmp, path)
+  finally:
+    if os.path.exists(tmp):
+      os.remove(tmp)
   return path
