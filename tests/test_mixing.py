@@ -20,6 +20,7 @@ from federated_vision.algorithms import mixing
 from federated_vision.algorithms import mixing_data
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
+from federated_vision.data import mixing_scenarios
 
 F, C = 4, 3
 B = 3           # client batch size
@@ -97,7 +98,7 @@ def _scenario(zero_client_x=False):
   fed = digits.from_arrays("tiny", x[:n_fed], y[:n_fed], x[-4:], y[-4:],
                            partition, C)
   cx, cy = x[n_fed:n_fed + N_CENTRAL], y[n_fed:n_fed + N_CENTRAL]
-  central = mixing_data.array_centralized_data(
+  central = mixing_scenarios.array_centralized_data(
       "tiny_central", {"x": cx, "y": cy}, digits._identity_train,  # pylint: disable=protected-access
       source_clients=SOURCES)
   clients = {c: (x[i], y[i]) for c, i in partition.items()}
@@ -363,7 +364,7 @@ def test_builders_validate_arguments():
   no_source = central._replace(source_clients=None)
   with pytest.raises(ValueError, match="no source_clients"):
     mixing_data.recombined_data(fed, no_source)
-  other = mixing_data.array_centralized_data(
+  other = mixing_scenarios.array_centralized_data(
       "wide", {"x": np.zeros([2, F + 1], np.float32), "y": np.zeros([2], np.int64)},
       digits._identity_train)  # pylint: disable=protected-access
   with pytest.raises(ValueError, match="different raw elements"):
@@ -376,7 +377,7 @@ def test_extra_broadcast_bytes_equal_the_formula():
   fed, central, _, _ = _scenario()
   example_bytes = F * 4 + 8  # float32 x[F] + int64 y.
   model_bytes = F * C * 4    # float32 W.
-  assert mixing_data.bytes_per_example(central.element_spec) == example_bytes
+  assert mixing_scenarios.bytes_per_example(central.element_spec) == example_bytes
   assert mixing.model_trainable_bytes(model_fn) == model_bytes
   expected = {"none": 0, "oracle": 0, "parallel": 0,
               "example_transfer": 5 * 2 * example_bytes,

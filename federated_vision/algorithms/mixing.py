@@ -41,6 +41,7 @@ from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.algorithms import mixing_data
 from federated_vision.algorithms import sampling
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import mixing_scenarios
 
 NONE = "none"
 PARALLEL = "parallel"
@@ -647,7 +648,7 @@ def build_mixing_method(
   extra = extra_broadcast_bytes(
       strategy, clients_per_round=clients_per_round,
       examples_per_client=config.examples_per_client,
-      bytes_per_example=mixing_data.bytes_per_example(central.element_spec),
+      bytes_per_example=mixing_scenarios.bytes_per_example(central.element_spec),
       model_bytes=model_trainable_bytes(model_fn))
   name = "+".join([strategy] + (["fedir"] if fedir else [])
                   + (["fedvc"] if virtual_client_size is not None else []))

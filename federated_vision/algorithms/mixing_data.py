@@ -3,12 +3,12 @@
 *Jointly Learning from Decentralized (Federated) and Centralized Data to
 Mitigate Distribution Shift* (Augenstein, Hard, Partridge & Mathews): the
 server holds a centralized set covering what the clients under-represent.
-This module holds that set and the data-side constructions of the strategies;
-the learning processes are in `federated_vision.algorithms.mixing`.
+This module holds the data-side constructions of the strategies over a
+`federated_vision.data.mixing_scenarios.CentralizedData` (the server's
+examples, gathered in-graph by index, so every per-round sample below is
+built inside the TFF executor, never serialised from Python per round); the
+learning processes are in `federated_vision.algorithms.mixing`.
 
-* `CentralizedData`: the server's examples, gathered *in-graph* by index, so
-  every per-round sample below is built inside the TFF executor (never
-  serialised from Python per round).
 * `central_dataset`: the centralized examples of round r (parallel training's
   K batches, gradient transfer's one batch), drawn from (seed, r) only.
 * `example_transfer_data` (Algorithm 3): client k's dataset in round r is its
@@ -17,124 +17,13 @@ the learning processes are in `federated_vision.algorithms.mixing`.
   the client it came from.
 """
 
-import hashlib
-import os
-from typing import Callable, Dict, Mapping, NamedTuple, Optional, Sequence
-
 import numpy as np
 import tensorflow as tf
 
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import mixing_scenarios
 
-Element = Dict[str, tf.Tensor]
-GatherFn = Callable[[tf.Tensor], Element]
-
-
-class CentralizedData(NamedTuple):
-  """Examples the server holds.
-
-  Attributes:
-    name: e.g. 'digits_missing_8_9' or 'celeba_unsmiling'.
-    num_examples: N > 0.
-    element_spec: raw element spec, identical to the federated data's raw
-      elements (so example transfer can mix them), e.g. {'x', 'y'}.
-    gather_fn: int64 indices [k] -> raw rows {key: [k, ...]} in that order;
-      a serializable TF function (graph constants, files or SQL reads).
-    train_map_fn: `(element, seed[2]) -> {'x', 'y'}` as
-      `FederatedDataset.train_map_fn` (the same function for both sets).
-    labels: [N] int64 class of every example (counts, reports).
-    source_clients: [N] id of the client each example came from (the
-      oracle's recombination), or None when unknown.
-  """
-  name: str
-  num_examples: int
-  element_spec: Mapping[str, tf.TensorSpec]
-  gather_fn: GatherFn
-  train_map_fn: Callable[[Element, tf.Tensor], Element]
-  labels: np.ndarray
-  source_clients: Optional[Sequence[str]] = None
-
-  def validate(self) -> "CentralizedData":
-    if self.num_examples <= 0:
-      raise ValueError(f"centralized data {self.name!r} is empty")
-    if np.shape(self.labels) != (self.num_examples,):
-      raise ValueError(f"centralized data {self.name!r}: labels must have "
-                       f"shape ({self.num_examples},), got {np.shape(self.labels)}")
-    if (self.source_clients is not None
-        and len(self.source_clients) != self.num_examples):
-      raise ValueError(f"centralized data {self.name!r}: source_clients must "
-                       f"have {self.num_examples} entries, got "
-                       f"{len(self.source_clients)}")
-    return self
-
-
-def array_centralized_data(
-    name: str, arrays: Mapping[str, np.ndarray],
-    train_map_fn: Callable[[Element, tf.Tensor], Element],
-    source_clients: Optional[Sequence[str]] = None,
-    storage_dir: Optional[str] = None,
-    max_inline_bytes: int = client_data_lib.MAX_INLINE_BYTES,
-) -> CentralizedData:
-  """`CentralizedData` over in-memory arrays (must include an int 'y').
-
-  Arrays up to `max_inline_bytes` are graph constants; larger ones are written
-  once under `storage_dir` and read by the graph.
-  """
-  arrays = {k: np.asarray(v) for k, v in arrays.items()}
-  if "y" not in arrays:
-    raise ValueError(f"centralized data {name!r} needs a 'y' array")
-  lengths = {len(v) for v in arrays.values()}
-  if len(lengths) != 1:
-    raise ValueError(f"centralized data {name!r}: arrays must have equal "
-                     f"lengths, got { {k: len(v) for k, v in arrays.items()} }")
-  spec = {k: tf.TensorSpec(v.shape[1:], tf.as_dtype(v.dtype))
-          for k, v in arrays.items()}
-  nbytes = sum(v.nbytes for v in arrays.values())
-  if nbytes <= max_inline_bytes:
-    def gather_fn(indices):
-      return {k: tf.gather(tf.constant(v), indices) for k, v in arrays.items()}
-  else:
-    if storage_dir is None:
-      raise ValueError(f"centralized data {name!r} takes {nbytes} bytes "
-                       f"(> {max_inline_bytes}); give storage_dir")
-    paths = _write_arrays(arrays, storage_dir)
-
-    def gather_fn(indices):
-      return {k: tf.gather(tf.ensure_shape(
-          tf.io.parse_tensor(tf.io.read_file(paths[k]), spec[k].dtype),
-          [None] + spec[k].shape.as_list()), indices) for k in arrays}
-  return CentralizedData(
-      name=name, num_examples=int(lengths.pop()), element_spec=spec,
-      gather_fn=gather_fn, train_map_fn=train_map_fn,
-      labels=arrays["y"].astype(np.int64),
-      source_clients=None if source_clients is None else list(source_clients),
-  ).validate()
-
-
-def _write_arrays(arrays: Mapping[str, np.ndarray], storage_dir: str):
-  digest = hashlib.sha1()
-  for k in sorted(arrays):
-    digest.update(k.encode())
-    digest.update(np.ascontiguousarray(arrays[k]).data)
-  root = os.path.join(storage_dir, "central_" + digest.hexdigest()[:16])
-  paths = {k: os.path.join(root, f"{k}.tensor") for k in arrays}
-  if not os.path.exists(os.path.join(root, "COMPLETE")):
-    os.makedirs(root, exist_ok=True)
-    for k, v in arrays.items():
-      tf.io.write_file(paths[k], tf.io.serialize_tensor(v))
-    with open(os.path.join(root, "COMPLETE"), "w") as f:
-      f.write("ok\n")
-  return paths
-
-
-def bytes_per_example(element_spec: Mapping[str, tf.TensorSpec]) -> int:
-  """Bytes of one raw example as stored and sent (sum over its tensors)."""
-  total = 0
-  for key, spec in element_spec.items():
-    if not spec.shape.is_fully_defined() or spec.dtype == tf.string:
-      raise ValueError(f"element {key!r} has no fixed byte size ({spec})")
-    total += int(np.prod(spec.shape.as_list(), dtype=np.int64)) * spec.dtype.size
-  return total
+CentralizedData = mixing_scenarios.CentralizedData
 
 
 def sample_indices(num_examples: int, count: int, seed: tf.Tensor) -> tf.Tensor:
@@ -162,7 +51,7 @@ def round_seed(round_num: tf.Tensor, seed: int, salt: str) -> tf.Tensor:
 
 def central_dataset(central: CentralizedData, indices: tf.Tensor,
                     seed: tf.Tensor) -> tf.data.Dataset:
-  """Model-input examples at `indices`, in order (augmentation keyed by seed)."""
+  """Model-input examples at `indices`, in order (augmentation by seed)."""
   ds = tf.data.Dataset.from_tensor_slices(central.gather_fn(indices))
   return ds.enumerate().map(
       lambda i, e: central.train_map_fn(e, tf.stack([seed[0] + i, seed[1]])))
@@ -191,20 +80,10 @@ def _check_same_elements(fed: client_data_lib.FederatedDataset,
         f"have different raw elements: {fed_spec} vs {central_spec}")
 
 
-class _FunctionClientData(client_data_lib.InGraphClientData):
-  """A ClientData from an in-graph dataset function and known sizes."""
-
-  def __init__(self, client_ids, sizes, dataset_fn, spec):
-    self._client_ids = list(client_ids)
-    self._sizes = dict(sizes)
-    self._dataset_fn = dataset_fn
-    self._spec = dict(spec)
-
-
 def example_transfer_data(fed: client_data_lib.FederatedDataset,
                           central: CentralizedData, examples_per_client: int,
                           seed: int) -> client_data_lib.FederatedDataset:
-  """Example transfer (Algorithm 3): each client's data + M centralized examples.
+  """Example transfer (Algorithm 3): client data + M centralized examples.
 
   For round key 'k@r' the client's raw dataset is its own examples followed by
   M centralized examples drawn with `sample_indices` from (seed, r, k); the
@@ -222,7 +101,8 @@ def example_transfer_data(fed: client_data_lib.FederatedDataset,
   Returns:
     A `FederatedDataset` with the same clients.
   """
-  if not isinstance(examples_per_client, (int, np.integer)) or examples_per_client < 0:
+  if (not isinstance(examples_per_client, (int, np.integer))
+      or examples_per_client < 0):
     raise ValueError(f"examples_per_client must be an integer >= 0, got "
                      f"{examples_per_client!r}")
   central.validate()
@@ -239,15 +119,17 @@ def example_transfer_data(fed: client_data_lib.FederatedDataset,
 
   ids = fed.client_data.client_ids
   sizes = {c: int(fed.client_sizes[c]) + m for c in ids}
-  cd = _FunctionClientData(ids, sizes, dataset_fn, central.element_spec)
+  cd = mixing_scenarios.FunctionClientData(ids, sizes, dataset_fn,
+                                           central.element_spec)
   info = dict(fed.info, example_transfer={"examples_per_client": m,
                                           "centralized": central.name})
   return fed._replace(name=f"{fed.name}+example_transfer", client_data=cd,
                       client_sizes=sizes, info=info)
 
 
-def recombined_data(fed: client_data_lib.FederatedDataset,
-                    central: CentralizedData) -> client_data_lib.FederatedDataset:
+def recombined_data(
+    fed: client_data_lib.FederatedDataset,
+    central: CentralizedData) -> client_data_lib.FederatedDataset:
   """The oracle's data: centralized examples handed back to their clients.
 
   Client k's raw dataset is its own examples followed by the centralized
@@ -292,7 +174,8 @@ def recombined_data(fed: client_data_lib.FederatedDataset,
   counts = np.zeros([len(ids), fed.num_classes], np.int64)
   counts[:len(fed_ids)] = fed.class_counts
   np.add.at(counts, (rows, np.asarray(central.labels, np.int64)), 1)
-  cd = _FunctionClientData(ids, sizes, dataset_fn, central.element_spec)
+  cd = mixing_scenarios.FunctionClientData(ids, sizes, dataset_fn,
+                                           central.element_spec)
   info = dict(fed.info, oracle={"centralized": central.name,
                                 "clients_only_in_centralized":
                                     len(ids) - len(fed_ids)})
