@@ -30,7 +30,7 @@ therefore sees exactly the batches of an uninterrupted one.
 
 import collections
 import functools
-from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence
+from typing import Any, Dict, NamedTuple, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
