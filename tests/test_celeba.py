@@ -1,0 +1,207 @@
+"""CelebA smile scenario: a SQLite fixture in TFF's schema, read by TFF's loader."""
+
+import math
+import os
+import sqlite3
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from federated_vision import execution
+from federated_vision import training_loop
+from federated_vision.algorithms import mixing
+from federated_vision.algorithms import mixing_data
+from federated_vision.data import celeba
+from federated_vision.data import client_data as cdl
+from federated_vision.data import mixing_scenarios
+from federated_vision.models import build_tff_model_fn
+from federated_vision.models import celeba as celeba_models
+
+# client -> smiling flags of its examples, in row order.
+TRAIN = {"c0": [1, 0, 1, 1, 0], "c1": [1, 1], "c2": [0, 0], "c3": [0, 1]}
+TEST = {"t0": [1, 0, 1], "t1": [0, 0, 1]}
+
+
+def _example(value: int, smiling: int) -> bytes:
+  """A tf.train.Example as in TFF's celeba.sqlite: image + 40 attributes."""
+  image = np.full(celeba.IMAGE_SHAPE, value, np.int64)
+  image[0, 0, 1] = 255 - value
+  feature = {celeba_attr: tf.train.Feature(int64_list=tf.train.Int64List(
+      value=[smiling if celeba_attr == "smiling" else value % 2]))
+             for celeba_attr in tff.simulation.datasets.celeba.ATTRIBUTE_NAMES}
+  feature["image"] = tf.train.Feature(
+      int64_list=tf.train.Int64List(value=image.reshape(-1)))
+  return tf.train.Example(
+      features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def write_celeba_sqlite(cache_dir) -> dict:
+  """Writes cache_dir/celeba.sqlite; returns value -> (split, client, smiling).
+
+  Every example's image is filled with a distinct value (its identity).
+  """
+  path = os.path.join(cache_dir, celeba.SQLITE_FILE)
+  connection = sqlite3.connect(path)
+  connection.execute("CREATE TABLE examples (split_name TEXT, client_id TEXT, "
+                     "serialized_example_proto BLOB)")
+  connection.execute("CREATE TABLE client_metadata (client_id TEXT, "
+                     "split_name TEXT, num_examples INTEGER)")
+  truth, value = {}, 10
+  for split, clients in ((celeba.TRAIN_SPLIT, TRAIN), (celeba.TEST_SPLIT, TEST)):
+    for cid, flags in clients.items():
+      connection.execute("INSERT INTO client_metadata VALUES (?, ?, ?)",
+                         (cid, split, len(flags)))
+      for smiling in flags:
+        connection.execute("INSERT INTO examples VALUES (?, ?, ?)",
+                           (split, cid, _example(value, smiling)))
+        truth[value] = (split, cid, smiling)
+        value += 7
+  connection.commit()
+  connection.close()
+  return truth
+
+
+def _values(ds):
+  return sorted(int(e["x"][0, 0, 0]) for e in ds.as_numpy_iterator())
+
+
+@pytest.fixture
+def cache(tmp_path):
+  truth = write_celeba_sqlite(str(tmp_path))
+  return str(tmp_path), truth
+
+
+def test_missing_file_is_one_clear_line(tmp_path):
+  with pytest.raises(FileNotFoundError) as e:
+    celeba.load_scenario(str(tmp_path / "nowhere"))
+  message = str(e.value)
+  assert "\n" not in message
+  assert os.path.join(str(tmp_path / "nowhere"), "celeba.sqlite") in message
+  assert "nothing is downloaded" in message
+  assert not (tmp_path / "nowhere").exists()  # TFF never ran (no download).
+
+
+def test_not_tff_format_is_one_clear_line(tmp_path):
+  connection = sqlite3.connect(str(tmp_path / celeba.SQLITE_FILE))
+  connection.execute("CREATE TABLE other (a TEXT)")
+  connection.close()
+  with pytest.raises(ValueError, match="not a CelebA SQLite file") as e:
+    celeba.load_scenario(str(tmp_path))
+  assert "\n" not in str(e.value)
+
+
+def test_smiling_split_through_tffs_loader(cache):
+  cache_dir, truth = cache
+  scenario = celeba.load_scenario(cache_dir)
+  fed, central = scenario.federated, scenario.central
+  # Federated: the train clients' smiling images only; c2 has none.
+  assert fed.client_data.client_ids == ["c0", "c1", "c3"]
+  assert fed.client_sizes == {"c0": 3, "c1": 2, "c3": 1}
+  for cid in fed.client_data.client_ids:
+    expected = sorted(v for v, (s, c, smile) in truth.items()
+                      if s == celeba.TRAIN_SPLIT and c == cid and smile)
+    for key in (cid, cdl.round_key(cid, 4)):
+      ds = fed.client_data.serializable_dataset_fn(tf.constant(key))
+      assert _values(ds) == expected
+      assert all(e["y"] == 1 for e in ds.as_numpy_iterator())
+  np.testing.assert_array_equal(fed.class_counts, [[0, 3], [0, 2], [0, 1]])
+  # Centralized: every unsmiling train image, tagged with its celebrity.
+  unsmiling = {v: c for v, (s, c, smile) in truth.items()
+               if s == celeba.TRAIN_SPLIT and not smile}
+  assert central.num_examples == len(unsmiling) == 5
+  rows = central.gather_fn(tf.range(central.num_examples, dtype=tf.int64))
+  got = rows["x"].numpy()[:, 0, 0, 0].astype(int).tolist()
+  assert sorted(got) == sorted(unsmiling)
+  assert [unsmiling[v] for v in got] == list(central.source_clients)
+  assert (rows["y"].numpy() == 0).all() and (central.labels == 0).all()
+  assert rows["x"].dtype == tf.uint8
+  np.testing.assert_array_equal(rows["x"].numpy()[:, 0, 0, 1], 255 - np.array(got))
+  # Gathering follows the requested order, repeats included.
+  again = central.gather_fn(tf.constant([3, 0, 3], tf.int64))["x"].numpy()
+  assert again[:, 0, 0, 0].tolist() == [got[3], got[0], got[3]]
+  empty = central.gather_fn(tf.zeros([0], tf.int64))
+  assert empty["x"].shape == (0, 84, 84, 3) and empty["y"].shape == (0,)
+  # Test clients: both labels.
+  test = list(fed.test_data.as_numpy_iterator())
+  assert sorted(int(e["x"][0, 0, 0]) for e in test) == sorted(
+      v for v, (s, _, _) in truth.items() if s == celeba.TEST_SPLIT)
+  assert sorted(int(e["y"]) for e in test) == [0, 0, 0, 1, 1, 1]
+  assert scenario.groups == {"smiling": [1], "not_smiling": [0]}
+  x = celeba.eval_map_fn(test[0])["x"]
+  assert x.dtype == tf.float32 and float(tf.reduce_max(x)) <= 1.0
+  # The index is cached beside the file and reused.
+  assert os.path.exists(os.path.join(cache_dir, "celeba.sqlite.smile_index.npz"))
+
+
+def test_unknown_client_is_an_error(cache):
+  scenario = celeba.load_scenario(cache[0])
+  with pytest.raises(tf.errors.InvalidArgumentError, match="unknown client id"):
+    list(scenario.federated.client_data.serializable_dataset_fn(
+        tf.constant("c9@1")))
+
+
+def test_celeba_cnn_shape():
+  model = celeba_models.create_celeba_cnn()
+  assert model.output_shape == (None, 2)
+  assert model.count_params() == 30_242
+  with pytest.raises(ValueError, match="celeba model must be one of"):
+    celeba_models.create_celeba_model("resnet")
+
+
+@pytest.fixture(scope="module")
+def context():
+  with execution.managed_execution_context() as worker:
+    yield worker
+
+
+def test_two_rounds_of_each_strategy(context, tmp_path):
+  del context
+  write_celeba_sqlite(str(tmp_path))
+  scenario = celeba.load_scenario(str(tmp_path))
+  fed, central = scenario.federated, scenario.central
+  spec = cdl.TrainingSpec(batch_size=2, seed=3)
+  element_spec = cdl.build_training_dataset_fn(
+      fed.client_data.serializable_dataset_fn, spec,
+      fed.train_map_fn)(tf.constant("c0")).element_spec
+  model_fn = build_tff_model_fn(celeba_models.create_celeba_cnn, element_spec)
+  config = mixing.MixingConfig(central_steps=2, central_batch_size=2,
+                               examples_per_client=2, merge_weight=0.5)
+  finals = {}
+  for strategy in mixing.STRATEGIES:
+    method = mixing.build_mixing_method(
+        strategy, fed_data=fed, central=central, model_fn=model_fn,
+        client_optimizer=tff.learning.optimizers.build_sgdm(0.05), spec=spec,
+        clients_per_round=2, config=config)
+    evaluate = mixing_scenarios.build_group_evaluate_fn(
+        celeba_models.create_celeba_cnn,
+        cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn),
+        celeba.NUM_CLASSES, scenario.groups)
+    last = {}
+
+    def evaluate_and_keep(weights, evaluate=evaluate, last=last):
+      last["weights"], last["metrics"] = weights, evaluate(weights)
+      return last["metrics"]
+    result = training_loop.run_federated_training(
+        strategy, method.process, method.fed_data, method.spec, method.sampler,
+        evaluate_and_keep, training_loop.LoopConfig(
+            total_rounds=2, output_dir=str(tmp_path / strategy)), log_fn=None)
+    assert len(result.rows) == 2
+    assert all(math.isfinite(float(r["train_loss"])) for r in result.rows)
+    weights, metrics = last["weights"], last["metrics"]
+    assert result.final_accuracy == metrics["accuracy"]
+    # 3 smiling + 3 unsmiling test images: overall = mean of the two labels.
+    assert metrics["accuracy"] == pytest.approx(
+        (metrics["accuracy_smiling"] + metrics["accuracy_not_smiling"]) / 2)
+    finals[strategy] = np.concatenate(
+        [np.ravel(w) for w in weights.trainable])
+    assert np.isfinite(finals[strategy]).all()
+  # The oracle brings c2 (only unsmiling images) back as a client.
+  oracle = mixing_data.recombined_data(fed, central)
+  assert oracle.client_data.client_ids == ["c0", "c1", "c3", "c2"]
+  assert oracle.client_sizes == {"c0": 5, "c1": 2, "c3": 2, "c2": 2}
+  # Every strategy trained on something different from no mixing.
+  for strategy in ("parallel", "example_transfer", "gradient_transfer", "oracle"):
+    assert np.abs(finals[strategy] - finals["none"]).max() > 1e-6, strategy
+
