@@ -69,3 +69,33 @@ def all_runs() -> Dict[str, spec.Run]:
         raise ValueError(f"run {run.name} differs between presets")
       out.setdefault(run.name, run)
   return out
+
+
+def _show(value) -> str:
+  if isinstance(value, (list, tuple)):
+    return ",".join(str(v) for v in value)
+  if isinstance(value, float):
+    return f"{value:g}"
+  return str(value)
+
+
+def describe(preset: spec.Preset) -> str:
+  """The dry-run listing: every run with its full configuration as flags.
+
+  One line per run: `<kind> <name>: --flag=value ...` (sorted), then the data
+  flags it takes from the command line ('*' marks required ones).
+  """
+  lines = [f"preset {preset.name}: {len(preset.runs)} runs "
+           f"({published_paper(preset)})"]
+  for run in preset.runs:
+    flags = " ".join(f"--{k}={_show(v)}" for k, v in sorted(run.flags.items()))
+    required = {f for group in run.required_data_flags for f in group}
+    data = ",".join(f + ("*" if f in required else "") for f in run.data_flags)
+    lines.append(f"  {run.kind} {run.name}: {flags}"
+                 + (f"  [data: {data}]" if data else ""))
+  return "\n".join(lines)
+
+
+def published_paper(preset: spec.Preset) -> str:
+  from federated_vision.reproduction import published  # pylint: disable=g-import-not-at-top
+  return published.PAPERS[preset.paper]
