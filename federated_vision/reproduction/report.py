@@ -16,8 +16,9 @@ import math
 import os
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
+import numpy as np
+
 from federated_vision.evaluation import convergence
-from federated_vision.evaluation import metrics as metrics_lib
 from federated_vision.reproduction import effective_lr
 from federated_vision.reproduction import published as published_lib
 from federated_vision.reproduction import results
@@ -95,8 +96,19 @@ class _Context:
       return Value(None, UNAVAILABLE, "no centralized baseline")
     acc, status, detail = results.centralized_accuracy(self.runs[run])
     if status != results.FINISHED:
-      return Value(None, status, f"baseline {run}: {detail}")
+      return Value(None, status, f"baseline {run} is {status}: {detail}")
     return Value(acc, OK)
+
+
+def accuracy_at(xs: Sequence[float], accs: Sequence[float],
+                x: float) -> Optional[float]:
+  """The last evaluation at or before x (Acc@Round / Acc@Batch), or None.
+
+  The definition of `evaluation.metrics.accuracy_at`, which is not imported
+  here because that module imports TensorFlow (reports never need it).
+  """
+  i = int(np.searchsorted(np.asarray(xs, np.float64), x, side="right")) - 1
+  return None if i < 0 else float(accs[i])
 
 
 def _curve_value(ctx, cell, x_key: str) -> Value:
@@ -109,7 +121,7 @@ def _curve_value(ctx, cell, x_key: str) -> Value:
     what = "rounds" if x_key == "round" else "cumulative batches"
     return Value(None, UNAVAILABLE, f"{cell.run}/{cell.method}: {reached:g} "
                  f"{what} < {n:g}")
-  acc = metrics_lib.accuracy_at(xs, accs, n)
+  acc = accuracy_at(xs, accs, n)
   if acc is None:
     return Value(None, UNAVAILABLE, f"{cell.run}/{cell.method}: no evaluation "
                  f"at or before {n:g}")
@@ -183,7 +195,7 @@ def _relative(ctx, cell: spec.CellSpec, ours: Value) -> Optional[Value]:
   base = ctx.baseline(cell.baseline)
   if base.status != OK:
     return Value(None, base.status, base.detail)
-  return _ok(metrics_lib.relative_accuracy(ours.value / 100, base.value))
+  return _ok(ours.value / 100 / base.value)  # baseline checked > 0
 
 
 def _speedup(ctx, cell: spec.CellSpec, ours: Value) -> Optional[Value]:
