@@ -15,10 +15,10 @@ import pytest
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import published
 from federated_vision.reproduction import report
-from reproduction_helpers import centralized_run
-from reproduction_helpers import finished_run
-from reproduction_helpers import write_hparams
-from reproduction_helpers import write_metrics
+from tests.reproduction_helpers import centralized_run
+from tests.reproduction_helpers import finished_run
+from tests.reproduction_helpers import write_hparams
+from tests.reproduction_helpers import write_metrics
 
 
 def grid(markdown: str, title: str, which: int = 0):

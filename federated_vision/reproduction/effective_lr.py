@@ -168,8 +168,8 @@ def plot_contour(groups: Sequence[Group], path: str, value_label: str) -> str:
   vmin, vmax = (min(values), max(values)) if values else (0.0, 1.0)
   if vmin == vmax:
     vmin, vmax = vmin - 0.01, vmax + 0.01
-  fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2),
-                           squeeze=False)
+  fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.4),
+                           squeeze=False, layout="constrained")
   mappable = None
   for ax, panel in zip(axes[0], panels):
     gs = [g for g in groups if g.panel == panel]
@@ -193,6 +193,9 @@ def plot_contour(groups: Sequence[Group], path: str, value_label: str) -> str:
     for i, j in zip(*np.nonzero(ok)):
       ax.annotate(f"{grid[i, j]:.2f}", (x[j], y[i]), textcoords="offset points",
                   xytext=(0, 6), ha="center", fontsize=7)
+    pad = 0.08 * (x.max() - x.min() or 1.0)
+    ax.set_xlim(x.min() - pad, x.max() + pad)
+    ax.set_ylim(-0.4, len(alphas) - 0.6)
     ax.set_xticks(x)
     ax.set_xticklabels([_rate(r) for r in rates], rotation=45, fontsize=8)
     ax.set_yticks(y)
@@ -201,7 +204,7 @@ def plot_contour(groups: Sequence[Group], path: str, value_label: str) -> str:
     ax.set_ylabel("α (Dirichlet concentration)")
     ax.set_title(panel_label(panel), fontsize=9)
   fig.colorbar(mappable, ax=list(axes[0]), label=value_label)
-  fig.savefig(path, dpi=110)
+  fig.savefig(path, dpi=110, bbox_inches="tight")
   plt.close(fig)
   return path
 
