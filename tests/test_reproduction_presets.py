@@ -270,3 +270,17 @@ def test_validation_catches_a_bad_run(parse, data_files):
     flags_lib.validate(parse(*_argv(spec.Run(
         inat.name, dict(inat.flags, alpha=0.5), data_flags=inat.data_flags,
         required_data_flags=inat.required_data_flags), data_files)))
+
+
+def test_library_imports_no_tensorflow_absl_flags_or_experiments():
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  code = ("import sys\n"
+          "from federated_vision.reproduction import claims, effective_lr, "
+          "hparams, plan, presets, published, report, results, spec\n"
+          "bad = [m for m in ('tensorflow', 'absl.flags', 'experiments') "
+          "if m in sys.modules]\n"
+          "assert not bad, bad\n")
+  out = subprocess.run([sys.executable, "-c", code], cwd=REPO,
+                       capture_output=True, text=True, check=False)
+  assert out.returncode == 0, out.stderr
