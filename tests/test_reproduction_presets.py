@@ -93,6 +93,19 @@ def test_one_name_one_config_across_presets():
   assert runs["central_cifar10"].kind == spec.CENTRALIZED
 
 
+@pytest.mark.parametrize("name", EXPECTED)
+def test_describe_lists_every_run_of_every_preset(name):
+  p = presets.get_preset(name)
+  lines = presets.describe(p).splitlines()
+  assert lines[0].startswith(f"preset {name}: {len(p.runs)} runs (")
+  assert len(lines) == 1 + len(p.runs)
+  for run, line in zip(p.runs, lines[1:]):
+    flags = line.split(": ", 1)[1].split("  [data: ")[0].split(" ")
+    assert line.startswith(f"  {run.kind} {run.name}: ")
+    assert [f.split("=", 1)[0] for f in flags] == [
+        f"--{k}" for k in sorted(run.flags)]
+
+
 def test_describe_lists_every_run_with_its_full_config():
   p = presets.get_preset("hsu2020_table5")
   text = presets.describe(p)

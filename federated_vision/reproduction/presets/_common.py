@@ -24,8 +24,10 @@ LANDMARKS_REQUIRED = (("split_csv",), ("test_csv",),
                       ("image_root", "tar_shards"))
 PRETRAINED = ("pretrained_weights",)
 
-# Settings every run states explicitly (a preset never leans on defaults).
-COMMON = {"seed": 0, "include_plain": True, "fedir": False, "fedvc": False}
+# Settings every run states explicitly (a preset never leans on defaults, and
+# a results directory made with other values is reported as a mismatch).
+COMMON = {"seed": 0, "include_plain": True, "fedir": False, "fedvc": False,
+          "fedir_target": "uniform", "weight_decay": 0.0}
 
 
 def number(x: float) -> str:
@@ -69,7 +71,8 @@ def centralized(name: str, epochs: int, data: Sequence[str] = (),
 INAT_SPLITS = {"User-120k": "user_120k", "Geo-3k": "geo_3k"}
 REALWORLD_TRAINING = {"client_epochs": 1, "client_learning_rate": 0.05,
                       "server_learning_rate": 1.0, "server_momentum": 0.9,
-                      "model": "mobilenet_v2_gn"}
+                      "model": "mobilenet_v2_gn", "mobilenet_alpha": 1.0,
+                      "gn_groups": 32}
 CENTRALIZED_EPOCHS_REALWORLD = 30
 
 
