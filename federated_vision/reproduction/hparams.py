@@ -1,0 +1,236 @@
+"""TensorBoard HParams records of runs, so a sweep compares in the dashboard.
+
+Each method of a run is one HParams session: its hyper-parameters (the run's
+flag values plus the method's own, e.g. algorithm, FedIR/FedVC, and the
+effective learning rate) and its final metrics (scalars under `hparams/...`
+tags), written with TensorBoard's HParams plugin summaries
+(`tensorboard.plugins.hparams.api`) into the method's TensorBoard directory
+(<run>/<method>/tensorboard, next to its training curves). A sweep root gets
+one experiment config listing every hyper-parameter and metric, so
+`tensorboard --logdir=<root>` shows the whole sweep in the HParams tab.
+
+`read_hparams` reads them back with `tensorboard.backend.event_processing`.
+Writing uses TensorBoard's protos and event writer only (the functions behind
+`tensorboard.plugins.hparams.api`, without its TensorFlow import); reading
+through event_processing imports TensorFlow when it is installed.
+"""
+
+import json
+import math
+import os
+import time
+from typing import Dict, Mapping, Optional, Sequence
+
+from federated_vision.reproduction import results
+
+# Final metrics recorded per method (summary.json keys), as scalars
+# "hparams/<key>".
+METRIC_KEYS = ("final_accuracy", "relative_accuracy", "acc_at_round",
+               "acc_at_batch", "rounds_to_target")
+METRIC_PREFIX = "hparams/"
+SUBDIR = "tensorboard"
+
+
+def _hparam_value(value):
+  """A value the HParams plugin accepts (bool, number, str) or None."""
+  if value is None:
+    return None
+  if isinstance(value, (bool, str)):
+    return value
+  if isinstance(value, (int, float)):
+    return float(value) if math.isfinite(value) else str(value)
+  if isinstance(value, (list, tuple)):
+    return ",".join(str(v) for v in value)
+  return json.dumps(value, sort_keys=True)
+
+
+def method_hparams(flags: Mapping[str, object], method: str
+                   ) -> Dict[str, object]:
+  """A method's hyper-parameters: the run's flags (plain values only) plus
+  `method`, the method's base algorithm and variants, and eta_eff.
+
+  eta_eff = server_learning_rate / (1 - server_momentum) for FedAvgM, the
+  server learning rate otherwise (no momentum).
+  """
+  out = {}
+  for name, value in flags.items():
+    v = _hparam_value(value)
+    if v is not None and not isinstance(value, dict):
+      out[name] = v
+  parts = method.split("+")
+  out.update(method=method, method_algorithm=parts[0],
+             method_fedir="fedir" in parts[1:],
+             method_fedvc="fedvc" in parts[1:])
+  lr = flags.get("server_learning_rate")
+  if isinstance(lr, (int, float)):
+    beta = flags.get("server_momentum", 0.0) if parts[0] == "fedavgm" else 0.0
+    out["server_effective_learning_rate"] = float(lr) / (1.0 - float(beta))
+  return out
+
+
+def _writer(logdir: str):
+  from tensorboard.summary.writer import event_file_writer  # pylint: disable=g-import-not-at-top
+  os.makedirs(logdir, exist_ok=True)
+  return event_file_writer.EventFileWriter(logdir)
+
+
+def _write(writer, summary, step: int = 0) -> None:
+  from tensorboard.compat.proto import event_pb2  # pylint: disable=g-import-not-at-top
+  writer.add_event(event_pb2.Event(wall_time=time.time(), step=step,
+                                   summary=summary))
+
+
+def write_session(logdir: str, hparams: Mapping[str, object],
+                  metrics: Mapping[str, Optional[float]], step: int,
+                  status: str = results.FINISHED,
+                  trial_id: Optional[str] = None) -> str:
+  """Writes one HParams session (hyper-parameters, final metrics, status).
+
+  Args:
+    logdir: the session's TensorBoard directory.
+    hparams: name -> bool / number / str.
+    metrics: summary key -> value; None or non-finite values are skipped.
+    step: the step of the metric scalars (the run's last round).
+    status: finished / diverged / running: a diverged method's session ends
+      with STATUS_FAILURE, a running one has no end.
+    trial_id: the session's group name (default: logdir).
+
+  Returns:
+    logdir.
+  """
+  from tensorboard.plugins.hparams import api_pb2  # pylint: disable=g-import-not-at-top
+  from tensorboard.plugins.hparams import metadata  # pylint: disable=g-import-not-at-top
+  from tensorboard.plugins.hparams import summary_v2  # pylint: disable=g-import-not-at-top
+  from tensorboard.plugins.scalar import summary_v2 as scalar  # pylint: disable=g-import-not-at-top
+  from tensorboard.compat.proto import summary_pb2  # pylint: disable=g-import-not-at-top
+  writer = _writer(logdir)
+  try:
+    _write(writer, summary_v2.hparams_pb(dict(hparams), trial_id=trial_id))
+    for key, value in metrics.items():
+      if value is not None and math.isfinite(value):
+        _write(writer, scalar.scalar_pb(METRIC_PREFIX + key, float(value)),
+               step)
+    if status != results.RUNNING:
+      end = metadata.plugin_data_pb2.SessionEndInfo(
+          status=api_pb2.STATUS_SUCCESS if status == results.FINISHED
+          else api_pb2.STATUS_FAILURE, end_time_secs=time.time())
+      content = metadata.plugin_data_pb2.HParamsPluginData(
+          session_end_info=end, version=metadata.PLUGIN_DATA_VERSION)
+      meta = metadata.create_summary_metadata(content)
+      _write(writer, summary_pb2.Summary(value=[summary_pb2.Summary.Value(
+          tag=metadata.SESSION_END_INFO_TAG, metadata=meta,
+          tensor=metadata.NULL_TENSOR)]))
+  finally:
+    writer.close()
+  return logdir
+
+
+def write_experiment(logdir: str, sessions: Sequence[Mapping[str, object]],
+                     metric_keys: Sequence[str] = METRIC_KEYS) -> str:
+  """The sweep-level HParams config: every hyper-parameter seen, metrics."""
+  from tensorboard.plugins.hparams import summary_v2 as hp  # pylint: disable=g-import-not-at-top
+  names = sorted({k for s in sessions for k in s})
+  hparams = [hp.HParam(n) for n in names]
+  metrics = [hp.Metric(METRIC_PREFIX + k, display_name=k) for k in metric_keys]
+  writer = _writer(logdir)
+  try:
+    _write(writer, hp.hparams_config_pb(hparams=hparams, metrics=metrics))
+  finally:
+    writer.close()
+  return logdir
+
+
+def write_run_hparams(run_dir: str, name: Optional[str] = None
+                      ) -> Dict[str, Dict[str, object]]:
+  """HParams sessions for every method of a finished run directory.
+
+  Reads <run_dir>/hparams.json and summary.json (as experiments/runner.py
+  writes them) and writes <run_dir>/<method>/tensorboard/ sessions.
+
+  Returns:
+    method -> the hyper-parameters written.
+
+  Raises:
+    ValueError: no readable hparams.json / summary.json (names the file).
+  """
+  files = {}
+  for f in ("hparams.json", "summary.json"):
+    path = os.path.join(run_dir, f)
+    try:
+      with open(path) as fh:
+        files[f] = json.load(fh)
+    except (OSError, ValueError) as e:
+      raise ValueError(f"{path}: cannot read ({e})") from None
+  flags = {k: v for k, v in files["hparams.json"].items()
+           if not isinstance(v, dict)}
+  out = {}
+  for method, entry in files["summary.json"].get("methods", {}).items():
+    hp = method_hparams(flags, method)
+    status = entry.get("status", results.FINISHED)
+    metrics = {k: entry.get(k) for k in METRIC_KEYS
+               if isinstance(entry.get(k), (int, float))}
+    write_session(os.path.join(run_dir, method, SUBDIR), hp, metrics,
+                  step=int(entry.get("rounds") or 0), status=status,
+                  trial_id=f"{name or os.path.basename(run_dir)}/{method}")
+    out[method] = hp
+  return out
+
+
+def read_hparams(logdir: str) -> Dict[str, Dict[str, object]]:
+  """Every HParams session under `logdir`, read back from the event files.
+
+  Returns:
+    TensorBoard run name (path relative to logdir) -> {"hparams": {...},
+    "metrics": {key: last value}, "status": "success" | "failure" | None}.
+    The sweep config (if any) is under "" -> {"experiment": [hparam names]}.
+  """
+  from tensorboard.backend.event_processing import plugin_event_multiplexer  # pylint: disable=g-import-not-at-top
+  from tensorboard.plugins.hparams import api_pb2  # pylint: disable=g-import-not-at-top
+  from tensorboard.plugins.hparams import metadata  # pylint: disable=g-import-not-at-top
+  from tensorboard.util import tensor_util  # pylint: disable=g-import-not-at-top
+  mux = plugin_event_multiplexer.EventMultiplexer()
+  mux.AddRunsFromDirectory(logdir)
+  mux.Reload()
+  out = {}
+  for run, content in mux.PluginRunToTagToContent(metadata.PLUGIN_NAME).items():
+    entry = out.setdefault(run, {"hparams": {}, "metrics": {}, "status": None})
+    for tag, data in content.items():
+      if tag == metadata.EXPERIMENT_TAG:
+        exp = metadata.parse_experiment_plugin_data(data)
+        entry["experiment"] = [h.name for h in exp.hparam_infos]
+      elif tag == metadata.SESSION_START_INFO_TAG:
+        start = metadata.parse_session_start_info_plugin_data(data)
+        for k, v in start.hparams.items():
+          kind = v.WhichOneof("kind")
+          entry["hparams"][k] = getattr(v, kind) if kind else None
+      elif tag == metadata.SESSION_END_INFO_TAG:
+        end = metadata.parse_session_end_info_plugin_data(data)
+        entry["status"] = {api_pb2.STATUS_SUCCESS: "success",
+                           api_pb2.STATUS_FAILURE: "failure"}.get(end.status)
+    accumulator = mux.GetAccumulator(run)
+    for tag in accumulator.Tags().get("tensors", []):
+      if tag.startswith(METRIC_PREFIX):
+        events = accumulator.Tensors(tag)
+        entry["metrics"][tag[len(METRIC_PREFIX):]] = float(
+            tensor_util.make_ndarray(events[-1].tensor_proto))
+  return out
+
+
+def write_sweep(root: str, run_names: Sequence[str]) -> Dict[str, object]:
+  """Sessions for every finished run under `root` plus the sweep config.
+
+  Runs without a summary.json yet (missing or running) are skipped and
+  listed. Returns {"written": [run/method, ...], "skipped": [run, ...]}.
+  """
+  written, skipped, sessions = [], [], []
+  for name in run_names:
+    run_dir = os.path.join(root, name)
+    if not os.path.isfile(os.path.join(run_dir, "summary.json")):
+      skipped.append(name)
+      continue
+    for method, hp in write_run_hparams(run_dir, name).items():
+      written.append(f"{name}/{method}")
+      sessions.append(hp)
+  if sessions:
+    write_experiment(root, sessions)
+  return {"written": written, "skipped": skipped}

@@ -1,0 +1,123 @@
+"""Planning a preset: which runs, with which full flags, and what is done.
+
+`plan` selects a preset's runs (`only` shell patterns), checks before anything
+runs that every data-location flag a run requires is given and names an
+existing file/directory, and returns each run's full flag dict (the preset's
+flags + the data flags it takes + its output location) with its current
+status from the results root (finished runs are skipped by the runner; one
+run name is one configuration, so a centralized baseline shared by several
+presets runs once).
+"""
+
+import dataclasses
+import fnmatch
+import glob
+import os
+from typing import Dict, List, Mapping, Sequence
+
+from federated_vision.reproduction import results
+from federated_vision.reproduction import spec
+
+# Data flags that name inputs, and what they must be.
+FILE_FLAGS = ("split_csv", "test_csv", "image_paths_csv", "pretrained_weights")
+DIR_FLAGS = ("image_root", "data_dir")
+LIST_FILE_FLAGS = ("metadata_json",)
+GLOB_FLAGS = ("tar_shards",)
+EXISTS_FLAGS = ("archive_path",)  # A file or a directory.
+
+
+class PlanError(ValueError):
+  """A preset cannot run as asked; the message names the flag or file."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedRun:
+  """A run ready for the runner: full flags and its current status."""
+  run: spec.Run
+  flags: Mapping[str, object]
+  status: str
+  detail: str
+
+
+def select(preset: spec.Preset, patterns: Sequence[str] = ()):
+  """The runs whose name matches any fnmatch pattern (all if none).
+
+  Raises:
+    PlanError: a pattern matches no run.
+  """
+  if not patterns:
+    return preset.runs
+  for p in patterns:
+    if not any(fnmatch.fnmatchcase(r.name, p) for r in preset.runs):
+      raise PlanError(f"--only={p}: matches no run of preset {preset.name}")
+  return tuple(r for r in preset.runs
+               if any(fnmatch.fnmatchcase(r.name, p) for p in patterns))
+
+
+def _as_list(value) -> List[str]:
+  if isinstance(value, str):
+    return [v for v in value.split(",") if v]
+  return [str(v) for v in value or ()]
+
+
+def check_data_flag(name: str, value) -> None:
+  """Raises PlanError when a path flag names nothing on disk."""
+  if name in FILE_FLAGS and not os.path.isfile(value):
+    raise PlanError(f"--{name}={value}: no such file")
+  if name in DIR_FLAGS and not os.path.isdir(value):
+    raise PlanError(f"--{name}={value}: no such directory")
+  if name in EXISTS_FLAGS and not os.path.exists(value):
+    raise PlanError(f"--{name}={value}: does not exist")
+  for path in _as_list(value) if name in LIST_FILE_FLAGS else ():
+    if not os.path.isfile(path):
+      raise PlanError(f"--{name}: {path}: no such file")
+  for pattern in _as_list(value) if name in GLOB_FLAGS else ():
+    if not glob.glob(pattern):
+      raise PlanError(f"--{name}: {pattern} matches no file")
+
+
+def run_flags(run: spec.Run, data: Mapping[str, object],
+              results_root: str) -> Dict[str, object]:
+  """The run's full flags: preset flags, the data flags it takes, output.
+
+  Raises:
+    PlanError: a required data flag is missing (names the run and flag).
+  """
+  for group in run.required_data_flags:
+    if not any(data.get(f) not in (None, "", [], ()) for f in group):
+      raise PlanError(f"run {run.name} needs --{' or --'.join(group)} "
+                      "(data is never downloaded)")
+  flags = run.flag_dict()
+  for name in run.data_flags:
+    if data.get(name) not in (None, "", [], ()):
+      flags[name] = data[name]
+  flags.update(root_output_dir=results_root, experiment_name=run.name)
+  return flags
+
+
+def plan(preset: spec.Preset, results_root: str,
+         data: Mapping[str, object], only: Sequence[str] = (),
+         ) -> List[PlannedRun]:
+  """Every selected run with full flags and status, checked before running.
+
+  Args:
+    preset: the preset.
+    results_root: where run directories go (<root>/<run name>).
+    data: data-location flags given on the command line (name -> value).
+    only: fnmatch patterns of run names (all runs if empty).
+
+  Raises:
+    PlanError: unknown pattern, a missing required data flag, or a data
+      flag naming nothing on disk -- always before any run starts.
+  """
+  runs = select(preset, only)
+  for name in sorted(data):
+    if data[name] not in (None, "", [], ()) and any(
+        name in r.data_flags for r in runs):
+      check_data_flag(name, data[name])
+  out = []
+  for run in runs:
+    flags = run_flags(run, data, results_root)
+    state = results.read_run(results_root, run)
+    out.append(PlannedRun(run, flags, state.status, state.detail))
+  return out

@@ -1,0 +1,101 @@
+"""The preset registry: every table and figure of the four papers, by name.
+
+  from federated_vision.reproduction import presets
+  presets.preset_names()                # ('hsu2020_table1', ...)
+  p = presets.get_preset("hsu2020_table3")
+  for run in p.runs: run.name, run.flag_dict()
+
+One module per paper; each exposes PRESETS, a tuple of functions returning a
+`spec.Preset` (built on first use; they are plain data).
+"""
+
+import functools
+from typing import Dict, Tuple
+
+from federated_vision.reproduction import spec
+from federated_vision.reproduction.presets import augenstein
+from federated_vision.reproduction.presets import digits_claims
+from federated_vision.reproduction.presets import hsu2019
+from federated_vision.reproduction.presets import hsu2020
+from federated_vision.reproduction.presets import mcmahan2017
+
+_MODULES = (hsu2020, hsu2019, mcmahan2017, augenstein, digits_claims)
+# Flags the mixing issue adds to train_main (not defined in flags_lib yet).
+PLANNED_FLAGS = tuple(sorted(set(augenstein.PLANNED_FLAGS)
+                             | set(digits_claims.PLANNED_FLAGS)))
+PLANNED_DATASETS = augenstein.PLANNED_DATASETS
+
+
+@functools.lru_cache(maxsize=None)
+def _registry() -> Dict[str, spec.Preset]:
+  out = {}
+  for module in _MODULES:
+    for build in module.PRESETS:
+      preset = build()
+      if preset.name in out:
+        raise ValueError(f"two presets named {preset.name}")
+      out[preset.name] = preset
+  return out
+
+
+def preset_names() -> Tuple[str, ...]:
+  """Every registered preset name, in registry order."""
+  return tuple(_registry())
+
+
+def get_preset(name: str) -> spec.Preset:
+  """The preset called `name`.
+
+  Raises:
+    KeyError: no such preset (the message lists the names).
+  """
+  try:
+    return _registry()[name]
+  except KeyError:
+    raise KeyError(f"no preset {name!r}; presets: "
+                   f"{', '.join(preset_names())}") from None
+
+
+def all_runs() -> Dict[str, spec.Run]:
+  """Every run of every preset by name (one name = one configuration).
+
+  Raises:
+    ValueError: two presets define the same run name differently.
+  """
+  out = {}
+  for preset in _registry().values():
+    for run in preset.runs:
+      if run.name in out and out[run.name] != run:
+        raise ValueError(f"run {run.name} differs between presets")
+      out.setdefault(run.name, run)
+  return out
+
+
+def _show(value) -> str:
+  if isinstance(value, (list, tuple)):
+    return ",".join(str(v) for v in value)
+  if isinstance(value, float):
+    return f"{value:g}"
+  return str(value)
+
+
+def describe(preset: spec.Preset) -> str:
+  """The dry-run listing: every run with its full configuration as flags.
+
+  One line per run: `<kind> <name>: --flag=value ...` (sorted), then the data
+  flags it takes from the command line ('*' marks required ones).
+  """
+  lines = [f"preset {preset.name}: {len(preset.runs)} runs "
+           f"({published_paper(preset)})"]
+  for run in preset.runs:
+    flags = " ".join(f"--{k}={_show(v)}" for k, v in sorted(run.flags.items()))
+    required = {f for group in run.required_data_flags for f in group}
+    data = ",".join(f + ("*" if f in required else "") for f in run.data_flags)
+    lines.append(f"  {run.kind} {run.name}: {flags}"
+                 + (f"  [data: {data}]" if data else ""))
+  return "\n".join(lines)
+
+
+def published_paper(preset: spec.Preset) -> str:
+  from federated_vision.reproduction import published  # pylint: disable=g-import-not-at-top
+  return published.PAPERS[preset.paper]

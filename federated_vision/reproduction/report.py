@@ -1,0 +1,423 @@
+"""A preset's tables filled from run directories, next to the published ones.
+
+For every cell of a preset's `TableSpec`s: our value (from the run's
+summary.json / metrics.csv), the paper's (`published`), their difference in
+the paper's unit, our relative accuracy against our own same-pipeline
+centralized run, and McMahan's speedup where the cell has a reference. A cell
+whose run is missing, running, diverged or from another configuration says so
+instead of a number; relative accuracy is never computed from a diverged
+method or a missing/running/diverged centralized baseline. Written as
+markdown (the paper's layout) and CSV (one row per cell, raw values).
+"""
+
+import csv
+import dataclasses
+import math
+import os
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from federated_vision.evaluation import convergence
+from federated_vision.reproduction import effective_lr
+from federated_vision.reproduction import published as published_lib
+from federated_vision.reproduction import results
+from federated_vision.reproduction import spec
+
+OK = "ok"
+NOT_REACHED = "not_reached"
+UNAVAILABLE = "unavailable"
+NOT_TRANSCRIBED = "n/a (not transcribed)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+  """A number or why there is none.
+
+  Attributes:
+    value: in the display unit (percent for accuracies), None unless OK.
+    status: OK, NOT_REACHED, UNAVAILABLE or a `results` status.
+    detail: one line naming the file/run when not OK.
+  """
+  value: Optional[float]
+  status: str
+  detail: str = ""
+
+
+def _ok(value: float) -> Value:
+  return Value(float(value), OK)
+
+
+@dataclasses.dataclass(frozen=True)
+class CellResult:
+  """A filled cell: ours, the paper's, and what derives from both."""
+  table: spec.TableSpec
+  cell: spec.CellSpec
+  ours: Value
+  relative: Optional[Value]
+  speedup: Optional[Value]
+  paper: Optional[published_lib.PublishedValue]
+  unverified: Optional[published_lib.UnverifiedValue]
+
+  @property
+  def difference(self) -> Optional[float]:
+    """ours - paper in the paper's unit; None unless both are numbers."""
+    if self.ours.status != OK or self.paper is None or self.paper.value is None:
+      return None
+    return self.ours.value - self.paper.value
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+  preset: spec.Preset
+  root: str
+  cells: Sequence[CellResult]
+  studies: Sequence["effective_lr.StudyResult"]
+
+
+class _Context:
+  """Run directories and curves of one report, read once."""
+
+  def __init__(self, preset: spec.Preset, root: str):
+    self.runs = results.read_runs(root, preset.runs)
+    self._rows = {}
+
+  def method(self, run: str, method: str) -> results.MethodState:
+    return results.method_state(self.runs[run], method)
+
+  def rows(self, run: str, method: str):
+    key = (run, method)
+    if key not in self._rows:
+      self._rows[key] = results.read_metrics(self.runs[run], method)
+    return self._rows[key]
+
+  def baseline(self, run: Optional[str]) -> Value:
+    if run is None:
+      return Value(None, UNAVAILABLE, "no centralized baseline")
+    acc, status, detail = results.centralized_accuracy(self.runs[run])
+    if status != results.FINISHED:
+      return Value(None, status, f"baseline {run} is {status}: {detail}")
+    return Value(acc, OK)
+
+
+def accuracy_at(xs: Sequence[float], accs: Sequence[float],
+                x: float) -> Optional[float]:
+  """The last evaluation at or before x (Acc@Round / Acc@Batch), or None.
+
+  The definition of `evaluation.metrics.accuracy_at`, which is not imported
+  here because that module imports TensorFlow (reports never need it).
+  """
+  i = int(np.searchsorted(np.asarray(xs, np.float64), x, side="right")) - 1
+  return None if i < 0 else float(accs[i])
+
+
+def _curve_value(ctx, cell, x_key: str) -> Value:
+  """Acc@Round / Acc@Batch N from metrics.csv (the run must reach N)."""
+  n = cell.metric.arg
+  rows = ctx.rows(cell.run, cell.method)
+  xs, accs = results.curve(rows, x_key)
+  reached = max((float(r[x_key]) for r in rows), default=0.0)
+  if reached < n:
+    what = "rounds" if x_key == "round" else "cumulative batches"
+    return Value(None, UNAVAILABLE, f"{cell.run}/{cell.method}: {reached:g} "
+                 f"{what} < {n:g}")
+  acc = accuracy_at(xs, accs, n)
+  if acc is None:
+    return Value(None, UNAVAILABLE, f"{cell.run}/{cell.method}: no evaluation "
+                 f"at or before {n:g}")
+  if not math.isfinite(acc):
+    return Value(None, results.DIVERGED, f"{cell.run}/{cell.method}: accuracy "
+                 f"{acc} at {n:g}")
+  return _ok(100 * acc)
+
+
+def _rounds_value(ctx, run: str, method: str, target: float) -> Value:
+  rows = ctx.rows(run, method)
+  rounds, accs = results.curve(rows, "round")
+  r = convergence.rounds_to_target(rounds, accs, target)
+  if r is None:
+    last = max((float(x["round"]) for x in rows), default=0.0)
+    return Value(None, NOT_REACHED, f"{run}/{method}: {target:.4g} not reached "
+                 f"in {last:g} rounds")
+  return _ok(r)
+
+
+def _ours(ctx: _Context, cell: spec.CellSpec) -> Value:
+  kind = cell.metric.kind
+  run = ctx.runs[cell.run]
+  if kind == spec.CENTRALIZED_ACCURACY:
+    acc, status, detail = results.centralized_accuracy(run)
+    return _ok(100 * acc) if status == results.FINISHED else Value(
+        None, status, detail)
+  if kind == spec.EMD:
+    if run.status != results.FINISHED:
+      return Value(None, run.status, run.detail)
+    emd = run.summary.get("emd")
+    if not isinstance(emd, (int, float)) or not math.isfinite(emd):
+      return Value(None, UNAVAILABLE, f"{run.path}/summary.json: emd {emd!r}")
+    return _ok(emd)
+  state = ctx.method(cell.run, cell.method)
+  if state.status != results.FINISHED:
+    return Value(None, state.status, state.detail)
+  try:
+    if kind == spec.FINAL_ACCURACY:
+      return _ok(100 * state.entry["final_accuracy"])
+    if kind == spec.METHOD_FIELD:
+      v = state.entry.get(cell.metric.key)
+      if not isinstance(v, (int, float)) or not math.isfinite(v):
+        return Value(None, UNAVAILABLE, f"{run.path}/summary.json: method "
+                     f"{cell.method} has {cell.metric.key}={v!r}")
+      return _ok(100 * v)
+    if kind == spec.ACC_AT_ROUND:
+      return _curve_value(ctx, cell, "round")
+    if kind == spec.ACC_AT_BATCH:
+      return _curve_value(ctx, cell, "cumulative_batch_budget")
+    if kind == spec.ROUNDS_TO_TARGET:
+      return _rounds_value(ctx, cell.run, cell.method, cell.metric.arg)
+    # ROUNDS_TO_RELATIVE: the target is a fraction of our centralized accuracy.
+    base = ctx.baseline(cell.baseline)
+    if base.status != OK:
+      return Value(None, UNAVAILABLE, base.detail)
+    return _rounds_value(ctx, cell.run, cell.method,
+                         cell.metric.arg * base.value)
+  except ValueError as e:  # Malformed metrics.csv: name the run and file.
+    return Value(None, results.INVALID,
+                 f"{cell.run}/{cell.method}: {str(e).splitlines()[0]}")
+
+
+def _relative(ctx, cell: spec.CellSpec, ours: Value) -> Optional[Value]:
+  """ours / our centralized accuracy, for accuracy cells with a baseline."""
+  if cell.baseline is None or cell.metric.kind not in spec.ACCURACY_KINDS or \
+      cell.metric.kind == spec.CENTRALIZED_ACCURACY:
+    return None
+  if ours.status != OK:
+    return Value(None, ours.status, ours.detail)
+  base = ctx.baseline(cell.baseline)
+  if base.status != OK:
+    return Value(None, base.status, base.detail)
+  return _ok(ours.value / 100 / base.value)  # baseline checked > 0
+
+
+def _speedup(ctx, cell: spec.CellSpec, ours: Value) -> Optional[Value]:
+  if cell.speedup_reference is None:
+    return None
+  ref_run, ref_method = cell.speedup_reference
+  ref_state = ctx.method(ref_run, ref_method)
+  if ref_state.status != results.FINISHED:
+    return Value(None, ref_state.status, ref_state.detail)
+  ref = _rounds_value(ctx, ref_run, ref_method, cell.metric.arg)
+  if ours.status != OK or ref.status != OK:
+    bad = ours if ours.status != OK else ref
+    return Value(None, bad.status, bad.detail)
+  return _ok(convergence.speedup(ref.value, ours.value))
+
+
+def fill(table: spec.TableSpec, ctx: _Context,
+         lookup: Callable[[tuple], Optional[published_lib.PublishedValue]],
+         ) -> List[CellResult]:
+  out = []
+  for cell in table.cells:
+    ours = _ours(ctx, cell)
+    key = table.key + (cell.row, cell.column)
+    out.append(CellResult(table, cell, ours, _relative(ctx, cell, ours),
+                          _speedup(ctx, cell, ours), lookup(key),
+                          published_lib.UNVERIFIED.get(key)))
+  return out
+
+
+def build_report(preset: spec.Preset, root: str,
+                 published: Optional[Mapping[tuple,
+                                             published_lib.PublishedValue]] = None,
+                 ) -> Report:
+  """Fills every table and study of `preset` from `<root>/<run>/`.
+
+  Args:
+    preset: the preset.
+    root: the results root holding one directory per run name.
+    published: published values by (paper, table, row, column); default
+      `published.PUBLISHED`.
+
+  Returns:
+    The `Report` (nothing is written).
+  """
+  table = published_lib.PUBLISHED if published is None else published
+  ctx = _Context(preset, root)
+  cells = []
+  for t in preset.tables:
+    cells += fill(t, ctx, table.get)
+  studies = [effective_lr.run_study(study, preset, ctx.runs)
+             for study in preset.studies]
+  return Report(preset, root, tuple(cells), tuple(studies))
+
+
+# ------------------------------------------------------------------ formatting
+def _number(v: float, unit: str) -> str:
+  if unit == "rounds":
+    return f"{v:.0f}"
+  return f"{v:.2f}" if unit == "%" else f"{v:.3f}"
+
+
+def _status_text(v: Value) -> str:
+  if v.status == NOT_REACHED:
+    return "not reached"
+  return "n/a" if v.status == UNAVAILABLE else v.status
+
+
+def ours_text(r: CellResult) -> str:
+  unit = r.cell.metric.unit
+  text = (_number(r.ours.value, unit) if r.ours.status == OK
+          else _status_text(r.ours))
+  if r.speedup is not None and r.speedup.status == OK:
+    text += f" ({r.speedup.value:.1f}×)"
+  return text
+
+
+def paper_text(r: CellResult) -> str:
+  if r.paper is None:
+    return NOT_TRANSCRIBED
+  return r.paper.text.replace("x)", "×)")
+
+
+def cell_text(r: CellResult) -> str:
+  """'ours / paper (Δ ...)' as the markdown cell shows it."""
+  text = f"{ours_text(r)} / {paper_text(r)}"
+  diff = r.difference
+  if diff is not None:
+    text += f" (Δ {diff:+.2f})" if r.cell.metric.unit == "%" else \
+        f" (Δ {diff:+.0f})"
+  if r.unverified is not None:
+    text += " †"
+  return text
+
+
+def _grid(rows: Sequence[str], columns: Sequence[str], text) -> List[str]:
+  out = ["| | " + " | ".join(columns) + " |",
+         "|---|" + "|".join("---" for _ in columns) + "|"]
+  for row in rows:
+    out.append(f"| {row} | " + " | ".join(text(row, c) for c in columns) + " |")
+  return out
+
+
+def format_markdown(report: Report) -> str:
+  """The preset's tables in the papers' layouts, then footnotes and studies."""
+  p = report.preset
+  lines = [f"# {p.name}", "", p.description, "",
+           f"Paper: {published_lib.PAPERS[p.paper]}", "",
+           f"Results: `{report.root}`", ""]
+  for note in p.notes:
+    lines.append(f"- {note}")
+  if p.notes:
+    lines.append("")
+  for table in p.tables:
+    cells = {(r.cell.row, r.cell.column): r for r in report.cells
+             if r.table is table}
+    lines += [f"## {table.title}", "",
+              "Each cell: ours / paper (Δ = ours − paper, in the paper's "
+              "unit). Accuracies in %.", ""]
+    lines += _grid(table.rows, table.columns,
+                   lambda row, col: cell_text(cells[(row, col)])
+                   if (row, col) in cells else "")
+    if any(r.relative is not None for r in cells.values()):
+      lines += ["", "Relative accuracy (ours / our centralized run):", ""]
+      lines += _grid(table.rows, table.columns, lambda row, col: _rel_text(
+          cells.get((row, col))))
+    notes = _footnotes(cells.values())
+    if notes:
+      lines += [""] + notes
+    lines.append("")
+  for study in report.studies:
+    lines += effective_lr.format_markdown(study) + [""]
+  return "\n".join(lines).rstrip() + "\n"
+
+
+def _rel_text(r: Optional[CellResult]) -> str:
+  if r is None or r.relative is None:
+    return ""
+  return f"{r.relative.value:.3f}" if r.relative.status == OK else \
+      _status_text(r.relative)
+
+
+def _footnotes(cells) -> List[str]:
+  out, seen = [], set()
+  for r in cells:
+    for v in (r.ours, r.relative, r.speedup):
+      if v is not None and v.status != OK and v.detail and v.detail not in seen:
+        seen.add(v.detail)
+        out.append(f"- {_status_text(v)}: {v.detail}")
+    if r.unverified is not None:
+      u = r.unverified
+      out.append(f"- † ({r.cell.row}, {r.cell.column}): {u.value:g}{u.unit} "
+                 f"quoted by {u.claimed_by}; not used.")
+  return out
+
+
+CSV_COLUMNS = ("preset", "table", "row", "column", "run", "method", "metric",
+               "metric_arg", "unit", "ours", "ours_status", "ours_detail",
+               "paper", "paper_text", "difference", "relative",
+               "relative_status", "speedup", "baseline", "paper_quote",
+               "paper_via", "unverified_value", "unverified_source")
+
+
+def csv_rows(report: Report) -> List[Dict[str, object]]:
+  """One row per cell with raw values ('' = none)."""
+  out = []
+  for r in report.cells:
+    rel, sp = r.relative, r.speedup
+    out.append({
+        "preset": report.preset.name, "table": "/".join(r.table.key),
+        "row": r.cell.row, "column": r.cell.column, "run": r.cell.run,
+        "method": r.cell.method or "", "metric": r.cell.metric.kind,
+        "metric_arg": r.cell.metric.arg if r.cell.metric.arg is not None
+        else (r.cell.metric.key or ""),
+        "unit": r.cell.metric.unit, "ours": _raw(r.ours.value),
+        "ours_status": r.ours.status, "ours_detail": r.ours.detail,
+        "paper": _raw(r.paper.value) if r.paper else "",
+        "paper_text": r.paper.text if r.paper else NOT_TRANSCRIBED,
+        "difference": _raw(r.difference),
+        "relative": _raw(rel.value) if rel else "",
+        "relative_status": rel.status if rel else "",
+        "speedup": _raw(sp.value) if sp else "",
+        "baseline": r.cell.baseline or "",
+        "paper_quote": r.paper.quote if r.paper else "",
+        "paper_via": r.paper.via if r.paper else "",
+        "unverified_value": r.unverified.value if r.unverified else "",
+        "unverified_source": r.unverified.claimed_by if r.unverified else ""})
+  return out
+
+
+def _raw(v):
+  return "" if v is None else v
+
+
+def write_report(report: Report, output_dir: str) -> Dict[str, str]:
+  """Writes <preset>.md, <preset>.csv and each study's CSV and PNG.
+
+  Files are written to a temporary name and renamed, so a failure never
+  leaves a half-written report. Returns {kind: path}.
+  """
+  os.makedirs(output_dir, exist_ok=True)
+  name = report.preset.name
+  paths = {"markdown": os.path.join(output_dir, f"{name}.md"),
+           "csv": os.path.join(output_dir, f"{name}.csv")}
+  _atomic_write(paths["markdown"], lambda f: f.write(format_markdown(report)))
+
+  def write_csv(f):
+    writer = csv.DictWriter(f, CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(csv_rows(report))
+  _atomic_write(paths["csv"], write_csv)
+  for study in report.studies:
+    paths.update(effective_lr.write_study(
+        study, os.path.join(output_dir, f"{name}_{study.spec.key}")))
+  return paths
+
+
+def _atomic_write(path: str, write) -> None:
+  tmp = path + ".tmp"
+  try:
+    with open(tmp, "w", newline="") as f:
+      write(f)
+    os.replace(tmp, path)
+  finally:
+    if os.path.exists(tmp):
+      os.remove(tmp)

@@ -1,0 +1,216 @@
+"""Reading a preset's run directories: status, recorded config, curves.
+
+Layout (as experiments/runner.py writes it), one directory per named run under
+a results root:
+  <root>/<run>/hparams.json          every flag value (+ resolved settings)
+  <root>/<run>/summary.json          per method results; written at the end
+  <root>/<run>/<method>/metrics.csv  one row per round
+
+Statuses, from the run's point of view:
+  finished  summary.json exists (a method may still say "diverged")
+  running   no summary.json yet, but hparams.json or a metrics.csv exists
+  missing   no run directory or nothing in it
+  mismatch  hparams.json records a flag value other than the preset's (the
+            directory holds another experiment: never reported as this one)
+  invalid   a file exists but cannot be read
+A method of a finished run is finished, diverged (summary's "status", or a
+non-finite final accuracy), running (its "status" says so) or missing (not in
+summary.json).
+"""
+
+import csv
+import dataclasses
+import json
+import math
+import os
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from federated_vision.reproduction import spec
+
+FINISHED = "finished"
+DIVERGED = "diverged"
+RUNNING = "running"
+MISSING = "missing"
+MISMATCH = "mismatch"
+INVALID = "invalid"
+METHOD_STATUSES = (FINISHED, DIVERGED, RUNNING)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunDir:
+  """A run directory as read from disk.
+
+  Attributes:
+    name: the run name.
+    path: <root>/<name>.
+    status: FINISHED, RUNNING, MISSING, MISMATCH or INVALID.
+    detail: one line saying why (names the file or flag), '' when finished.
+    summary: parsed summary.json (None unless it exists and parses).
+    hparams: parsed hparams.json (None unless it exists and parses).
+  """
+  name: str
+  path: str
+  status: str
+  detail: str = ""
+  summary: Optional[Mapping[str, object]] = None
+  hparams: Optional[Mapping[str, object]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodState:
+  """A method's status and its summary.json entry ({} when none)."""
+  status: str
+  detail: str
+  entry: Mapping[str, object]
+
+
+def _read_json(path: str):
+  with open(path) as f:
+    return json.load(f)
+
+
+def recorded_flags(hparams: Mapping[str, object]) -> Mapping[str, object]:
+  """The flag values a run recorded (hparams.json keeps them at top level)."""
+  return hparams
+
+
+def _normal(value):
+  """Comparable form: lists/tuples -> lists, ints -> floats, inf spellings."""
+  if isinstance(value, (list, tuple)):
+    return [_normal(v) for v in value]
+  if isinstance(value, bool) or value is None:
+    return value
+  if isinstance(value, (int, float)):
+    return float(value)
+  if isinstance(value, str) and value.strip().lower() in (
+      "inf", "infinity", "+inf", "+infinity"):
+    return math.inf
+  return value
+
+
+def flag_mismatch(expected: Mapping[str, object],
+                  recorded: Mapping[str, object]) -> Optional[str]:
+  """The first flag whose recorded value differs, as one line, or None."""
+  for name in sorted(expected):
+    if name not in recorded:
+      return f"hparams.json does not record --{name}"
+    want, got = _normal(expected[name]), _normal(recorded[name])
+    if want != got:
+      return (f"hparams.json has --{name}={recorded[name]!r}, the preset "
+              f"--{name}={expected[name]!r}")
+  return None
+
+
+def read_run(root: str, run: spec.Run) -> RunDir:
+  """Reads <root>/<run.name> and decides its status (never raises on I/O)."""
+  path = os.path.join(root, run.name)
+  if not os.path.isdir(path):
+    return RunDir(run.name, path, MISSING, f"no directory {path}")
+  hparams = None
+  hp_path = os.path.join(path, "hparams.json")
+  if os.path.isfile(hp_path):
+    try:
+      hparams = _read_json(hp_path)
+    except (OSError, ValueError) as e:
+      return RunDir(run.name, path, INVALID, f"{hp_path}: unreadable ({e})")
+    mismatch = flag_mismatch(run.flags, recorded_flags(hparams))
+    if mismatch:
+      return RunDir(run.name, path, MISMATCH, f"{hp_path}: {mismatch}",
+                    hparams=hparams)
+  sm_path = os.path.join(path, "summary.json")
+  if not os.path.isfile(sm_path):
+    started = hparams is not None or any(
+        os.path.isfile(os.path.join(path, m, "metrics.csv"))
+        for m in run.methods())
+    if started:
+      return RunDir(run.name, path, RUNNING, f"{path}: no summary.json yet",
+                    hparams=hparams)
+    return RunDir(run.name, path, MISSING, f"{path}: nothing written")
+  if hparams is None:
+    return RunDir(run.name, path, INVALID, f"{hp_path}: missing (cannot "
+                  "check the run's configuration)")
+  try:
+    summary = _read_json(sm_path)
+  except (OSError, ValueError) as e:
+    return RunDir(run.name, path, INVALID, f"{sm_path}: unreadable ({e})",
+                  hparams=hparams)
+  if not isinstance(summary, dict) or not isinstance(
+      summary.get("methods"), dict):
+    return RunDir(run.name, path, INVALID, f"{sm_path}: no 'methods' object",
+                  hparams=hparams)
+  return RunDir(run.name, path, FINISHED, "", summary, hparams)
+
+
+def read_runs(root: str, runs) -> Dict[str, RunDir]:
+  return {r.name: read_run(root, r) for r in runs}
+
+
+def _finite(x) -> bool:
+  return isinstance(x, (int, float)) and not isinstance(x, bool) and \
+      math.isfinite(x)
+
+
+def method_state(run: RunDir, method: str) -> MethodState:
+  """Status of one method of a run (see the module docstring)."""
+  if run.status != FINISHED:
+    return MethodState(run.status, run.detail, {})
+  entry = run.summary["methods"].get(method)
+  sm_path = os.path.join(run.path, "summary.json")
+  if not isinstance(entry, dict):
+    return MethodState(MISSING, f"{sm_path}: no method {method!r}", {})
+  status = entry.get("status", FINISHED)
+  if status not in METHOD_STATUSES:
+    return MethodState(INVALID, f"{sm_path}: method {method} has status "
+                       f"{status!r}", entry)
+  if status == FINISHED and not _finite(entry.get("final_accuracy")):
+    return MethodState(DIVERGED, f"{sm_path}: method {method} final accuracy "
+                       f"is {entry.get('final_accuracy')!r}", entry)
+  detail = "" if status == FINISHED else f"{sm_path}: method {method} {status}"
+  return MethodState(status, detail, entry)
+
+
+def centralized_accuracy(run: RunDir) -> Tuple[Optional[float], str, str]:
+  """(accuracy, status, detail) of a centralized run's baseline.
+
+  The accuracy is None unless the status is FINISHED: a missing, running,
+  diverged (non-finite or "status": "diverged") or absent baseline gives none.
+  """
+  if run.status != FINISHED:
+    return None, run.status, run.detail
+  central = run.summary.get("centralized")
+  sm_path = os.path.join(run.path, "summary.json")
+  if not isinstance(central, dict):
+    return None, MISSING, f"{sm_path}: no centralized result"
+  acc = central.get("accuracy")
+  if central.get("status", FINISHED) == DIVERGED or not _finite(acc) or acc <= 0:
+    return None, DIVERGED, f"{sm_path}: centralized accuracy {acc!r}"
+  return float(acc), FINISHED, ""
+
+
+def read_metrics(run: RunDir, method: str) -> List[Dict[str, str]]:
+  """Rows of <run>/<method>/metrics.csv ([] when absent).
+
+  Raises:
+    ValueError: the file exists but has no round/test_accuracy columns.
+  """
+  path = os.path.join(run.path, method, "metrics.csv")
+  if not os.path.isfile(path):
+    return []
+  with open(path, newline="") as f:
+    reader = csv.DictReader(f)
+    missing = {"round", "test_accuracy", "cumulative_batch_budget"} - set(
+        reader.fieldnames or ())
+    if missing:
+      raise ValueError(f"{path}: no column {', '.join(sorted(missing))}")
+    return list(reader)
+
+
+def curve(rows, x_key: str = "round") -> Tuple[List[float], List[float]]:
+  """(x, test accuracy) of the evaluated rows; NaN stays NaN."""
+  xs, ys = [], []
+  for r in rows:
+    acc = r.get("test_accuracy")
+    if acc not in (None, ""):
+      xs.append(float(r[x_key]))
+      ys.append(float(acc))
+  return xs, ys

@@ -1,0 +1,327 @@
+"""Presets as data: named runs (train_main flag values) and the tables they fill.
+
+A `Preset` reproduces one table or figure of a paper. It names its runs; each
+`Run` is a full experiment configuration as a mapping from `train_main` FLAG
+NAMES to values (the names of `experiments/flags_lib.py`, which the frozen
+experiment config keeps as field names), plus which data-location flags the
+run takes from the command line (paths are never part of a preset). Its
+`TableSpec`s lay out the paper's table: every `CellSpec` says which metric of
+which method of which run fills a (row, column), which centralized run gives
+its relative accuracy, and which published number sits next to it.
+
+Plain Python: importing this module imports neither TensorFlow nor absl.
+"""
+
+import dataclasses
+import math
+import types
+from typing import Mapping, Optional, Tuple
+
+# Kinds of runs. A centralized run trains the same model on the pooled client
+# data (`--centralized_epochs` > 0); its summary.json["centralized"]["accuracy"]
+# is the denominator of relative accuracy (Hsu, Qi & Brown 2020).
+FEDERATED = "federated"
+CENTRALIZED = "centralized"
+RUN_KINDS = (FEDERATED, CENTRALIZED)
+
+# Metrics a cell can show (see `Metric`).
+FINAL_ACCURACY = "final_accuracy"          # last evaluated test accuracy
+ACC_AT_ROUND = "acc_at_round"              # Acc@Round N (arg = N)
+ACC_AT_BATCH = "acc_at_batch"              # Acc@Batch N (arg = N)
+ROUNDS_TO_TARGET = "rounds_to_target"      # McMahan: rounds to accuracy arg
+ROUNDS_TO_RELATIVE = "rounds_to_relative"  # rounds to arg x centralized acc.
+CENTRALIZED_ACCURACY = "centralized_accuracy"  # of a centralized run
+EMD = "emd"                                # partition's EMD non-identicalness
+METHOD_FIELD = "method_field"  # an accuracy (fraction) field of the method's
+                               # summary.json entry, named by Metric.key
+METRIC_KINDS = (FINAL_ACCURACY, ACC_AT_ROUND, ACC_AT_BATCH, ROUNDS_TO_TARGET,
+                ROUNDS_TO_RELATIVE, CENTRALIZED_ACCURACY, EMD, METHOD_FIELD)
+ACCURACY_KINDS = (FINAL_ACCURACY, ACC_AT_ROUND, ACC_AT_BATCH,
+                  CENTRALIZED_ACCURACY, METHOD_FIELD)
+ROUNDS_KINDS = (ROUNDS_TO_TARGET, ROUNDS_TO_RELATIVE)
+
+# Effective-learning-rate studies (Hsu et al. 2019 / Appendix A).
+CONTOUR = "contour"          # best per (alpha, eta_eff) group, contour PNG
+SENSITIVITY = "sensitivity"  # accuracy vs eta_eff, one line per momentum
+STUDY_KINDS = (CONTOUR, SENSITIVITY)
+
+
+def _frozen(mapping: Mapping[str, object]) -> Mapping[str, object]:
+  """A read-only copy; list values become tuples."""
+  return types.MappingProxyType(
+      {k: tuple(v) if isinstance(v, list) else v for k, v in mapping.items()})
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One experiment of a preset (one run directory under the results root).
+
+  Attributes:
+    name: the run directory name; unique across all presets for one config,
+      so presets sharing a run (e.g. a centralized baseline) share its results.
+    flags: train_main flag name -> value (list flags as tuples).
+    kind: FEDERATED or CENTRALIZED.
+    data_flags: data-location flags (paths) this run takes from the command
+      line when given; nothing else is passed through.
+    required_data_flags: groups of flag names; each group needs at least one
+      of its flags given (e.g. ("image_root", "tar_shards")).
+  """
+  name: str
+  flags: Mapping[str, object]
+  kind: str = FEDERATED
+  data_flags: Tuple[str, ...] = ()
+  required_data_flags: Tuple[Tuple[str, ...], ...] = ()
+
+  def __post_init__(self):
+    if not self.name or "/" in self.name:
+      raise ValueError(f"Run.name={self.name!r}: must be a non-empty name "
+                       "without '/'")
+    if self.kind not in RUN_KINDS:
+      raise ValueError(f"Run {self.name}: kind={self.kind!r} must be one of "
+                       f"{RUN_KINDS}")
+    object.__setattr__(self, "flags", _frozen(self.flags))
+    for group in self.required_data_flags:
+      missing = [f for f in group if f not in self.data_flags]
+      if not group or missing:
+        raise ValueError(f"Run {self.name}: required data flags {group} must "
+                         "be non-empty and listed in data_flags")
+    if self.kind == CENTRALIZED and not self.flags.get("centralized_epochs"):
+      raise ValueError(f"Run {self.name}: a centralized run needs "
+                       "centralized_epochs > 0")
+
+  def flag_dict(self) -> dict:
+    """A fresh, mutable flag dict (tuples back to lists) for a config builder."""
+    return {k: list(v) if isinstance(v, tuple) else v
+            for k, v in self.flags.items()}
+
+  def methods(self) -> Tuple[str, ...]:
+    """Method names this run's summary.json holds (train_main's naming)."""
+    return expected_methods(self.flags)
+
+
+def expected_methods(flags: Mapping[str, object]) -> Tuple[str, ...]:
+  """Method names train_main gives `flags`: algorithm[+fedir][+fedvc].
+
+  Mirrors train_main: each algorithm plain (unless include_plain is False),
+  with FedIR, with FedVC, and with both when both are on.
+  """
+  algorithms = tuple(flags.get("algorithm", ("fedavg", "fedavgm")))
+  fedir, fedvc = bool(flags.get("fedir")), bool(flags.get("fedvc"))
+  variants = []
+  if flags.get("include_plain", True):
+    variants.append(())
+  if fedir:
+    variants.append(("fedir",))
+  if fedvc:
+    variants.append(("fedvc",))
+  if fedir and fedvc:
+    variants.append(("fedir", "fedvc"))
+  return tuple("+".join((a,) + v) for a in algorithms for v in variants)
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+  """What a cell shows: `kind` (one of METRIC_KINDS) and its argument.
+
+  acc_at_round / acc_at_batch: arg = the round / cumulative batch budget N.
+  rounds_to_target: arg = target test accuracy in (0, 1].
+  rounds_to_relative: arg = fraction of the centralized accuracy in (0, 1].
+  method_field: key = the field (e.g. a per-label accuracy the mixing runs
+    write); no argument.
+  final_accuracy, centralized_accuracy, emd: no argument.
+  """
+  kind: str
+  arg: Optional[float] = None
+  key: Optional[str] = None
+
+  def __post_init__(self):
+    if self.kind not in METRIC_KINDS:
+      raise ValueError(f"Metric kind {self.kind!r} must be one of "
+                       f"{METRIC_KINDS}")
+    if (self.kind == METHOD_FIELD) != bool(self.key):
+      raise ValueError(f"Metric {self.kind}: key={self.key!r} "
+                       f"{'required' if self.kind == METHOD_FIELD else 'not allowed'}")
+    needs_arg = self.kind in (ACC_AT_ROUND, ACC_AT_BATCH) + ROUNDS_KINDS
+    if needs_arg != (self.arg is not None):
+      raise ValueError(f"Metric {self.kind}: arg={self.arg!r} "
+                       f"{'required' if needs_arg else 'not allowed'}")
+    if self.kind in ROUNDS_KINDS and not 0 < self.arg <= 1:
+      raise ValueError(f"Metric {self.kind}: arg={self.arg} must be in (0, 1]")
+    if self.kind in (ACC_AT_ROUND, ACC_AT_BATCH) and not (
+        self.arg > 0 and math.isfinite(self.arg)):
+      raise ValueError(f"Metric {self.kind}: arg={self.arg} must be > 0")
+
+  @property
+  def unit(self) -> str:
+    """'%' for accuracies (papers print percent), 'rounds', or '' (EMD)."""
+    if self.kind in ACCURACY_KINDS:
+      return "%"
+    return "rounds" if self.kind in ROUNDS_KINDS else ""
+
+
+@dataclasses.dataclass(frozen=True)
+class CellSpec:
+  """One cell of a paper's table.
+
+  Attributes:
+    row, column: the labels of the paper's layout (also the published key).
+    run: the Run name whose results fill the cell.
+    metric: what is shown.
+    method: the method of that run's summary.json (None for centralized
+      accuracy and EMD, which belong to the run).
+    baseline: the centralized Run whose accuracy gives relative accuracy (and
+      the target of rounds_to_relative); None = no relative accuracy.
+    speedup_reference: (run, method) whose rounds-to-target divided by this
+      cell's gives McMahan's speedup; None = no speedup.
+  """
+  row: str
+  column: str
+  run: str
+  metric: Metric
+  method: Optional[str] = None
+  baseline: Optional[str] = None
+  speedup_reference: Optional[Tuple[str, str]] = None
+
+  def __post_init__(self):
+    if self.metric.kind == ROUNDS_TO_RELATIVE and self.baseline is None:
+      raise ValueError(f"cell ({self.row}, {self.column}): rounds_to_relative "
+                       "needs a centralized baseline run")
+    run_level = self.metric.kind in (CENTRALIZED_ACCURACY, EMD)
+    if run_level != (self.method is None):
+      raise ValueError(f"cell ({self.row}, {self.column}): method "
+                       f"{'not allowed' if run_level else 'required'} for "
+                       f"{self.metric.kind}")
+    if self.speedup_reference is not None and self.metric.kind not in ROUNDS_KINDS:
+      raise ValueError(f"cell ({self.row}, {self.column}): a speedup needs a "
+                       "rounds metric")
+
+
+@dataclasses.dataclass(frozen=True)
+class TableSpec:
+  """A paper's table (or a figure's data as a table) and how it is filled.
+
+  Attributes:
+    key: (paper, table) key of `published.PUBLISHED`, e.g.
+      ("mcmahan2017", "table1"); also names the output section.
+    title: printed above the table.
+    rows, columns: the layout, in the paper's order.
+    cells: every filled cell (a (row, column) without a cell is blank).
+  """
+  key: Tuple[str, str]
+  title: str
+  rows: Tuple[str, ...]
+  columns: Tuple[str, ...]
+  cells: Tuple[CellSpec, ...]
+
+  def __post_init__(self):
+    seen = set()
+    for c in self.cells:
+      if c.row not in self.rows or c.column not in self.columns:
+        raise ValueError(f"table {self.key}: cell ({c.row}, {c.column}) is "
+                         "outside its rows/columns")
+      if (c.row, c.column) in seen:
+        raise ValueError(f"table {self.key}: two cells at ({c.row}, {c.column})")
+      seen.add((c.row, c.column))
+
+
+@dataclasses.dataclass(frozen=True)
+class StudySpec:
+  """An effective-learning-rate study over runs (see `effective_lr`).
+
+  Attributes:
+    key: output name, e.g. "appendix_a".
+    title: printed above the study.
+    kind: CONTOUR (best over (lr, momentum) per (alpha, lr/(1-momentum)),
+      alpha x effective lr contour) or SENSITIVITY (accuracy vs effective lr,
+      one line per momentum).
+    runs: the Run names of the sweep.
+    method: the method of each run's summary.json that is studied.
+    lr_flag: the learning rate of eta_eff = lr / (1 - server_momentum):
+      "client_learning_rate" or "server_learning_rate".
+    panel_flags: flags whose values split the sweep into panels (e.g. C, E).
+    baseline: centralized Run for relative accuracy (None = raw accuracy).
+  """
+  key: str
+  title: str
+  kind: str
+  runs: Tuple[str, ...]
+  method: str
+  lr_flag: str = "client_learning_rate"
+  panel_flags: Tuple[str, ...] = ()
+  baseline: Optional[str] = None
+
+  def __post_init__(self):
+    if self.kind not in STUDY_KINDS:
+      raise ValueError(f"study {self.key}: kind={self.kind!r} must be one of "
+                       f"{STUDY_KINDS}")
+    if self.lr_flag not in ("client_learning_rate", "server_learning_rate"):
+      raise ValueError(f"study {self.key}: lr_flag={self.lr_flag!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+  """A runnable reproduction of one table or figure.
+
+  Attributes:
+    name: registry name, e.g. "hsu2020_table3".
+    paper: citation key of `published.PAPERS`.
+    description: what it reproduces, one paragraph.
+    runs: every run (federated and the centralized baselines it needs).
+    tables: the paper layouts it fills.
+    studies: effective-learning-rate studies.
+    notes: which settings are ours, not the paper's (said, never hidden).
+  """
+  name: str
+  paper: str
+  description: str
+  runs: Tuple[Run, ...]
+  tables: Tuple[TableSpec, ...] = ()
+  studies: Tuple[StudySpec, ...] = ()
+  notes: Tuple[str, ...] = ()
+
+  def __post_init__(self):
+    names = [r.name for r in self.runs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+      raise ValueError(f"preset {self.name}: duplicate run names {dup}")
+    by_name = {r.name: r for r in self.runs}
+    for table in self.tables:
+      for c in table.cells:
+        self._check_cell(table, c, by_name)
+    for study in self.studies:
+      for name in study.runs + ((study.baseline,) if study.baseline else ()):
+        if name not in by_name:
+          raise ValueError(f"preset {self.name}: study {study.key} names "
+                           f"unknown run {name!r}")
+      for name in study.runs:
+        if study.method not in by_name[name].methods():
+          raise ValueError(f"preset {self.name}: run {name} has no method "
+                           f"{study.method!r}")
+
+  def _check_cell(self, table, c, by_name) -> None:
+    where = f"preset {self.name}: table {table.key} cell ({c.row}, {c.column})"
+    refs = [c.run] + ([c.baseline] if c.baseline else [])
+    if c.speedup_reference:
+      refs.append(c.speedup_reference[0])
+    for name in refs:
+      if name not in by_name:
+        raise ValueError(f"{where} names unknown run {name!r}")
+    run = by_name[c.run]
+    if c.metric.kind == CENTRALIZED_ACCURACY and run.kind != CENTRALIZED:
+      raise ValueError(f"{where}: {run.name} is not a centralized run")
+    if c.method is not None and c.method not in run.methods():
+      raise ValueError(f"{where}: run {run.name} has no method {c.method!r} "
+                       f"(it has {', '.join(run.methods())})")
+    if c.baseline and by_name[c.baseline].kind != CENTRALIZED:
+      raise ValueError(f"{where}: baseline {c.baseline} is not centralized")
+    if c.speedup_reference:
+      ref_run, ref_method = c.speedup_reference
+      if ref_method not in by_name[ref_run].methods():
+        raise ValueError(f"{where}: speedup reference {ref_run} has no method "
+                         f"{ref_method!r}")
+
+  def run(self, name: str) -> Run:
+    for r in self.runs:
+      if r.name == name:
+        return r
+    raise KeyError(f"preset {self.name} has no run {name!r}")

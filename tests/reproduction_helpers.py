@@ -1,0 +1,80 @@
+"""Test-only writers of run directories in experiments/runner.py's layout.
+
+  <root>/<run>/hparams.json          flag values (top level) + resolved
+  <root>/<run>/summary.json          methods, centralized, emd, refs
+  <root>/<run>/<method>/metrics.csv  training_loop.CSV_COLUMNS
+"""
+
+import csv
+import json
+import os
+from typing import Mapping, Optional, Sequence, Tuple
+
+# training_loop.CSV_COLUMNS (not imported: that module imports TensorFlow).
+CSV_COLUMNS = ("round", "clients", "train_loss", "train_accuracy", "test_loss",
+               "test_accuracy", "batch_budget", "cumulative_batch_budget",
+               "round_seconds")
+
+
+def write_hparams(run_dir: str, flags: Mapping[str, object], **overrides):
+  os.makedirs(run_dir, exist_ok=True)
+  values = {k: list(v) if isinstance(v, tuple) else v for k, v in flags.items()}
+  values.update(overrides)
+  values["resolved"] = {"num_clients": 20}
+  with open(os.path.join(run_dir, "hparams.json"), "w") as f:
+    json.dump(values, f)
+
+
+def write_metrics(run_dir: str, method: str,
+                  curve: Sequence[Tuple[int, Optional[float]]],
+                  batches_per_round: int = 4) -> str:
+  """metrics.csv with one row per round 1..last; `curve` gives (round,
+  test accuracy) of the evaluated rounds (others have no test accuracy)."""
+  evaluated = dict(curve)
+  last = max(evaluated)
+  path = os.path.join(run_dir, method, "metrics.csv")
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for r in range(1, last + 1):
+      acc = evaluated.get(r)
+      w.writerow([r, 10, 1.0, 0.5, "" if acc is None else 0.9,
+                  "" if acc is None else acc, batches_per_round,
+                  r * batches_per_round, 0.1])
+  return path
+
+
+def write_summary(run_dir: str, methods: Mapping[str, Mapping[str, object]],
+                  centralized: Optional[float] = None,
+                  emd: float = 0.5, **extra) -> None:
+  summary = {"methods": {m: dict(v) for m, v in methods.items()},
+             "centralized": None if centralized is None else {
+                 "accuracy": centralized, "epochs": 30},
+             "emd": emd}
+  summary.update(extra)
+  with open(os.path.join(run_dir, "summary.json"), "w") as f:
+    json.dump(summary, f)
+
+
+def finished_run(root: str, run, curves: Mapping[str, Sequence[Tuple[int, float]]],
+                 entries: Optional[Mapping[str, Mapping[str, object]]] = None,
+                 centralized: Optional[float] = None, emd: float = 0.5,
+                 batches_per_round: int = 4, **summary_extra) -> str:
+  """A finished run of a `spec.Run`: hparams.json from its flags, metrics.csv
+  per method from `curves`, summary.json whose final_accuracy is each curve's
+  last value (updated by `entries`)."""
+  run_dir = os.path.join(root, run.name)
+  write_hparams(run_dir, run.flags)
+  methods = {}
+  for method, curve in curves.items():
+    write_metrics(run_dir, method, curve, batches_per_round)
+    methods[method] = {"final_accuracy": curve[-1][1], "rounds": curve[-1][0]}
+    methods[method].update((entries or {}).get(method, {}))
+  write_summary(run_dir, methods, centralized, emd, **summary_extra)
+  return run_dir
+
+
+def centralized_run(root: str, run, accuracy) -> str:
+  """A finished centralized run (one FedAvg round + the baseline)."""
+  return finished_run(root, run, {"fedavg": [(1, 0.1)]}, centralized=accuracy)

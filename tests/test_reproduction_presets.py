@@ -1,0 +1,299 @@
+"""Presets: every table/figure the issue lists, complete runs, valid flags.
+
+No training: flags are checked against experiments/flags_lib.py's DEFINE_*
+names (parsed with ast) and, for runs on today's data sets, parsed into absl
+FLAGS and validated by flags_lib.validate with stand-in data files.
+"""
+
+import ast
+import os
+
+import pytest
+
+from conftest import REPO
+from experiments import flags_lib
+from experiments import sweeps
+from federated_vision.reproduction import presets
+from federated_vision.reproduction import spec
+from federated_vision.reproduction.presets import _common
+
+EXPECTED = (
+    "hsu2020_table1", "hsu2020_table2", "hsu2020_table3", "hsu2020_table4",
+    "hsu2020_table5", "hsu2020_figure4", "hsu2020_appendix_a",
+    "hsu2019_cifar10_alpha", "hsu2019_sensitivity", "mcmahan2017_table1",
+    "mcmahan2017_table2", "augenstein_figure1", "digits_claims",
+    "digits_effective_lr")
+# Flags the mixing issue plans for train_main (issue 11).
+PLANNED = {"mixing", "missing_classes"}
+
+
+def defined_flag_names():
+  """Names of every flags.DEFINE_*("name", ...) in experiments/flags_lib.py."""
+  tree = ast.parse(open(os.path.join(REPO, "experiments", "flags_lib.py")).read())
+  names = set()
+  for node in ast.walk(tree):
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr.startswith("DEFINE_") and node.args
+        and isinstance(node.args[0], ast.Constant)):
+      names.add(node.args[0].value)
+  return names
+
+
+FLAG_NAMES = defined_flag_names()
+
+
+def test_flag_names_parsed():
+  assert {"dataset", "algorithm", "client_fraction", "virtual_client_size",
+          "trainable_last_layers", "inat_split"} <= FLAG_NAMES
+  flags_lib.define_flags()
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  assert len(FLAG_NAMES) > 40 and FLAG_NAMES <= set(flags.FLAGS)
+  assert presets.PLANNED_FLAGS == tuple(sorted(PLANNED))
+  assert not PLANNED & FLAG_NAMES
+
+
+def test_registry_names_and_unknown_name():
+  assert presets.preset_names() == EXPECTED
+  with pytest.raises(KeyError, match="no preset 'table9'.*hsu2020_table3"):
+    presets.get_preset("table9")
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_runs_use_known_flags_and_are_all_used(name):
+  p = presets.get_preset(name)
+  assert p.runs and p.description and p.paper
+  used = set()
+  for t in p.tables:
+    for c in t.cells:
+      used.add(c.run)
+      used.update(x for x in (c.baseline,) if x)
+      if c.speedup_reference:
+        used.add(c.speedup_reference[0])
+    # Every (row, column) of a layout is filled.
+    assert {(c.row, c.column) for c in t.cells} == {
+        (r, col) for r in t.rows for col in t.columns}
+  for s in p.studies:
+    used.update(s.runs + ((s.baseline,) if s.baseline else ()))
+  assert used == {r.name for r in p.runs}
+  for run in p.runs:
+    unknown = set(run.flags) - FLAG_NAMES - PLANNED
+    assert not unknown, (run.name, unknown)
+    assert set(run.data_flags) <= FLAG_NAMES, run.name
+    assert not set(run.data_flags) & set(run.flags), run.name
+    for required in ("dataset", "algorithm", "total_rounds", "seed",
+                     "client_epochs", "client_batch_size",
+                     "client_learning_rate", "centralized_epochs"):
+      assert required in run.flags, (run.name, required)
+    assert (run.kind == spec.CENTRALIZED) == (run.flags["centralized_epochs"] > 0)
+
+
+def test_one_name_one_config_across_presets():
+  runs = presets.all_runs()
+  assert len(runs) == 551
+  assert runs["central_cifar10"].kind == spec.CENTRALIZED
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_describe_lists_every_run_of_every_preset(name):
+  p = presets.get_preset(name)
+  lines = presets.describe(p).splitlines()
+  assert lines[0].startswith(f"preset {name}: {len(p.runs)} runs (")
+  assert len(lines) == 1 + len(p.runs)
+  for run, line in zip(p.runs, lines[1:]):
+    flags = line.split(": ", 1)[1].split("  [data: ")[0].split(" ")
+    assert line.startswith(f"  {run.kind} {run.name}: ")
+    assert [f.split("=", 1)[0] for f in flags] == [
+        f"--{k}" for k in sorted(run.flags)]
+
+
+def test_describe_lists_every_run_with_its_full_config():
+  p = presets.get_preset("hsu2020_table5")
+  text = presets.describe(p)
+  lines = text.splitlines()
+  assert lines[0].startswith("preset hsu2020_table5: 6 runs")
+  assert len(lines) == 1 + len(p.runs)
+  for run, line in zip(p.runs, lines[1:]):
+    assert f" {run.name}: " in line
+    for k in run.flags:
+      assert f"--{k}=" in line
+  scratch = next(l for l in lines if "scratch_r10000:" in l)
+  assert "pretrained_weights" not in scratch
+  assert "split_csv*" in scratch and "image_paths_csv," in scratch
+  pretrained = next(l for l in lines if "fedavg_c10_r10000:" in l)
+  assert "pretrained_weights*" in pretrained
+
+
+def _flags(run):
+  return run.flags
+
+
+def test_hsu2020_table2_layout():
+  p = presets.get_preset("hsu2020_table2")
+  (t,) = p.tables
+  assert t.columns == ("Acc@Round 1k", "Acc@Round 2.5k", "Acc@Round 5k",
+                       "Acc@Batch 10k", "Acc@Batch 25k", "Acc@Batch 50k")
+  assert len(t.rows) == 8 and t.rows[1] == "Geo-3k, FedAvg + FedVC"
+  args = [c.metric.arg for c in t.cells[:6]]
+  assert args == [1000, 2500, 5000, 10000, 25000, 50000]
+  for run in p.runs[:-1]:
+    f = run.flags
+    assert (f["dataset"], f["clients_per_round"], f["client_batch_size"]) == (
+        "inaturalist", 10, 64)
+    assert f["inat_split"] in ("geo_3k", "user_120k")
+    if f["fedvc"]:
+      assert f["virtual_client_size"] == 256 and f["total_rounds"] == 12_500
+      assert not f["include_plain"]
+  assert p.runs[-1].name == "central_inat_pretrained"
+
+
+def test_hsu2020_tables_3_4_5_layouts():
+  t3 = presets.get_preset("hsu2020_table3")
+  assert [r.flags["clients_per_round"] for r in t3.runs[:2]] == [10, 100]
+  assert {c.method for c in t3.tables[0].cells} == {
+      "fedavgm+fedvc", "fedavgm+fedir+fedvc"}
+  t4 = presets.get_preset("hsu2020_table4")
+  (table,) = t4.tables
+  assert len(table.rows) == 12 and table.rows[0] == "two layers, C = 10, FedIR off"
+  for run in t4.runs[:6]:
+    assert run.flags["client_batch_size"] == 32
+    assert run.flags.get("trainable_last_layers") == (
+        2 if "two_layers" in run.name else None)
+  assert {r.flags["clients_per_round"] for r in t4.runs[:6]} == {10, 50, 100}
+  base = {c.row: c.baseline for c in table.cells}
+  assert base["two layers, C = 50, FedIR on"] == "central_landmarks_two_layers"
+  assert base["all layers, C = 50, FedIR on"] == "central_landmarks_all_layers"
+  t5 = presets.get_preset("hsu2020_table5")
+  (table,) = t5.tables
+  assert table.columns == ("10% relative accuracy", "50% relative accuracy",
+                           "90% relative accuracy")
+  cells = {(c.row, c.column): c for c in table.cells}
+  c = cells[("scratch, C = 100", "90% relative accuracy")]
+  assert (c.metric.kind, c.metric.arg, c.baseline) == (
+      spec.ROUNDS_TO_RELATIVE, 0.9, "central_inat_scratch")
+  scratch = t5.run(c.run)
+  assert scratch.flags["inat_split"] == "geo_3k"
+  assert "pretrained_weights" not in scratch.data_flags
+
+
+def test_hsu2019_alpha_preset_matches_the_sweep_grid():
+  p = presets.get_preset("hsu2019_cifar10_alpha")
+  sweep = sweeps.SWEEPS["hsu2019_cifar10"]
+  fed = [r for r in p.runs if r.kind == spec.FEDERATED]
+  assert [r.flags["alpha"] for r in fed] == list(sweeps.HSU2019_CIFAR10_ALPHAS)
+  for run in fed:
+    for k, v in sweep.base.items():
+      assert run.flags[k] == v, (run.name, k)
+    assert run.flags["algorithm"] == tuple(sweeps.HSU2019_ALGORITHMS)
+  assert _common.CIFAR100_ALPHAS == sweeps.HSU2019_CIFAR100_ALPHAS
+
+
+def test_mcmahan_presets():
+  t1 = presets.get_preset("mcmahan2017_table1")
+  assert len(t1.runs) == 2 * 2 * 2 * 5
+  cells = {(t.key[1], c.row, c.column): c for t in t1.tables for c in t.cells}
+  c = cells[("table1_cnn", "C = 0.5", "non-IID, B = 10")]
+  run = t1.run(c.run)
+  assert (run.flags["model"], run.flags["partition"], run.flags["client_fraction"],
+          run.flags["client_epochs"], run.flags["client_batch_size"]) == (
+              "mnist_cnn", "shards", 0.5, 5, 10)
+  assert "examples_per_client" not in run.flags
+  assert c.metric.arg == 0.99 and c.speedup_reference == (
+      "mnist_cnn_shards_C0_E5_B10", "fedavg")
+  c2 = cells[("table1_2nn", "C = 1.0", "IID, B = ∞")]
+  assert t1.run(c2.run).flags["client_batch_size"] == 0
+  assert c2.metric.arg == 0.97
+  t2 = presets.get_preset("mcmahan2017_table2")
+  (table,) = t2.tables
+  cells = {(c.row, c.column): c for c in table.cells}
+  fedsgd = t2.run(cells[("FedSGD E=1 B=∞", "IID")].run)
+  assert (fedsgd.flags["client_epochs"], fedsgd.flags["client_batch_size"],
+          fedsgd.flags["client_fraction"]) == (1, 0, 0.1)
+  assert all(c.speedup_reference[0] == (fedsgd.name if c.column == "IID" else
+                                        fedsgd.name.replace("iid", "shards"))
+             for c in table.cells)
+  # Table 1's CNN C = 0.1 E = 5 runs are Table 2's: one run, one result.
+  assert "mnist_cnn_iid_C0.1_E5_B10" in {r.name for r in t1.runs} & {
+      r.name for r in t2.runs}
+
+
+def test_augenstein_and_digits_claims_use_planned_flags():
+  p = presets.get_preset("augenstein_figure1")
+  assert [r.flags["mixing"] for r in p.runs] == [
+      "none", "parallel", "example_transfer", "gradient_transfer", "oracle"]
+  assert {r.flags["dataset"] for r in p.runs} == {"celeba"}
+  d = presets.get_preset("digits_claims")
+  mixing = [r for r in d.runs if "mixing" in r.flags]
+  assert len(mixing) == 5 and {r.flags["missing_classes"] for r in mixing} == {
+      "8,9"}
+
+
+def _argv(run, data_files):
+  argv = []
+  for k, v in sorted(run.flag_dict().items()):
+    if v is None:
+      continue
+    if isinstance(v, bool):
+      argv.append(f"--{k}" if v else f"--no{k}")
+    elif isinstance(v, list):
+      argv.append(f"--{k}={','.join(map(str, v))}")
+    else:
+      argv.append(f"--{k}={v}")
+  for group in run.required_data_flags:
+    argv.append(f"--{group[0]}={data_files[group[0]]}")
+  return argv
+
+
+@pytest.fixture
+def data_files(tmp_path):
+  files = {}
+  for name in ("split_csv", "test_csv", "pretrained_weights"):
+    files[name] = tmp_path / name
+    files[name].write_text("stand-in\n")
+  files["image_root"] = tmp_path / "images"
+  files["image_root"].mkdir()
+  return files
+
+
+def test_every_run_on_todays_data_sets_passes_flags_lib_validate(parse,
+                                                                 data_files):
+  checked = 0
+  for run in presets.all_runs().values():
+    if set(run.flags) & PLANNED or run.flags["dataset"] not in \
+        flags_lib.DATASET_NAMES:
+      continue
+    try:
+      f = parse(*_argv(run, data_files))
+      flags_lib.validate(f)
+    except Exception as e:  # pylint: disable=broad-except
+      pytest.fail(f"{run.name}: {e}")
+    checked += 1
+  assert checked == 551 - 10  # All but the 5 CelebA and 5 mixing runs.
+
+
+def test_validation_catches_a_bad_run(parse, data_files):
+  good = presets.get_preset("mcmahan2017_table2").runs[0]
+  bad = spec.Run(good.name, dict(good.flags, clients_per_round=10),
+                 data_flags=good.data_flags)
+  flags_lib.validate(parse(*_argv(good, data_files)))
+  with pytest.raises(flags_lib.FlagError, match="--client_fraction and "
+                     "--clients_per_round"):
+    flags_lib.validate(parse(*_argv(bad, data_files)))
+  inat = presets.get_preset("hsu2020_table3").runs[0]
+  with pytest.raises(flags_lib.FlagError, match="--alpha: not used"):
+    flags_lib.validate(parse(*_argv(spec.Run(
+        inat.name, dict(inat.flags, alpha=0.5), data_flags=inat.data_flags,
+        required_data_flags=inat.required_data_flags), data_files)))
+
+
+def test_library_imports_no_tensorflow_absl_flags_or_experiments():
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  code = ("import sys\n"
+          "from federated_vision.reproduction import claims, effective_lr, "
+          "hparams, plan, presets, published, report, results, spec\n"
+          "bad = [m for m in ('tensorflow', 'absl.flags', 'experiments') "
+          "if m in sys.modules]\n"
+          "assert not bad, bad\n")
+  out = subprocess.run([sys.executable, "-c", code], cwd=REPO,
+                       capture_output=True, text=True, check=False)
+  assert out.returncode == 0, out.stderr

@@ -1,0 +1,71 @@
+"""The published numbers: sources present, internally consistent, and each in
+a cell of some preset table (no orphan numbers)."""
+
+import re
+
+from federated_vision.reproduction import presets
+from federated_vision.reproduction import published
+from federated_vision.reproduction import report
+
+
+def _cell_keys():
+  keys = set()
+  for name in presets.preset_names():
+    for t in presets.get_preset(name).tables:
+      keys.update(t.key + (c.row, c.column) for c in t.cells)
+  return keys
+
+
+def test_every_published_number_has_a_source_and_a_cell():
+  keys = _cell_keys()
+  assert set(published.PUBLISHED) <= keys
+  assert set(published.UNVERIFIED) <= keys
+  assert not set(published.PUBLISHED) & set(published.UNVERIFIED)
+  for key, v in published.PUBLISHED.items():
+    assert key[0] in published.PAPERS
+    assert v.quote and v.via and v.text, key
+    assert v.unit in ("%", "rounds")
+    if v.value is None:
+      assert v.text == "—"
+    else:
+      assert v.text.split()[0] == f"{v.value:g}"
+  assert len(published.PUBLISHED) == 20 + 20 + 18 + 2
+
+
+def test_mcmahan_printed_speedups_agree_with_printed_rounds():
+  checked = 0
+  for (paper, table, row, column), v in published.PUBLISHED.items():
+    m = re.fullmatch(r"(\d+) \((\d+\.\d)x\)", v.text)
+    if paper != "mcmahan2017" or m is None:
+      continue
+    rows = published.MCMAHAN_C_ROWS if table.startswith("table1") else \
+        published.MCMAHAN_EB_ROWS
+    ref = published.PUBLISHED[(paper, table, rows[0], column)].value
+    ratio = round(ref / float(m.group(1)), 1)
+    if (paper, table, row, column) in published.INCONSISTENT_SPEEDUPS:
+      assert ratio != float(m.group(2))
+    else:
+      assert ratio == float(m.group(2)), (table, row, column, v.text)
+      checked += 1
+  assert checked == 12 + 14 + 16
+
+
+def test_known_values():
+  cnn = published.PUBLISHED[("mcmahan2017", "table2_cnn", "FedAvg E=20 B=10",
+                             "non-IID")]
+  assert (cnn.value, cnn.text) == (173.0, "173 (2.8x)")
+  assert published.PUBLISHED[("mcmahan2017", "table1_2nn", "C = 0.5",
+                              "IID, B = ∞")].value is None
+  hsu = published.PUBLISHED[("hsu2019", "cifar10_alpha", "α = 0", "FedAvgM")]
+  assert hsu.value == 76.9 and "from 30.1% to 76.9%" in hsu.quote
+  assert published.UNVERIFIED[("hsu2020", "table1", "CIFAR-100",
+                               "centralized accuracy")].value == 55.21
+
+
+def test_unverified_values_are_footnotes_not_cells(tmp_path):
+  rep = report.build_report(presets.get_preset("hsu2020_table1"), str(tmp_path))
+  md = report.format_markdown(rep)
+  assert "| iNaturalist | missing / n/a (not transcribed) † |" in md
+  assert ("- † (iNaturalist, centralized accuracy): 57.9% quoted by issue 12"
+          in md)
+  assert all(c.difference is None for c in rep.cells)

@@ -1,0 +1,299 @@
+"""The report: hand-made finished run directories -> the papers' layouts.
+
+Acceptance 2 of issue 12: Table 3 and Table 5 of Hsu et al. 2020 contain the
+published numbers and ours in the right cells; plus statuses (missing,
+running, diverged, mismatch), relative accuracy and McMahan's speedups.
+"""
+
+import csv
+import math
+import os
+
+import numpy as np
+import pytest
+
+from federated_vision.reproduction import presets
+from federated_vision.reproduction import published
+from federated_vision.reproduction import report
+from tests.reproduction_helpers import centralized_run
+from tests.reproduction_helpers import finished_run
+from tests.reproduction_helpers import write_hparams
+from tests.reproduction_helpers import write_metrics
+
+
+def grid(markdown: str, title: str, which: int = 0):
+  """{(row, column): text} of the `which`-th grid after '## <title>'."""
+  lines = markdown.splitlines()
+  i = lines.index(f"## {title}")
+  grids, current = [], None
+  for line in lines[i + 1:]:
+    if line.startswith("## "):
+      break
+    if line.startswith("|"):
+      current = current if current is not None else []
+      current.append(line)
+    elif current is not None:
+      grids.append(current)
+      current = None
+  if current:
+    grids.append(current)
+  header, _, *rows = grids[which]
+  columns = [c.strip() for c in header.strip("|").split("|")][1:]
+  out = {}
+  for row in rows:
+    cells = [c.strip() for c in row.strip("|").split(" | ")]
+    for col, text in zip(columns, cells[1:]):
+      out[(cells[0], col)] = text
+  return out
+
+
+def rows_by_cell(paths):
+  with open(paths["csv"], newline="") as f:
+    return {(r["table"], r["row"], r["column"]): r for r in csv.DictReader(f)}
+
+
+def _curve(fn, last, every):
+  return [(r, fn(r)) for r in range(every, last + 1, every)]
+
+
+T3_ACC = {"fedavgm+fedvc": lambda r: 0.20 + r / 20_000,
+          "fedavgm+fedir+fedvc": lambda r: 0.25 + r / 20_000,
+          "fedavgm+fedir": lambda r: 0.10 + r / 20_000}
+T3_PAPER = {("C = 10, FedIR off", "Acc@1k"): 41.5,
+            ("C = 10, FedIR on", "Acc@2.5k"): 47.25,
+            ("C = 100, FedIR on", "Acc@5k"): 60.0}
+
+
+def _published_t3():
+  out = dict(published.PUBLISHED)
+  for (row, col), v in T3_PAPER.items():
+    out[("hsu2020", "table3", row, col)] = published.PublishedValue(
+        v, f"{v:g}", "%", "test quote", "test")
+  return out
+
+
+def _table3_runs(root, c100_scale=1.0):
+  p = presets.get_preset("hsu2020_table3")
+  c10, c100, central = p.runs
+  for run, scale in ((c10, 1.0), (c100, c100_scale)):
+    finished_run(root, run, {m: _curve(lambda r, f=f: scale * f(r), 5000, 250)
+                             for m, f in T3_ACC.items()})
+  centralized_run(root, central, 0.625)
+  return p
+
+
+def test_table3_layout_has_published_and_our_numbers(tmp_path):
+  p = _table3_runs(str(tmp_path / "runs"), c100_scale=1.2)
+  rep = report.build_report(p, str(tmp_path / "runs"), _published_t3())
+  paths = report.write_report(rep, str(tmp_path / "out"))
+  md = open(paths["markdown"]).read()
+  title = "Table 3: FedIR on iNaturalist-User-120k (FedVC on)"
+  cells = grid(md, title)
+  assert set(cells) == {(r, c) for r in p.tables[0].rows
+                        for c in p.tables[0].columns}
+  for (row, col), paper in T3_PAPER.items():
+    clients = 100 if "100" in row else 10
+    method = "fedavgm+fedir+fedvc" if "on" in row else "fedavgm+fedvc"
+    n = {"Acc@1k": 1000, "Acc@2.5k": 2500, "Acc@5k": 5000}[col]
+    ours = 100 * (1.2 if clients == 100 else 1.0) * T3_ACC[method](n)
+    assert cells[(row, col)] == f"{ours:.2f} / {paper:g} (Δ {ours - paper:+.2f})"
+  ours = 100 * T3_ACC["fedavgm+fedvc"](2500)
+  assert cells[("C = 10, FedIR off", "Acc@2.5k")] == (
+      f"{ours:.2f} / n/a (not transcribed)")
+  rel = grid(md, title, which=1)
+  assert rel[("C = 10, FedIR on", "Acc@5k")] == (
+      f"{T3_ACC['fedavgm+fedir+fedvc'](5000) / 0.625:.3f}")
+  rows = rows_by_cell(paths)
+  r = rows[("hsu2020/table3", "C = 100, FedIR on", "Acc@5k")]
+  ours = 100 * 1.2 * T3_ACC["fedavgm+fedir+fedvc"](5000)
+  assert float(r["ours"]) == pytest.approx(ours, abs=1e-12)
+  assert float(r["paper"]) == 60.0
+  assert float(r["difference"]) == pytest.approx(ours - 60.0, abs=1e-12)
+  assert float(r["relative"]) == pytest.approx(ours / 100 / 0.625, abs=1e-12)
+  assert r["run"] == "inat_user_120k_fedavgm_c100_fedvc_fedir_r5000"
+  assert r["method"] == "fedavgm+fedir+fedvc" and r["paper_quote"] == "test quote"
+
+
+def test_table3_with_the_real_registry_says_not_transcribed(tmp_path):
+  p = _table3_runs(str(tmp_path))
+  rep = report.build_report(p, str(tmp_path))
+  assert all(c.paper is None and c.difference is None for c in rep.cells)
+  md = report.format_markdown(rep)
+  cells = grid(md, p.tables[0].title)
+  assert all(t.endswith(" / n/a (not transcribed)") for t in cells.values())
+
+
+def _rounds_to(rounds, accs, target):
+  """numpy reference: best-so-far curve, linear interpolation."""
+  best = np.maximum.accumulate(np.asarray(accs, float))
+  hit = np.flatnonzero(best >= target)
+  if not hit.size:
+    return None
+  i = hit[0]
+  if i == 0 or best[i] == target:
+    return float(rounds[i])
+  return float(rounds[i - 1] + (target - best[i - 1]) / (best[i] - best[i - 1])
+               * (rounds[i] - rounds[i - 1]))
+
+
+T5_CENTRAL = {"pretrained": 0.6, "scratch": 0.5}
+
+
+def _t5_acc(row):
+  pretrained = row.startswith("pretrained")
+  speed = 300.0 if pretrained else 900.0
+  top = 0.62 if pretrained else 0.44
+  return lambda r: top * (1 - math.exp(-r / speed))
+
+
+def test_table5_rounds_to_relative_accuracy(tmp_path):
+  p = presets.get_preset("hsu2020_table5")
+  (table,) = p.tables
+  root = str(tmp_path)
+  row_run = {c.row: p.run(c.run) for c in table.cells}
+  for row, run in row_run.items():
+    finished_run(root, run, {"fedavg": _curve(_t5_acc(row), 1000, 50)})
+  centralized_run(root, p.run("central_inat_pretrained"), T5_CENTRAL["pretrained"])
+  centralized_run(root, p.run("central_inat_scratch"), T5_CENTRAL["scratch"])
+  pub = dict(published.PUBLISHED)
+  pub[("hsu2020", "table5", "pretrained, C = 10", "50% relative accuracy")] = (
+      published.PublishedValue(200.0, "200", "rounds", "q", "v"))
+  rep = report.build_report(p, root, pub)
+  cells = grid(report.format_markdown(rep), table.title)
+  for row in table.rows:
+    curve = _curve(_t5_acc(row), 1000, 50)
+    central = T5_CENTRAL[row.split(",")[0]]
+    for col, frac in zip(table.columns, (0.1, 0.5, 0.9)):
+      want = _rounds_to([r for r, _ in curve], [a for _, a in curve],
+                        frac * central)
+      got = next(c for c in rep.cells if (c.cell.row, c.cell.column) == (row, col))
+      if want is None:
+        assert got.ours.status == report.NOT_REACHED
+        assert cells[(row, col)] == "not reached / n/a (not transcribed)"
+        assert "not reached in 1000 rounds" in got.ours.detail
+      else:
+        assert got.ours.value == pytest.approx(want, abs=1e-9)
+        assert cells[(row, col)].startswith(f"{want:.0f} / ")
+  # scratch, 90%: 0.45 is above the curve's 0.44 ceiling -> not reached.
+  assert cells[("scratch, C = 10", "90% relative accuracy")].startswith(
+      "not reached")
+  want = _rounds_to(*zip(*_curve(_t5_acc("pretrained"), 1000, 50)), 0.3)
+  assert cells[("pretrained, C = 10", "50% relative accuracy")] == (
+      f"{want:.0f} / 200 (Δ {want - 200:+.0f})")
+
+
+def test_statuses_missing_running_diverged(tmp_path):
+  p = presets.get_preset("hsu2020_table3")
+  c10, c100, central = p.runs
+  root = str(tmp_path)
+  entries = {"fedavgm+fedir+fedvc": {"status": "diverged",
+                                      "final_accuracy": None}}
+  finished_run(root, c10, {m: _curve(f, 5000, 250) for m, f in T3_ACC.items()},
+               entries=entries)
+  # c100: started, no summary.json yet.
+  write_hparams(os.path.join(root, c100.name), c100.flags)
+  write_metrics(os.path.join(root, c100.name), "fedavgm+fedvc",
+                [(250, 0.2), (500, 0.3)])
+  rep = report.build_report(p, root)
+  by = {(c.cell.row, c.cell.column): c for c in rep.cells}
+  on = by[("C = 10, FedIR on", "Acc@1k")]
+  assert (on.ours.status, on.relative.status) == ("diverged", "diverged")
+  assert on.relative.value is None
+  off = by[("C = 10, FedIR off", "Acc@1k")]
+  assert off.ours.status == "ok"
+  assert off.relative.status == "missing"  # No centralized run yet.
+  assert "central_inat_pretrained" in off.relative.detail
+  assert by[("C = 100, FedIR off", "Acc@1k")].ours.status == "running"
+  md = report.format_markdown(rep)
+  cells = grid(md, p.tables[0].title)
+  assert cells[("C = 10, FedIR on", "Acc@5k")] == "diverged / n/a (not transcribed)"
+  assert cells[("C = 100, FedIR on", "Acc@1k")] == "running / n/a (not transcribed)"
+  assert "- running: " in md and "no summary.json yet" in md
+
+
+def test_mismatched_config_is_never_reported_as_the_preset_run(tmp_path):
+  p = _table3_runs(str(tmp_path))
+  c10 = p.runs[0]
+  write_hparams(os.path.join(str(tmp_path), c10.name), c10.flags,
+                clients_per_round=20)
+  rep = report.build_report(p, str(tmp_path))
+  for c in rep.cells:
+    if c.cell.run == c10.name:
+      assert c.ours.status == "mismatch" and c.ours.value is None
+      assert "--clients_per_round=20" in c.ours.detail
+      assert "hparams.json" in c.ours.detail
+
+
+def test_diverged_baseline_gives_no_relative_accuracy(tmp_path):
+  p = _table3_runs(str(tmp_path))
+  centralized_run(str(tmp_path), p.runs[2], float("nan"))
+  rep = report.build_report(p, str(tmp_path))
+  for c in rep.cells:
+    assert c.ours.status == "ok"
+    assert c.relative.status == "diverged" and c.relative.value is None
+  t5 = presets.get_preset("hsu2020_table5")
+  root = str(tmp_path / "t5")
+  for run in t5.runs[:4]:
+    finished_run(root, run, {"fedavg": [(50, 0.3), (100, 0.5)]})
+  centralized_run(root, t5.run("central_inat_pretrained"), float("nan"))
+  rep = report.build_report(t5, root)
+  pre = [c for c in rep.cells if c.cell.baseline == "central_inat_pretrained"]
+  assert pre and all(c.ours.status == report.UNAVAILABLE and
+                     "baseline central_inat_pretrained" in c.ours.detail
+                     for c in pre)
+  scratch = [c for c in rep.cells if c.cell.baseline == "central_inat_scratch"]
+  assert all(c.ours.status == report.UNAVAILABLE and "missing" in c.ours.detail
+             for c in scratch)
+
+
+def test_acc_at_round_needs_the_run_to_reach_it(tmp_path):
+  p = _table3_runs(str(tmp_path))
+  c10 = p.runs[0]
+  finished_run(str(tmp_path), c10, {m: _curve(f, 750, 250)
+                                    for m, f in T3_ACC.items()})
+  rep = report.build_report(p, str(tmp_path))
+  c = next(c for c in rep.cells if c.cell.run == c10.name)
+  assert c.ours.status == report.UNAVAILABLE
+  assert c.ours.detail.endswith("750 rounds < 1000")
+
+
+def test_acc_at_batch_and_nan_evaluation(tmp_path):
+  p = presets.get_preset("hsu2020_table2")
+  run = p.runs[1]  # Geo-3k FedAvg + FedVC: 4 batches a round.
+  assert run.methods() == ("fedavg+fedvc",)
+  finished_run(str(tmp_path), run, {"fedavg+fedvc": [
+      (2500, 0.3), (6250, float("nan")), (12_500, 0.5)]})
+  rep = report.build_report(p, str(tmp_path))
+  by = {c.cell.column: c for c in rep.cells if c.cell.run == run.name}
+  assert by["Acc@Batch 10k"].ours.value == pytest.approx(30.0)  # round 2500
+  assert by["Acc@Batch 25k"].ours.status == "diverged"  # NaN at round 6250
+  assert by["Acc@Batch 50k"].ours.value == pytest.approx(50.0)  # round 12500
+  assert by["Acc@Round 1k"].ours.status == report.UNAVAILABLE  # no eval <= 1k
+  # A non-finite final accuracy marks the whole method diverged.
+  finished_run(str(tmp_path), run, {"fedavg+fedvc": [
+      (2500, 0.3), (12_500, float("nan"))]})
+  rep = report.build_report(p, str(tmp_path))
+  assert {c.ours.status for c in rep.cells if c.cell.run == run.name} == {
+      "diverged"}
+
+
+def test_mcmahan_speedups_next_to_the_paper(tmp_path):
+  p = presets.get_preset("mcmahan2017_table2")
+  (table,) = p.tables
+  root = str(tmp_path)
+  reached = {"FedSGD E=1 B=∞": 626, "FedAvg E=5 B=∞": 179,
+             "FedAvg E=1 B=50": 70}
+  for c in table.cells:
+    if c.column == "IID" and c.row in reached:
+      finished_run(root, p.run(c.run),
+                   {"fedavg": [(1, 0.5), (reached[c.row], 0.99)]})
+  rep = report.build_report(p, root)
+  cells = grid(report.format_markdown(rep), table.title)
+  assert cells[("FedSGD E=1 B=∞", "IID")] == "626 (1.0×) / 626 (Δ +0)"
+  assert cells[("FedAvg E=5 B=∞", "IID")] == "179 (3.5×) / 179 (3.5×) (Δ +0)"
+  assert cells[("FedAvg E=1 B=50", "IID")] == "70 (8.9×) / 65 (9.6×) (Δ +5)"
+  assert cells[("FedAvg E=5 B=10", "IID")] == "missing / 20 (31.3×)"
+  c = next(c for c in rep.cells if (c.cell.row, c.cell.column) ==
+           ("FedAvg E=1 B=50", "IID"))
+  assert c.speedup.value == 626 / 70
+  assert cells[("FedSGD E=1 B=∞", "non-IID")] == "missing / 483"
