@@ -11,6 +11,7 @@ so `--field=value: reason` messages come straight from the library):
   training  `TrainingConfig`              rounds, cadence, clients per round,
                                            centralized baseline, seed, target
   output    `OutputConfig`                where results go
+  mixing    `MixingConfig`                mixing strategies (Augenstein et al.)
 
 Why frozen dataclasses and not `ml_collections.ConfigDict`: no new
 dependency; typed fields with defaults in one place; hashable and comparable
@@ -40,6 +41,7 @@ from federated_vision.tasks.models import ModelConfig
 
 DataConfig = tasks.DataConfig
 MethodConfig = methods_lib.MethodConfig
+MixingConfig = methods_lib.MixingSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +113,7 @@ class ExperimentConfig:
   methods: MethodsConfig = MethodsConfig()
   training: TrainingConfig = TrainingConfig()
   output: OutputConfig = OutputConfig()
+  mixing: MixingConfig = MixingConfig()
 
   @property
   def output_dir(self) -> str:
@@ -129,7 +132,8 @@ class ExperimentConfig:
 
 # Section name -> its dataclass. A new section is one entry here.
 SECTIONS = {"data": DataConfig, "model": ModelConfig, "methods": MethodsConfig,
-            "training": TrainingConfig, "output": OutputConfig}
+            "training": TrainingConfig, "output": OutputConfig,
+            "mixing": MixingConfig}
 
 
 def field_sections() -> Dict[str, str]:
@@ -249,6 +253,12 @@ def validate(config: ExperimentConfig,
   for method in m.expand():
     methods_lib.validate_method_config(method)
   check_output(config.output)
+  methods_lib.validate_mixing(config.mixing, m.expand(), given)
+  if config.mixing.mixing and config.data.dataset not in \
+      tasks.scenario_task_names():
+    raise ConfigError(f"--mixing: --dataset={config.data.dataset} has no "
+                      "mixing scenario (one of "
+                      f"{', '.join(tasks.scenario_task_names())})", "mixing")
   resolved = tasks.get_task(config.data.dataset).validate(
       config.data, config.model, given)
   resolved["clients_per_round"] = clients_per_round(config, resolved["num_clients"])

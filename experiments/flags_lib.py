@@ -13,11 +13,12 @@ from typing import List
 from absl import flags
 
 from experiments import flags_data
+from experiments import flags_mixing
 from experiments import flags_model
 
 # Modules defining the config flags (a new section's flags module goes here).
 FLAG_MODULES = ("experiments.flags_data", "experiments.flags_model",
-                "experiments.flags_lib")
+                "experiments.flags_lib", "experiments.flags_mixing")
 
 
 def _define_methods() -> None:
@@ -88,6 +89,7 @@ def define_flags() -> None:
   _define_methods()
   _define_training()
   _define_output()
+  flags_mixing.define_flags()
 
 
 def config_flag_names(flag_values=flags.FLAGS) -> List[str]:

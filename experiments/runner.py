@@ -6,7 +6,7 @@
 
 import math
 import os
-from typing import Callable, Dict, List, NamedTuple
+from typing import Callable, Dict, List, NamedTuple, Tuple
 
 from experiments import config as config_lib
 from federated_vision.errors import bad
@@ -21,6 +21,7 @@ class Experiment(NamedTuple):
   output_dir: str
   resolved: Dict[str, object]
   partition_stats: Dict[str, object]  # `partition_report.counts_summary`.
+  scenario: object = None  # `MixingScenario` with --mixing, else None.
 
 
 def rounds_to_target(rows, target: float):
@@ -63,8 +64,14 @@ def build_experiment(config: config_lib.ExperimentConfig) -> Experiment:
   output_dir = check_output_dir(config.output)
   seed = config.training.seed
   task = tasks.get_task(config.data.dataset)
-  fed = task.build_data(config.data, tasks.DataContext(
-      seed, config.output.root_output_dir, output_dir))
+  context = tasks.DataContext(seed, config.output.root_output_dir, output_dir)
+  scenario = None
+  if config.mixing.mixing:
+    scenario = task.build_scenario(config.data, context,
+                                   config.mixing.missing_classes)
+    fed = scenario.federated
+  else:
+    fed = task.build_data(config.data, context)
   ids = fed.client_data.client_ids
   per_round = config_lib.clients_per_round(config, len(ids))
   if config.training.client_fraction is None and per_round > len(ids):
@@ -84,12 +91,17 @@ def build_experiment(config: config_lib.ExperimentConfig) -> Experiment:
       [fed.client_sizes[c] for c in ids], per_round, seed,
       lambda: np.concatenate([b["y"].numpy()
                               for b in fed.test_data.batch(4096)]))
-  methods = [methods_lib.build_method(m, inputs)
-             for m in config.methods.expand()]
+  if scenario is None:
+    methods = [methods_lib.build_method(m, inputs)
+               for m in config.methods.expand()]
+  else:
+    methods = [methods_lib.build_mixing_method(m, s, config.mixing, inputs,
+                                               scenario)
+               for m in config.methods.expand() for s in config.mixing.mixing]
   stats = partition_report.counts_summary(fed.class_counts,
                                          fed.info.get("class_prior"))
   return Experiment(config, fed, keras_model_fn, methods, output_dir,
-                    resolved, stats)
+                    resolved, stats, scenario)
 
 
 def hparams(exp: Experiment) -> dict:
@@ -129,6 +141,39 @@ def write_partition_report(exp: Experiment) -> dict:
       max_clients_in_plot=100, summary=exp.partition_stats)
 
 
+def mixing_eval_columns(exp: Experiment) -> Tuple[str, ...]:
+  """Evaluation keys written as `test_<key>` columns with --mixing: accuracy
+  per group (`accuracy_<group>`) and per class (`accuracy_class_<c>`)."""
+  if exp.scenario is None:
+    return ()
+  return (tuple(f"accuracy_{g}" for g in exp.scenario.groups)
+          + tuple(f"accuracy_class_{c}" for c in range(exp.fed_data.num_classes)))
+
+
+# Summary names of the mixing scenarios' group accuracies.
+GROUP_FIELDS = {"missing": "missing_class_accuracy",
+                "present": "present_class_accuracy"}
+
+
+def mixing_summary(exp: Experiment, method, rows) -> Dict[str, object]:
+  """summary.json fields of one mixing method, from its last evaluated
+  metrics row (so a resumed run reports the numbers it wrote): the extra
+  bytes per round, accuracy per group (`accuracy_smiling`,
+  `accuracy_unsmiling`, `missing_class_accuracy`, `present_class_accuracy`)
+  and per class."""
+  evaluated = [r for r in rows if r.get("test_accuracy") not in (None, "")]
+  last = evaluated[-1] if evaluated else {}
+  value = lambda key: float(last[key]) if last.get(key) not in (None, "") \
+      else math.nan
+  out = {"mixing": method.settings["mixing"],
+         "extra_broadcast_bytes_per_round": method.extra_broadcast_bytes}
+  for g in exp.scenario.groups:
+    out[GROUP_FIELDS.get(g, f"accuracy_{g}")] = value(f"test_accuracy_{g}")
+  out["accuracy_per_class"] = [value(f"test_accuracy_class_{c}")
+                               for c in range(exp.fed_data.num_classes)]
+  return out
+
+
 def _train(exp: Experiment, evaluate) -> dict:
   from federated_vision import execution  # pylint: disable=g-import-not-at-top
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
@@ -137,13 +182,18 @@ def _train(exp: Experiment, evaluate) -> dict:
   with execution.managed_execution_context():
     for method in exp.methods:
       results[method.name] = training_loop.run_federated_training(
-          method.name, method.process, exp.fed_data, method.spec,
-          method.sampler, evaluate,
+          method.name, method.process,
+          exp.fed_data if method.fed_data is None else method.fed_data,
+          method.spec, method.sampler, evaluate,
           training_loop.LoopConfig(
               total_rounds=t.total_rounds,
               output_dir=os.path.join(exp.output_dir, method.name),
               rounds_per_eval=t.rounds_per_eval,
-              rounds_per_checkpoint=t.rounds_per_checkpoint))
+              rounds_per_checkpoint=t.rounds_per_checkpoint,
+              round_columns=(() if exp.scenario is None else
+                             (("extra_broadcast_bytes",
+                               method.extra_broadcast_bytes),)),
+              eval_columns=mixing_eval_columns(exp)))
   return results
 
 
@@ -179,7 +229,13 @@ def run(config: config_lib.ExperimentConfig) -> dict:
         f"EMD non-identicalness {stats['emd']:.3f}")
   print(f"partition report: {report_paths['json']}, {report_paths['png']}")
   eval_ds = cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn)
-  evaluate = training_loop.build_keras_evaluate_fn(exp.keras_model_fn, eval_ds)
+  if exp.scenario is None:
+    evaluate = training_loop.build_keras_evaluate_fn(exp.keras_model_fn,
+                                                     eval_ds)
+  else:
+    from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
+    evaluate = mixing_scenarios.build_group_evaluate_fn(
+        exp.keras_model_fn, eval_ds, fed.num_classes, exp.scenario.groups)
   results = _train(exp, evaluate)
   central = _centralized(exp, eval_ds)
   central_acc = central.accuracy if central is not None else math.nan
@@ -194,6 +250,7 @@ def run(config: config_lib.ExperimentConfig) -> dict:
              "config": config.to_dict(), "resolved": exp.resolved}
   table = []
   settings = {m.name: dict(m.settings) for m in exp.methods}
+  by_name = {m.name: m for m in exp.methods}
   for name, r in results.items():
     rel = (metrics_lib.relative_accuracy(r.final_accuracy, central_acc)
            if central_acc > 0 else math.nan)
@@ -205,6 +262,8 @@ def run(config: config_lib.ExperimentConfig) -> dict:
         "acc_at_round": at[name]["acc_at_round"],
         "acc_at_batch": at[name]["acc_at_batch"],
         "resumed_from_round": r.resumed_from, "settings": settings[name]}
+    if exp.scenario is not None:
+      summary["methods"][name].update(mixing_summary(exp, by_name[name], r.rows))
     if t.target_accuracy is not None:
       summary["methods"][name]["rounds_to_target"] = rounds_to_target(
           r.rows, t.target_accuracy)
@@ -226,6 +285,9 @@ def run(config: config_lib.ExperimentConfig) -> dict:
       ["method", "final_acc", "central_acc", "relative_acc",
        f"acc@round{t.total_rounds}", f"acc@batch{batch_ref}", "rounds",
        "seconds"], table))
+  if exp.scenario is not None:
+    print()
+    print(format_mixing_table(exp, summary))
   print()
   print(f"results: {out}")
   print(f"  hparams.json, summary.json, {os.path.basename(png)}, "
@@ -233,3 +295,14 @@ def run(config: config_lib.ExperimentConfig) -> dict:
   for name in results:
     print(f"  {name}/metrics.csv, {name}/tensorboard/, {name}/checkpoints/")
   return summary
+
+
+def format_mixing_table(exp: Experiment, summary: dict) -> str:
+  """One row per mixing method: accuracy per group, overall, extra bytes."""
+  from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
+  fields = [GROUP_FIELDS.get(g, f"accuracy_{g}") for g in exp.scenario.groups]
+  rows = [[name] + [m[f] for f in fields]
+          + [m["final_accuracy"], m["extra_broadcast_bytes_per_round"]]
+          for name, m in summary["methods"].items()]
+  return reporting.format_table(
+      ["method"] + fields + ["accuracy", "extra_bytes/round"], rows)

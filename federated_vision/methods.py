@@ -16,6 +16,14 @@ settings":
   * data-side variants change the spec / sampler only: fedvc (virtual
     clients, `algorithms.fedvc`).
 
+Mixing (Augenstein et al., `algorithms.mixing`): with `MixingSettings.mixing`
+each method runs once per strategy (none, parallel, example_transfer,
+gradient_transfer, oracle) on the task's `MixingScenario`
+(`build_mixing_method`); the `Method` then carries the data it trains on
+(`fed_data`: the oracle's / example transfer's client data) and its
+`extra_broadcast_bytes` per round. `check_mixing_combination` says which
+algorithm / variant combinations are refused.
+
 Extending: `register_algorithm(Algorithm(...))` or `register_variant(Variant(
 ...))` from any module (e.g. one passed to the binaries' --extra_modules).
 
@@ -102,12 +110,20 @@ class MethodInputs(NamedTuple):
 
 
 class Method(NamedTuple):
-  """One method of an experiment, ready for `training_loop`."""
+  """One method of an experiment, ready for `training_loop`.
+
+  `fed_data` is the data the method trains on when it is not the
+  experiment's (mixing's oracle and example transfer), else None;
+  `extra_broadcast_bytes` what the server broadcasts per round beyond the
+  model (mixing; 0 otherwise).
+  """
   name: str
   process: object
   spec: object
   sampler: object
   settings: Mapping[str, object]
+  fed_data: Optional[object] = None
+  extra_broadcast_bytes: int = 0
 
 
 # build(config, inputs, client_work or None) -> (process, settings).
@@ -370,3 +386,174 @@ register_algorithm(Algorithm("fedsgd", _fedavg_family(False, fedsgd=True),
 register_variant(Variant("fedir", CLIENT_WORK, _fedir))
 register_variant(Variant("fedprox", CLIENT_WORK, _fedprox))
 register_variant(Variant("fedvc", DATA_SIDE, _fedvc))
+
+
+# --- Mixing federated and centralized data (Augenstein et al.). -------------
+
+MIXING_STRATEGIES = ("none", "parallel", "example_transfer",
+                     "gradient_transfer", "oracle")
+
+
+@dataclasses.dataclass(frozen=True)
+class MixingSettings:
+  """The mixing strategies to run and their hyper-parameters (flag names).
+
+  Attributes:
+    mixing: strategies run side by side (`MIXING_STRATEGIES`); () = no
+      mixing scenario, the methods run on the task's plain data.
+    merge_weight: parallel training's a in [0, 1] (Algorithm 2).
+    central_steps: parallel training's K centralized SGD steps per round.
+    central_batch_size: centralized batch size (parallel, gradient transfer).
+    central_learning_rate: SGD learning rate of the K centralized steps; None
+      = --client_learning_rate.
+    central_examples_per_client: example transfer's M (Algorithm 3).
+    gradient_weight: gradient transfer's lambda (Algorithm 4).
+    missing_classes: e.g. '8,9': classes the clients lose to the server
+      (tasks whose scenario lets you choose; None = the task's default).
+  """
+  mixing: Tuple[str, ...] = ()
+  merge_weight: float = 0.5
+  central_steps: int = 1
+  central_batch_size: int = 32
+  central_learning_rate: Optional[float] = None
+  central_examples_per_client: int = 10
+  gradient_weight: float = 1.0
+  missing_classes: Optional[str] = None
+
+
+def check_mixing_combination(strategy: str, algorithm: str = "fedavg",
+                             variants: Sequence[str] = ()) -> None:
+  """Refuses a strategy x algorithm / variant combination with no single
+  meaning (ConfigError, a ValueError, naming both flags).
+
+  * any strategy + fedsgd or fedprox: the strategies compose FedAvg's and
+    FedAvgM's server optimizers and FedIR's client work only.
+  * gradient transfer + FedIR: both replace FedAvg's client work.
+  * example transfer + FedVC: FedVC fixes what a client trains on to N_VC
+    examples while example transfer adds M per client.
+  Everything else composes: FedIR's client work runs on whatever data the
+  strategy gives the client (its q_k then counts transferred examples), FedVC
+  resamples the strategy's client data, FedAvgM's server optimizer works with
+  all five.
+  """
+  if strategy not in MIXING_STRATEGIES:
+    raise ConfigError(f"mixing strategy must be one of "
+                      f"{', '.join(MIXING_STRATEGIES)}; got {strategy!r}",
+                      "mixing")
+  if algorithm not in ("fedavg", "fedavgm"):
+    raise ConfigError(f"--mixing={strategy} and --algorithm={algorithm}: the "
+                      "mixing strategies compose fedavg and fedavgm only",
+                      "algorithm")
+  if "fedprox" in variants:
+    raise ConfigError(f"--mixing={strategy} and --fedprox: the mixing "
+                      "strategies compose FedIR's client work only", "fedprox")
+  if "fedir" in variants and strategy == "gradient_transfer":
+    raise ConfigError("--mixing=gradient_transfer and --fedir: mixing strategy "
+                      "'gradient_transfer' cannot be combined with FedIR: both "
+                      "replace FedAvg's client work", "fedir")
+  if "fedvc" in variants and strategy == "example_transfer":
+    raise ConfigError("--mixing=example_transfer and --fedvc: mixing strategy "
+                      "'example_transfer' cannot be combined with FedVC: FedVC "
+                      "fixes each client's examples to N_VC, example transfer "
+                      "adds M to them", "fedvc")
+
+
+def validate_mixing(mixing: MixingSettings,
+                    methods: Sequence[MethodConfig] = (),
+                    given: Sequence[str] = ()) -> None:
+  """Checks the mixing settings and their combination with `methods`.
+
+  Raises:
+    ConfigError: naming the flag (both flags for a refused combination).
+  """
+  defaults = MixingSettings()
+  if not mixing.mixing:
+    for f in dataclasses.fields(MixingSettings):
+      if f.name != "mixing" and (f.name in given or getattr(
+          mixing, f.name) != getattr(defaults, f.name)):
+        raise ConfigError(f"--{f.name}: only used with --mixing", f.name)
+    return
+  if len(set(mixing.mixing)) != len(mixing.mixing):
+    raise bad("mixing", list(mixing.mixing), "a strategy is repeated")
+  if not 0 <= mixing.merge_weight <= 1:
+    raise bad("merge_weight", mixing.merge_weight, "must be in [0, 1]")
+  for name in ("central_steps", "central_batch_size"):
+    if getattr(mixing, name) < 1:
+      raise bad(name, getattr(mixing, name), "must be >= 1")
+  if mixing.central_examples_per_client < 0:
+    raise bad("central_examples_per_client",
+              mixing.central_examples_per_client, "must be >= 0")
+  if mixing.central_learning_rate is not None:
+    _positive("central_learning_rate", mixing.central_learning_rate)
+  if not math.isfinite(mixing.gradient_weight):
+    raise bad("gradient_weight", mixing.gradient_weight, "must be finite")
+  for strategy in mixing.mixing:
+    for method in methods or (MethodConfig(),):
+      check_mixing_combination(strategy, method.algorithm, method.variants)
+
+
+def build_mixing_method(config: MethodConfig, strategy: str,
+                        mixing: MixingSettings, inputs: MethodInputs,
+                        scenario) -> Method:
+  """One method x one mixing strategy on `scenario` (a
+  `data.mixing_scenarios.MixingScenario`), named '<method>+<strategy>'.
+
+  The process, data, spec, sampler and payload come from
+  `algorithms.mixing.build_mixing_method`: fedavgm gives it FedAvgM's server
+  optimizer, fedir FedIR's client work, fedvc virtual clients.
+
+  Raises:
+    ConfigError: see `validate_method_config`, `check_mixing_combination`.
+  """
+  validate_method_config(config)
+  check_mixing_combination(strategy, config.algorithm, config.variants)
+  import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+  from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top
+  from federated_vision.algorithms import fedir  # pylint: disable=g-import-not-at-top
+  from federated_vision.algorithms import mixing as mixing_lib  # pylint: disable=g-import-not-at-top
+  lr, beta = config.server_learning_rate, config.server_momentum
+  if config.algorithm == "fedavgm":
+    server = fedavg.build_server_momentum_optimizer(lr, beta)
+    settings = server_settings("sgdm", lr, beta)
+  else:
+    server = tff.learning.optimizers.build_sgdm(lr)
+    settings = server_settings("sgd", lr)
+  use_fedir = "fedir" in config.variants
+  target = None
+  if use_fedir and config.fedir_target == "test":
+    if inputs.test_labels_fn is None:
+      raise bad("fedir_target", "test", "needs the server's test labels")
+    target = fedir.estimate_target_distribution(inputs.test_labels_fn(),
+                                                inputs.num_classes)
+  built = mixing_lib.build_mixing_method(
+      strategy, fed_data=scenario.federated, central=scenario.central,
+      model_fn=inputs.model_fn,
+      client_optimizer=tff.learning.optimizers.build_sgdm(
+          config.client_learning_rate),
+      spec=client_spec(config, inputs.seed),
+      clients_per_round=inputs.clients_per_round, server_optimizer=server,
+      config=mixing_lib.MixingConfig(
+          merge_weight=mixing.merge_weight,
+          central_steps=mixing.central_steps,
+          central_batch_size=mixing.central_batch_size,
+          central_learning_rate=mixing.central_learning_rate,
+          examples_per_client=mixing.central_examples_per_client,
+          gradient_weight=mixing.gradient_weight),
+      fedir=use_fedir, fedir_target_distribution=target,
+      virtual_client_size=(config.virtual_client_size
+                           if "fedvc" in config.variants else None))
+  name = f"{config.name}+{strategy}"
+  settings.update(built.settings, name=name, algorithm=config.algorithm,
+                  variants=list(config.variants), mixing=strategy,
+                  client_work="fedir" if use_fedir else "plain",
+                  data_side="fedvc" if "fedvc" in config.variants else "plain",
+                  fedir_target=config.fedir_target if use_fedir else None,
+                  fedprox_mu=None, client_optimizer="sgd",
+                  client_learning_rate=config.client_learning_rate,
+                  sampler=("size_proportional" if "fedvc" in config.variants
+                           else "uniform"),
+                  N_VC=built.spec.virtual_client_size,
+                  E=built.spec.epochs, B=built.spec.batch_size,
+                  clients_per_round=inputs.clients_per_round)
+  return Method(name, built.process, built.spec, built.sampler, settings,
+                built.fed_data, built.extra_broadcast_bytes)

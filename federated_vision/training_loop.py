@@ -145,6 +145,10 @@ class LoopConfig(NamedTuple):
     resume_from_last_valid: if the latest checkpoint cannot be read, move it
       to `checkpoints/corrupt/` and resume from the previous readable one
       (otherwise a `CheckpointError` names it).
+    round_columns: extra ((column, value), ...) written on every round's row
+      (e.g. mixing's `extra_broadcast_bytes`), before the timing columns.
+    eval_columns: extra keys of `evaluate_fn`'s result written as
+      `test_<key>` columns on evaluated rounds (e.g. per-group accuracy).
   """
   total_rounds: int
   output_dir: str
@@ -153,6 +157,14 @@ class LoopConfig(NamedTuple):
   keep_checkpoints: int = 2
   on_divergence: str = "stop"
   resume_from_last_valid: bool = False
+  round_columns: Tuple[Tuple[str, object], ...] = ()
+  eval_columns: Tuple[str, ...] = ()
+
+  @property
+  def columns(self) -> Tuple[str, ...]:
+    """metrics.csv's columns: the standard ones + the extra ones, timing last."""
+    return (METRIC_COLUMNS + tuple(c for c, _ in self.round_columns)
+            + tuple(f"test_{k}" for k in self.eval_columns) + TIMING_COLUMNS)
 
   def validate(self) -> "LoopConfig":
     for name in ("total_rounds", "rounds_per_eval", "rounds_per_checkpoint",
@@ -166,6 +178,9 @@ class LoopConfig(NamedTuple):
                        f"{self.on_divergence!r}")
     if not self.output_dir:
       raise ValueError("output_dir must be a non-empty path")
+    if len(set(self.columns)) != len(self.columns):
+      raise ValueError(f"round_columns / eval_columns repeat a metrics.csv "
+                       f"column: {self.columns}")
     return self
 
 
@@ -363,8 +378,9 @@ class MetricsCsv:
   rewrite goes through a temporary file and a rename.
   """
 
-  def __init__(self, path: str):
+  def __init__(self, path: str, columns: Sequence[str] = CSV_COLUMNS):
     self.path = path
+    self.columns = tuple(columns)
 
   def read(self) -> List[Dict[str, str]]:
     if not os.path.exists(self.path):
@@ -378,7 +394,7 @@ class MetricsCsv:
     tmp = self.path + ".tmp"
     try:
       with open(tmp, "w", newline="") as f:
-        writer = csv.DictWriter(f, CSV_COLUMNS, lineterminator="\n",
+        writer = csv.DictWriter(f, self.columns, lineterminator="\n",
                                 extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
@@ -395,7 +411,7 @@ class MetricsCsv:
     try:
       with open(self.path, "a", newline="") as f:
         csv.writer(f, lineterminator="\n").writerow(
-            [_fmt(row.get(c)) for c in CSV_COLUMNS])
+            [_fmt(row.get(c)) for c in self.columns])
         f.flush()
     except OSError as e:
       with open(self.path, "r+") as f:
@@ -659,7 +675,8 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
                                             config.resume_from_last_valid)
   if loaded is not None:
     state = loaded
-  metrics_csv = MetricsCsv(os.path.join(config.output_dir, "metrics.csv"))
+  metrics_csv = MetricsCsv(os.path.join(config.output_dir, "metrics.csv"),
+                           config.columns)
   written = len(metrics_csv.read())
   kept = metrics_csv.truncate_after(version)
   if written > len(kept):
@@ -695,13 +712,15 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
              "train_loss": float(work["train"]["loss"]),
              "train_accuracy": float(work["train"]["accuracy"]),
              "batch_budget": budget, "cumulative_batch_budget": cumulative,
-             fedavg.DROPPED_NON_FINITE: work.get(fedavg.DROPPED_NON_FINITE)}
+             fedavg.DROPPED_NON_FINITE: work.get(fedavg.DROPPED_NON_FINITE),
+             **dict(config.round_columns)}
       evaluation = None
       if (round_num % config.rounds_per_eval == 0
           or round_num == config.total_rounds):
         evaluation = evaluate_fn(training_process.get_model_weights(state))
         row["test_loss"] = evaluation["loss"]
         row["test_accuracy"] = evaluation["accuracy"]
+        row.update({f"test_{k}": evaluation[k] for k in config.eval_columns})
       reasons = non_finite_reasons(
           output.metrics, _model_weights(training_process, state), evaluation)
       row["non_finite"] = int(bool(reasons))

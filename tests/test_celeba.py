@@ -128,7 +128,7 @@ def test_smiling_split_through_tffs_loader(cache):
   assert sorted(int(e["x"][0, 0, 0]) for e in test) == sorted(
       v for v, (s, _, _) in truth.items() if s == celeba.TEST_SPLIT)
   assert sorted(int(e["y"]) for e in test) == [0, 0, 0, 1, 1, 1]
-  assert scenario.groups == {"smiling": [1], "not_smiling": [0]}
+  assert scenario.groups == {"smiling": [1], "unsmiling": [0]}
   x = celeba.eval_map_fn(test[0])["x"]
   assert x.dtype == tf.float32 and float(tf.reduce_max(x)) <= 1.0
   # The index is cached beside the file and reused.
@@ -193,7 +193,7 @@ def test_two_rounds_of_each_strategy(context, tmp_path):
     assert result.final_accuracy == metrics["accuracy"]
     # 3 smiling + 3 unsmiling test images: overall = mean of the two labels.
     assert metrics["accuracy"] == pytest.approx(
-        (metrics["accuracy_smiling"] + metrics["accuracy_not_smiling"]) / 2)
+        (metrics["accuracy_smiling"] + metrics["accuracy_unsmiling"]) / 2)
     finals[strategy] = np.concatenate(
         [np.ravel(w) for w in weights.trainable])
     assert np.isfinite(finals[strategy]).all()

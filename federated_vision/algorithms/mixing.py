@@ -36,6 +36,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from federated_vision import methods
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.algorithms import mixing_data
@@ -498,24 +499,12 @@ def check_strategy(strategy: str) -> None:
 
 
 def check_combination(strategy: str, fedir: bool, fedvc: bool) -> None:
-  """Refuses strategy x (FedIR, FedVC) combinations that have no single meaning.
-
-  * gradient transfer + FedIR: both replace FedAvg's client work.
-  * example transfer + FedVC: FedVC fixes what a client trains on to N_VC
-    examples while example transfer adds M per client.
-  Everything else composes: FedIR's client work runs on whatever data the
-  strategy gives the client (its q_k then counts transferred examples), FedVC
-  resamples the strategy's client data, and FedAvgM's server optimizer works
-  with all five.
-  """
+  """Refuses strategy x (FedIR, FedVC) combinations that have no single
+  meaning (gradient transfer + FedIR, example transfer + FedVC; see
+  `methods.check_mixing_combination`, which states the rules once)."""
   check_strategy(strategy)
-  if fedir and strategy == GRADIENT_TRANSFER:
-    raise ValueError("mixing strategy 'gradient_transfer' cannot be combined "
-                     "with FedIR: both replace FedAvg's client work")
-  if fedvc and strategy == EXAMPLE_TRANSFER:
-    raise ValueError("mixing strategy 'example_transfer' cannot be combined "
-                     "with FedVC: FedVC fixes each client's examples to N_VC, "
-                     "example transfer adds M to them")
+  methods.check_mixing_combination(
+      strategy, "fedavg", ("fedir",) * fedir + ("fedvc",) * fedvc)
 
 
 class MixingConfig(NamedTuple):

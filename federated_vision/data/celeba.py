@@ -186,7 +186,7 @@ def load_scenario(cache_dir: str,
     A `MixingScenario`: federated = the train clients' smiling images (each
     celebrity with at least one a client); centralized = all unsmiling images
     of the train clients, each tagged with its celebrity; test = every image
-    of the test clients; groups 'smiling' and 'not_smiling'.
+    of the test clients; groups 'smiling' and 'unsmiling'.
 
   Raises:
     FileNotFoundError: no `celeba.sqlite` in `cache_dir` (one line).
@@ -251,4 +251,4 @@ def load_scenario(cache_dir: str,
       source_clients=[str(c) for c in index.client_id[central_rows]]).validate()
   return mixing_scenarios.MixingScenario(
       "celeba_smile", federated, central,
-      {"smiling": [1], "not_smiling": [0]}, info)
+      {"smiling": [1], "unsmiling": [0]}, info)

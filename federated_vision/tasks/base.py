@@ -44,6 +44,7 @@ class DataConfig:
     imbalance_sigma: log-normal client sizes (digits).
     test_csv .. image_size: real-world image splits (Hsu, Qi & Brown 2020),
       see `federated_vision.realworld.image_data`.
+    celeba_cache_dir: directory holding TFF's `celeba.sqlite` (celeba).
   """
   dataset: str = "digits"
   data_source: str = "tfds"
@@ -66,6 +67,7 @@ class DataConfig:
   image_report_path: Optional[str] = None
   index_cache_dir: Optional[str] = None
   image_size: Optional[int] = None
+  celeba_cache_dir: Optional[str] = None
 
 
 DATA_FIELDS = tuple(f.name for f in dataclasses.fields(DataConfig))
@@ -88,6 +90,10 @@ class DataContext(NamedTuple):
 
 DataFn = Callable[["Task", DataConfig, Mapping[str, object], DataContext],
                   object]
+# (task, data config, resolved settings, context, missing_classes or None)
+#   -> `data.mixing_scenarios.MixingScenario`.
+ScenarioFn = Callable[["Task", DataConfig, Mapping[str, object], DataContext,
+                       Optional[str]], object]
 
 
 def _no_checks(task: "Task", data: DataConfig, given: FrozenSet[str]) -> None:
@@ -115,6 +121,12 @@ class Task:
     check: `(task, data, given) -> None`, task-specific checks raising
       `ConfigError` (run before the generic unused-field check).
     description: one line for --help / the README.
+    scenario_fn: `(task, data, resolved, context, missing_classes) ->
+      MixingScenario` for --mixing (Augenstein et al.): the federated data,
+      the server's centralized data and the evaluation groups; None when the
+      task has no mixing scenario. `missing_classes` is --missing_classes
+      (None: the task's default); a task without classes to choose raises
+      `ConfigError` when it is given.
   """
   name: str
   family: str
@@ -128,6 +140,7 @@ class Task:
   model_defaults: Tuple[Tuple[str, object], ...] = ()
   check: Callable[["Task", DataConfig, FrozenSet[str]], None] = _no_checks
   description: str = ""
+  scenario_fn: Optional[ScenarioFn] = None
 
   @property
   def model_names(self) -> Tuple[str, ...]:
@@ -195,6 +208,16 @@ class Task:
     return self.data_fn(self, data, self.resolve(
         data, model_registry.ModelConfig()), context)
 
+  def build_scenario(self, data: DataConfig, context: DataContext,
+                     missing_classes: Optional[str] = None):
+    """The task's mixing scenario (`scenario_fn`; ConfigError if none)."""
+    if self.scenario_fn is None:
+      raise ConfigError(f"--mixing: --dataset={self.name} has no mixing "
+                        "scenario (tasks with one: "
+                        f"{', '.join(scenario_task_names())})", "mixing")
+    return self.scenario_fn(self, data, self.resolve(
+        data, model_registry.ModelConfig()), context, missing_classes)
+
   def build_keras_model_fn(self, model: model_registry.ModelConfig,
                            num_classes: int, input_shape: Sequence[int],
                            seed: int = 0) -> Callable[[], object]:
@@ -226,3 +249,8 @@ def get_task(name: str) -> Task:
 def task_names() -> Tuple[str, ...]:
   """Registered task names, in registration order."""
   return _TASKS.names()
+
+
+def scenario_task_names() -> Tuple[str, ...]:
+  """Registered tasks with a mixing scenario (--mixing)."""
+  return _TASKS.names(lambda t: t.scenario_fn is not None)

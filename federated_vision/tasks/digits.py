@@ -29,9 +29,27 @@ def _data(task, data, resolved, context):
     raise bad("num_clients", resolved["num_clients"], one_line(e)) from None
 
 
+def _scenario(task, data, resolved, context, missing_classes):
+  """--mixing: every client's copies of --missing_classes (default 8,9) go to
+  the server (`mixing_scenarios.digits_scenario`, equal client sizes)."""
+  del task
+  from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
+  if data.imbalance_sigma is not None:
+    raise ConfigError("--imbalance_sigma and --mixing: the digits mixing "
+                      "scenario uses equal client sizes", "imbalance_sigma")
+  try:
+    return mixing_scenarios.digits_scenario(
+        "8,9" if missing_classes is None else missing_classes,
+        resolved["num_clients"], data.alpha, seed=context.seed)
+  except ValueError as e:
+    raise bad("missing_classes", missing_classes, one_line(e)) from None
+
+
 base.register_task(base.Task(
     "digits", "digits", "digits_cnn", _data,
     reads=frozenset({"partition", "num_clients", "alpha", "imbalance_sigma"}),
     num_clients=20, partitions=("dirichlet",), check=_check,
     description="scikit-learn's 8x8 digits, Dirichlet(alpha) over K clients "
-                "(equal or log-normal sizes); no download"))
+                "(equal or log-normal sizes); no download; --mixing: "
+                "--missing_classes held by the server",
+    scenario_fn=_scenario))

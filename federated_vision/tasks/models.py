@@ -173,6 +173,12 @@ def _cifar_cnn(config, resolved, num_classes, input_shape, seed):
                                 weight_decay=config.weight_decay, seed=seed)
 
 
+def _celeba_cnn(config, resolved, num_classes, input_shape, seed):
+  del config, resolved, input_shape
+  from federated_vision.models import celeba  # pylint: disable=g-import-not-at-top
+  return celeba.create_celeba_cnn(num_classes, seed)
+
+
 MOBILENET_MIN_SIZE = 32
 
 
@@ -243,8 +249,9 @@ register_model(ModelSpec("digits_cnn", ("digits",), _digits_cnn))
 register_model(ModelSpec("mnist_2nn", ("mnist",), _mnist_2nn))
 register_model(ModelSpec("mnist_cnn", ("mnist",), _mnist_cnn, ("weight_decay",)))
 register_model(ModelSpec("cifar_cnn", ("cifar",), _cifar_cnn, ("weight_decay",)))
+register_model(ModelSpec("celeba_cnn", ("celeba",), _celeba_cnn))
 register_model(ModelSpec(
-    "mobilenet_v2_gn", REALWORLD_FAMILIES, _mobilenet,
+    "mobilenet_v2_gn", REALWORLD_FAMILIES + ("celeba",), _mobilenet,
     ("weight_decay", "mobilenet_alpha", "gn_groups", "bottleneck_dim",
      "pretrained_weights", "trainable_last_layers"),
     resolve=_mobilenet_resolve, validate=_mobilenet_validate))

@@ -1,0 +1,44 @@
+"""Flags of the `mixing` section (`methods.MixingSettings`; Augenstein et al.)
+and of the CelebA task's data (`DataConfig.celeba_cache_dir`)."""
+
+from absl import flags
+
+from federated_vision import methods
+
+
+def define_flags() -> None:
+  """Mixing strategies, their hyper-parameters and the mixing data sets."""
+  d = methods.MixingSettings()
+  flags.DEFINE_list("mixing", list(d.mixing), "Mixing federated and "
+                    "centralized data (Augenstein et al.), strategies run "
+                    "side by side: "
+                    f"{','.join(methods.MIXING_STRATEGIES)}. Each --algorithm "
+                    "(fedavg, fedavgm; with --fedir / --fedvc) runs once per "
+                    "strategy as '<method>+<strategy>'. Needs a task with a "
+                    "mixing scenario (--dataset=digits with "
+                    "--missing_classes, celeba). Empty = no mixing.")
+  flags.DEFINE_float("merge_weight", d.merge_weight, "parallel: weight a of "
+                     "the federated model in w = a w_fed + (1 - a) "
+                     "w_central.", lower_bound=0.0, upper_bound=1.0)
+  flags.DEFINE_integer("central_steps", d.central_steps, "parallel: K SGD "
+                       "steps on centralized batches per round.",
+                       lower_bound=1)
+  flags.DEFINE_integer("central_batch_size", d.central_batch_size,
+                       "parallel / gradient_transfer: centralized batch "
+                       "size.", lower_bound=1)
+  flags.DEFINE_float("central_learning_rate", d.central_learning_rate,
+                     "parallel: learning rate of the K centralized steps "
+                     "(default: --client_learning_rate).")
+  flags.DEFINE_integer("central_examples_per_client",
+                       d.central_examples_per_client, "example_transfer: M "
+                       "centralized examples sent to each selected client per "
+                       "round.", lower_bound=0)
+  flags.DEFINE_float("gradient_weight", d.gradient_weight, "gradient_transfer: "
+                     "lambda, local steps use g_k + lambda g_c.")
+  flags.DEFINE_string("missing_classes", d.missing_classes, "--dataset=digits "
+                      "with --mixing: classes every client loses to the "
+                      "server, e.g. 8,9 (the default).")
+  flags.DEFINE_string("celeba_cache_dir", None, "--dataset=celeba: the "
+                      "directory holding TFF's celeba.sqlite (read by "
+                      "tff.simulation.datasets.celeba.load_data; nothing is "
+                      "downloaded).")
