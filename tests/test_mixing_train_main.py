@@ -101,7 +101,7 @@ def _digits_payload():
 def test_digits_five_strategies_payload_and_groups(digits_run):
   out, proc = digits_run
   summary = json.loads((out / "summary.json").read_text())
-  assert list(summary["methods"]) == NAMES
+  assert sorted(summary["methods"]) == sorted(NAMES)
   payload = _digits_payload()
   assert payload["example_transfer"] > 0 and payload["gradient_transfer"] > 0
   from federated_vision.data import digits  # pylint: disable=g-import-not-at-top
@@ -202,7 +202,7 @@ def test_celeba_fixture_two_rounds_of_each_strategy(tmp_path):
   counts = np.array([c["class_counts"] for c in report["clients"]])
   assert counts[:, 0].sum() == 0 and counts[:, 1].sum() == 6
   summary = json.loads((out / "summary.json").read_text())
-  assert list(summary["methods"]) == NAMES
+  assert sorted(summary["methods"]) == sorted(NAMES)
   image_bytes = 84 * 84 * 3 * 1 + 8  # uint8 image + int64 label.
   for name, m in summary["methods"].items():
     assert m["rounds"] == 2
@@ -214,3 +214,24 @@ def test_celeba_fixture_two_rounds_of_each_strategy(tmp_path):
     assert m["extra_broadcast_bytes_per_round"] == expected, name
     rows = _rows(out / name / "metrics.csv")
     assert [int(r["extra_broadcast_bytes"]) for r in rows] == [expected] * 2
+
+
+def test_benchmark_checks_and_overrides():
+  from benchmarks import mixing_digits  # pylint: disable=g-import-not-at-top
+  m = lambda missing, overall: {"missing_class_accuracy": missing,
+                                "final_accuracy": overall}
+  results = mixing_digits.checks({
+      "fedavg+none": m(0.05, 0.78), "fedavg+parallel": m(0.5, 0.88),
+      "fedavg+example_transfer": m(0.49, 0.95),
+      "fedavg+gradient_transfer": m(0.9, 0.86), "fedavg+oracle": m(0.8, 0.92)})
+  assert [(s, ok) for s, _, ok in results] == [
+      ("none", True), ("parallel", True), ("parallel", True),
+      ("example_transfer", False), ("example_transfer", True),
+      ("gradient_transfer", True), ("gradient_transfer", False)]
+  values = mixing_digits.parse_overrides(["--seed=3", "--mixing=none,oracle",
+                                          "--merge_weight=0.5"])
+  assert (values["seed"], values["mixing"], values["merge_weight"]) == (
+      3, ["none", "oracle"], 0.5)
+  config = config_lib.from_values(mixing_digits.SETTINGS)
+  assert config.mixing.mixing == tuple(mixing_digits.STRATEGIES)
+  assert config.training.total_rounds == 100
