@@ -49,7 +49,8 @@ PARALLEL = "parallel"
 EXAMPLE_TRANSFER = "example_transfer"
 GRADIENT_TRANSFER = "gradient_transfer"
 ORACLE = "oracle"
-STRATEGIES = (NONE, PARALLEL, EXAMPLE_TRANSFER, GRADIENT_TRANSFER, ORACLE)
+STRATEGIES = methods.MIXING_STRATEGIES
+assert STRATEGIES == (NONE, PARALLEL, EXAMPLE_TRANSFER, GRADIENT_TRANSFER, ORACLE)
 
 
 def _check_optimizer(name: str, optimizer) -> None:
@@ -507,6 +508,9 @@ def check_combination(strategy: str, fedir: bool, fedvc: bool) -> None:
       strategy, "fedavg", ("fedir",) * fedir + ("fedvc",) * fedvc)
 
 
+_DEFAULTS = methods.MixingSettings()  # The flags' defaults, stated once.
+
+
 class MixingConfig(NamedTuple):
   """Hyper-parameters of the strategies (plain data, e.g. from flags).
 
@@ -519,12 +523,12 @@ class MixingConfig(NamedTuple):
     examples_per_client: example transfer's M.
     gradient_weight: gradient transfer's lambda.
   """
-  merge_weight: float = 0.5
-  central_steps: int = 1
-  central_batch_size: int = 32
-  central_learning_rate: Optional[float] = None
-  examples_per_client: int = 10
-  gradient_weight: float = 1.0
+  merge_weight: float = _DEFAULTS.merge_weight
+  central_steps: int = _DEFAULTS.central_steps
+  central_batch_size: int = _DEFAULTS.central_batch_size
+  central_learning_rate: Optional[float] = _DEFAULTS.central_learning_rate
+  examples_per_client: int = _DEFAULTS.central_examples_per_client
+  gradient_weight: float = _DEFAULTS.gradient_weight
 
 
 class MixingMethod(NamedTuple):
