@@ -235,3 +235,14 @@ def test_benchmark_checks_and_overrides():
   config = config_lib.from_values(mixing_digits.SETTINGS)
   assert config.mixing.mixing == tuple(mixing_digits.STRATEGIES)
   assert config.training.total_rounds == 100
+
+
+def test_loop_config_extra_columns():
+  from federated_vision import training_loop as tl  # pylint: disable=g-import-not-at-top
+  config = tl.LoopConfig(1, "out", round_columns=(("extra_broadcast_bytes", 7),),
+                         eval_columns=("accuracy_missing",)).validate()
+  assert config.columns == tl.METRIC_COLUMNS + (
+      "extra_broadcast_bytes", "test_accuracy_missing", "round_seconds")
+  assert tl.LoopConfig(1, "out").columns == tl.CSV_COLUMNS
+  with pytest.raises(ValueError, match="repeat"):  # test_accuracy exists.
+    tl.LoopConfig(1, "out", eval_columns=("accuracy",)).validate()
