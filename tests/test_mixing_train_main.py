@@ -246,3 +246,16 @@ def test_loop_config_extra_columns():
   assert tl.LoopConfig(1, "out").columns == tl.CSV_COLUMNS
   with pytest.raises(ValueError, match="repeat"):  # test_accuracy exists.
     tl.LoopConfig(1, "out", eval_columns=("accuracy",)).validate()
+
+
+def test_celeba_task_models():
+  base = {"dataset": "celeba", "celeba_cache_dir": "somewhere"}
+  assert config_lib.resolve(config_lib.from_values(base))["model"] == \
+      "celeba_cnn"
+  assert config_lib.resolve(config_lib.from_values(
+      dict(base, model="mobilenet_v2_gn")))["model"] == "mobilenet_v2_gn"
+  with pytest.raises(ConfigError, match="celeba_cnn, mobilenet_v2_gn"):
+    config_lib.from_values(dict(base, model="digits_cnn"))
+  with pytest.raises(ConfigError, match="--celeba_cache_dir: not used by "
+                     "--dataset=digits"):
+    config_lib.from_values({"celeba_cache_dir": "somewhere"})
