@@ -243,6 +243,8 @@ def _run(exp: Experiment) -> dict:
   table = []
   settings = {m.name: dict(m.settings) for m in exp.methods}
   for name, r in results.items():
+    if r.non_finite_rounds:  # Even if it ended finite (on_divergence=continue).
+      r = r._replace(status="diverged")
     ok = r.status == "completed" and _finite(r.final_accuracy, central_acc) \
         and central_acc > 0
     rel = (metrics_lib.relative_accuracy(r.final_accuracy, central_acc)
