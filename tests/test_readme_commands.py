@@ -36,10 +36,12 @@ def readme_commands():
 
 
 def _defined_flags(module):
+  # absl's --helpfull exits 1 after printing; argparse's --help exits 0.
   proc = run_module(module, "--helpfull", timeout=120)
-  if proc.returncode != 0:  # argparse binaries have --help only.
+  if "usage:" in proc.stdout + proc.stderr:
     proc = run_module(module, "--help", timeout=120)
-  assert proc.returncode == 0, f"{module} --help: {proc.stderr[-1000:]}"
+  assert "--" in proc.stdout and "Traceback" not in proc.stderr, (
+      f"{module} --helpfull: {proc.stderr[-1000:]}")
   names = set()
   for m in re.finditer(r"--(\[no\])?([A-Za-z_][A-Za-z0-9_]*)", proc.stdout):
     names.add(m.group(2))
