@@ -210,3 +210,41 @@ def test_help_lists_the_binarys_own_flags_only(binary, own):
   assert set(own) <= listed, listed
   assert not listed & {"--logtostderr", "--verbosity", "--only_check_args",
                        "--[no]logtostderr", "--[no]only_check_args"}
+
+
+def test_run_record_names_differences_and_allows_only_extension(tmp_path):
+  from experiments import config as config_lib  # pylint: disable=g-import-not-at-top
+  from experiments import run_record  # pylint: disable=g-import-not-at-top
+  from federated_vision.errors import ConfigError  # pylint: disable=g-import-not-at-top
+  base = config_lib.from_values({"total_rounds": 3})
+  (tmp_path / ".lock").write_text("")
+  assert run_record.check(str(tmp_path), base) is None  # A new directory.
+  settings = run_record.recorded_settings(base)
+  assert not set(settings) & set(run_record.NOT_RECORDED)
+  assert settings["alpha"] == 0.5 and settings["total_rounds"] == 3
+  (tmp_path / run_record.RECORD_FILE).write_text(json.dumps(
+      {"settings": settings, "partition_fingerprint": "f"}))
+  same = config_lib.replace_fields(base, {
+      "rounds_per_checkpoint": 7, "experiment_name": "x", "overwrite": True,
+      "on_divergence": "continue", "target_accuracy": 0.5})
+  assert run_record.check(str(tmp_path), same)["settings"] == settings
+  longer = config_lib.replace_fields(base, {"total_rounds": 9})
+  assert run_record.check(str(tmp_path), longer) is not None
+  for change, field, text in [
+      ({"alpha": 0.1, "seed": 4}, "alpha",
+       "--alpha=0.1 (recorded 0.5), --seed=4 (recorded 0)"),
+      ({"algorithm": ("fedavgm",)}, "algorithm",
+       "--algorithm=fedavgm (recorded fedavg,fedavgm)"),
+      ({"total_rounds": 2}, "total_rounds", "already holds a run of 3 rounds")]:
+    with pytest.raises(ConfigError) as e:
+      run_record.check(str(tmp_path), config_lib.replace_fields(base, change))
+    assert e.value.field == field and text in str(e.value)
+    assert "--overwrite" in str(e.value) and "\n" not in str(e.value)
+  other = tmp_path / "other"
+  other.mkdir()
+  (other / "fedavg").mkdir()
+  with pytest.raises(ConfigError, match="holds results without experiment.json"):
+    run_record.check(str(other), base)
+  (tmp_path / "fedavg").mkdir()
+  run_record.clear(str(tmp_path))
+  assert os.listdir(tmp_path) == [".lock"]
