@@ -72,7 +72,9 @@ def check(directory: str, config: config_lib.ExperimentConfig
   """
   path = os.path.join(directory, RECORD_FILE)
   if not os.path.exists(path):
-    if any(n not in _KEEP_ON_CLEAR for n in os.listdir(directory)):
+    # Caches (.client_data) and the image report may precede the record.
+    if any(not n.startswith(".") and n != "image_report.json"
+           for n in os.listdir(directory)):
       raise ConfigError(f"{directory} holds results without {RECORD_FILE} "
                         f"(another or an older run); {_how_to_proceed(directory)}",
                         "experiment_name")
