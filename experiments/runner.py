@@ -1,7 +1,9 @@
 """Runs an `ExperimentConfig`: methods, centralized baseline, reports.
 
 `run(config)` never reads flags: binaries and sweeps build the config
-(`experiments.config`) and pass it in.
+(`experiments.config`) and pass it in. It holds the experiment directory's
+`training_loop.RunLock` for the whole run and checks the directory's
+`experiment.json` (`experiments.run_record`) before loading data.
 """
 
 import math

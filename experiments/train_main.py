@@ -9,6 +9,9 @@ summary.json under --root_output_dir/--experiment_name.
   .venv/bin/python -m experiments.train_main --total_rounds=5 --fedvc --imbalance_sigma=1
 
 Flags -> `experiments.config.ExperimentConfig` -> `experiments.runner.run`.
+Exit status: 0 done; 2 bad flag, directory in use or holding another
+experiment (experiment.json); 3 divergence; 1 unreadable checkpoint or
+unwritable output (README: "One experiment per directory").
 """
 
 import os
