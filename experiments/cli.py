@@ -3,7 +3,10 @@
 A binary defines its flags at import, then `app.run(lambda argv:
 cli.main(argv, body))`: `body()` runs with line-buffered stdout and quiet TF
 logging; a `ConfigError` (or `ValueError` from configuration) becomes ONE
-line `<binary>: error: <message>` and exit status 2; Ctrl-C exits 130.
+line `<binary>: error: <message>` and exit status 2; a
+`training_loop.RunError` one such line and its `exit_code` (2: directory in
+use, 3: divergence, 1: checkpoint or write failure); an `OSError`
+with a file name one line naming it, status 1; Ctrl-C exits 130.
 """
 
 import importlib
@@ -27,10 +30,26 @@ def define_flags() -> None:
                     "variants (federated_vision.methods.register_*).")
 
 
-def fail(message: str) -> NoReturn:
-  """Prints `<binary>: error: <message>` to stderr and exits with status 2."""
+def fail(message: str, status: int = 2) -> NoReturn:
+  """Prints `<binary>: error: <message>` to stderr and exits with `status`."""
   print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
-  sys.exit(2)
+  sys.exit(status)
+
+
+def parse_flags(argv: Sequence[str]):
+  """`app.run(main, flags_parser=cli.parse_flags)`: a bad flag value (e.g.
+  `--seed=-1`, out of its bounds) is one line and exit status 2, like every
+  other configuration error (absl's default exits 1 with two lines)."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    fail(f"{one_line(e)} (--help lists the flags)")
+
+
+def _run_error_type():
+  """`training_loop.RunError` if the loop was imported (it imports TF)."""
+  loop = sys.modules.get("federated_vision.training_loop")
+  return loop.RunError if loop is not None else ()
 
 
 def import_extra_modules(names: Sequence[str]) -> None:
@@ -61,6 +80,12 @@ def main(argv: Sequence[str], body: Callable[[], None],
     body()
   except ConfigError as e:
     fail(str(e))
+  except Exception as e:  # pylint: disable=broad-except
+    if isinstance(e, _run_error_type()):
+      fail(one_line(e), e.exit_code)
+    if isinstance(e, OSError) and e.filename:
+      fail(f"{e.filename}: {e.strerror or one_line(e)}", 1)
+    raise
   except KeyboardInterrupt:
     print(interrupted, file=sys.stderr)
     sys.exit(130)

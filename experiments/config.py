@@ -12,6 +12,8 @@ so `--field=value: reason` messages come straight from the library):
                                            centralized baseline, seed, target
   output    `OutputConfig`                where results go
   mixing    `MixingConfig`                mixing strategies (Augenstein et al.)
+  run       `RunConfig`                   run control (--overwrite,
+                                           --on_divergence, ...)
 
 Why frozen dataclasses and not `ml_collections.ConfigDict`: no new
 dependency; typed fields with defaults in one place; hashable and comparable
@@ -106,6 +108,25 @@ class OutputConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class RunConfig:
+  """Run control: how a run treats its directory, divergence and checkpoints.
+
+  None of these change results; they are not part of the recorded
+  experiment (`experiments.run_record`).
+
+  Attributes:
+    overwrite: delete the experiment directory's results and start over.
+    on_divergence: 'stop' (exit status 3 at the first non-finite round) or
+      'continue' (count and log such rounds).
+    resume_from_last_valid: if the latest checkpoint cannot be read, set it
+      aside and resume from the previous readable one.
+  """
+  overwrite: bool = False
+  on_divergence: str = "stop"
+  resume_from_last_valid: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class ExperimentConfig:
   """Everything `runner.run` needs (see the module docstring)."""
   data: DataConfig = DataConfig()
@@ -114,6 +135,7 @@ class ExperimentConfig:
   training: TrainingConfig = TrainingConfig()
   output: OutputConfig = OutputConfig()
   mixing: MixingConfig = MixingConfig()
+  run: RunConfig = RunConfig()
 
   @property
   def output_dir(self) -> str:
@@ -133,7 +155,7 @@ class ExperimentConfig:
 # Section name -> its dataclass. A new section is one entry here.
 SECTIONS = {"data": DataConfig, "model": ModelConfig, "methods": MethodsConfig,
             "training": TrainingConfig, "output": OutputConfig,
-            "mixing": MixingConfig}
+            "mixing": MixingConfig, "run": RunConfig}
 
 
 def field_sections() -> Dict[str, str]:
@@ -230,6 +252,11 @@ def validate(config: ExperimentConfig,
                "clients_per_round"):
     if getattr(t, name) < 1:
       raise bad(name, getattr(t, name), "must be >= 1")
+  if t.seed < 0 or t.seed >= 2**32:
+    raise bad("seed", t.seed, "must be in [0, 2**32)")
+  if config.run.on_divergence not in ("stop", "continue"):
+    raise bad("on_divergence", config.run.on_divergence,
+              "must be stop or continue")
   if t.centralized_epochs < 0:
     raise bad("centralized_epochs", t.centralized_epochs, "must be >= 0")
   if t.client_fraction is not None and not 0 <= t.client_fraction <= 1:

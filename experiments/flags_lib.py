@@ -8,6 +8,7 @@ the flags of `FLAG_MODULES` are exactly the config's fields
 (tests/test_config.py). Nothing here builds library objects.
 """
 
+import importlib
 from typing import List
 
 from absl import flags
@@ -15,10 +16,12 @@ from absl import flags
 from experiments import flags_data
 from experiments import flags_mixing
 from experiments import flags_model
+from experiments import flags_run
 
 # Modules defining the config flags (a new section's flags module goes here).
 FLAG_MODULES = ("experiments.flags_data", "experiments.flags_model",
-                "experiments.flags_lib", "experiments.flags_mixing")
+                "experiments.flags_run", "experiments.flags_lib",
+                "experiments.flags_mixing")
 
 
 def _define_methods() -> None:
@@ -68,7 +71,8 @@ def _define_training() -> None:
   flags.DEFINE_integer("centralized_epochs", 30, "Epochs of the centralized "
                        "baseline; 0 skips it.", lower_bound=0)
   flags.DEFINE_integer("seed", 0, "Seed of partition, sampling, shuffling and "
-                       "initialisation.")
+                       "initialisation, in [0, 2**32).", lower_bound=0,
+                       upper_bound=2**32 - 1)
   flags.DEFINE_float("target_accuracy", None, "If set, summary.json reports "
                      "each method's rounds to first reach this test accuracy "
                      "(McMahan et al. 2017: best-so-far, interpolated).")
@@ -90,6 +94,20 @@ def define_flags() -> None:
   _define_training()
   _define_output()
   flags_mixing.define_flags()
+  flags_run.define_flags()
+
+
+def key_flag_modules() -> List[object]:
+  """The modules whose flags a binary adopts as key flags, so its `--help`
+  lists them grouped by module (absl's own flags stay under `--helpfull`):
+
+      for module in flags_lib.key_flag_modules():
+        flags.adopt_module_key_flags(module)
+
+  (absl records key flags for the calling module, so the binary itself
+  must call `adopt_module_key_flags`.)"""
+  return [importlib.import_module(m)
+          for m in FLAG_MODULES + ("experiments.cli",)]
 
 
 def config_flag_names(flag_values=flags.FLAGS) -> List[str]:

@@ -17,9 +17,9 @@ import os
 from federated_vision.errors import ConfigError
 from federated_vision.evaluation import convergence
 
-COLUMNS = ("point", "dataset", "partition", "alpha", "algorithm", "C",
-           "clients_per_round", "E", "B", "rounds", "final_accuracy", "target",
-           "rounds_to_target", "speedup", "emd")
+COLUMNS = ("point", "dataset", "partition", "alpha", "algorithm", "status",
+           "C", "clients_per_round", "E", "B", "rounds", "final_accuracy",
+           "relative_accuracy", "target", "rounds_to_target", "speedup", "emd")
 
 
 class ReportError(ConfigError):
@@ -47,6 +47,10 @@ def curve_from_csv(path):
   return rounds, accs
 
 
+def _finite(value) -> bool:
+  return isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def _rows_of_run(run_dir, name, target):
   """Rows of one run directory, from its summary.json alone: the config,
   the resolved defaults and every method's recorded settings."""
@@ -60,8 +64,12 @@ def _rows_of_run(run_dir, name, target):
   partition = resolved["partition"]
   fraction = training.get("client_fraction")
   run_target = target if target is not None else summary.get("target_accuracy")
+  central = summary.get("centralized") or {}
+  central_ok = (central.get("status", "completed") == "completed"
+                and _finite(central.get("accuracy")))
   rows = []
   for method, m in summary.get("methods", {}).items():
+    status = m.get("status", "completed")
     s = m.get("settings")
     if not isinstance(s, dict):
       raise ReportError(f"{path}: method {method} has no recorded settings "
@@ -75,12 +83,15 @@ def _rows_of_run(run_dir, name, target):
     rows.append({
         "point": name, "dataset": data["dataset"], "partition": partition,
         "alpha": data["alpha"] if partition == "dirichlet" else None,
-        "algorithm": method,
+        "algorithm": method, "status": status,
         "C": (fraction if fraction is not None
               else per_round / resolved["num_clients"]),
         "clients_per_round": per_round, "E": s["E"],
         "B": "inf" if s["B"] is None else s["B"],
         "rounds": m.get("rounds"), "final_accuracy": m.get("final_accuracy"),
+        "relative_accuracy": (
+            m.get("relative_accuracy") if status == "completed" and central_ok
+            and _finite(m.get("relative_accuracy")) else None),
         "target": run_target, "rounds_to_target": rtt, "speedup": None,
         "emd": summary.get("emd")})
   return rows

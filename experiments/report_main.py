@@ -7,7 +7,7 @@ B, final test accuracy, rounds to the target accuracy, speedup over the
 (`experiments.report_lib`). Printed, and written as report.csv and report.md
 to --output_dir (default: --input_dir). Does not import TensorFlow.
 
-  python -m experiments.report_main --input_dir=output/mcmahan_mnist_grid \
+  .venv/bin/python -m experiments.report_main --input_dir=output/mcmahan_mnist_grid \\
       --reference=2nn_iid_C0.1_E1_Binf
 """
 
@@ -53,4 +53,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

@@ -1,7 +1,9 @@
 """Runs an `ExperimentConfig`: methods, centralized baseline, reports.
 
 `run(config)` never reads flags: binaries and sweeps build the config
-(`experiments.config`) and pass it in.
+(`experiments.config`) and pass it in. It holds the experiment directory's
+`training_loop.RunLock` for the whole run and checks the directory's
+`experiment.json` (`experiments.run_record`) before loading data.
 """
 
 import math
@@ -10,6 +12,8 @@ from typing import Callable, Dict, List, NamedTuple, Tuple
 
 from experiments import config as config_lib
 from federated_vision.errors import bad
+
+DROPPED = "clients_dropped_non_finite"  # == algorithms.fedavg.DROPPED_NON_FINITE
 
 
 class Experiment(NamedTuple):
@@ -174,27 +178,35 @@ def mixing_summary(exp: Experiment, method, rows) -> Dict[str, object]:
   return out
 
 
-def _train(exp: Experiment, evaluate) -> dict:
+def _train(exp: Experiment, evaluate):
+  """{method: RunResult}, and the `DivergenceError` that stopped the run (or
+  None): methods after a diverged one are not run."""
   from federated_vision import execution  # pylint: disable=g-import-not-at-top
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
-  t = exp.config.training
+  t, r = exp.config.training, exp.config.run
   results = {}
   with execution.managed_execution_context():
     for method in exp.methods:
-      results[method.name] = training_loop.run_federated_training(
-          method.name, method.process,
-          exp.fed_data if method.fed_data is None else method.fed_data,
-          method.spec, method.sampler, evaluate,
-          training_loop.LoopConfig(
-              total_rounds=t.total_rounds,
-              output_dir=os.path.join(exp.output_dir, method.name),
-              rounds_per_eval=t.rounds_per_eval,
-              rounds_per_checkpoint=t.rounds_per_checkpoint,
-              round_columns=(() if exp.scenario is None else
-                             (("extra_broadcast_bytes",
-                               method.extra_broadcast_bytes),)),
-              eval_columns=mixing_eval_columns(exp)))
-  return results
+      try:
+        results[method.name] = training_loop.run_federated_training(
+            method.name, method.process,
+            exp.fed_data if method.fed_data is None else method.fed_data,
+            method.spec, method.sampler, evaluate,
+            training_loop.LoopConfig(
+                total_rounds=t.total_rounds,
+                output_dir=os.path.join(exp.output_dir, method.name),
+                rounds_per_eval=t.rounds_per_eval,
+                rounds_per_checkpoint=t.rounds_per_checkpoint,
+                on_divergence=r.on_divergence,
+                resume_from_last_valid=r.resume_from_last_valid,
+                round_columns=(() if exp.scenario is None else
+                               (("extra_broadcast_bytes",
+                                 method.extra_broadcast_bytes),)),
+                eval_columns=mixing_eval_columns(exp)))
+      except training_loop.DivergenceError as e:
+        results[method.name] = e.result
+        return results, e
+  return results, None
 
 
 def _centralized(exp: Experiment, eval_ds):
@@ -209,17 +221,50 @@ def _centralized(exp: Experiment, eval_ds):
       m.client_batch_size or 32, epochs, seed=exp.config.training.seed)
 
 
-def run(config: config_lib.ExperimentConfig) -> dict:
-  """Builds the experiment, runs it, writes and prints results."""
-  from federated_vision import execution  # pylint: disable=g-import-not-at-top
-  execution.install_signal_handlers()
-  exp = build_experiment(config)
+def _finite(*values) -> bool:
+  return all(v is not None and math.isfinite(v) for v in values)
 
+
+def central_status(central) -> str:
+  """'diverged' when the centralized baseline's loss or any accuracy is
+  non-finite (then no relative accuracy is computed from it)."""
+  return ("completed" if _finite(central.loss, central.accuracy,
+                                 *central.history) else "diverged")
+
+
+def run(config: config_lib.ExperimentConfig) -> dict:
+  """Runs `config` under the experiment directory's `RunLock` (see
+  `experiments.run_record` for which directory it may use).
+
+  Raises:
+    ConfigError: bad config, or the directory holds another experiment.
+    training_loop.RunError: locked directory, unreadable checkpoint, write
+      failure, divergence (after summary.json is written).
+  """
+  from federated_vision import execution  # pylint: disable=g-import-not-at-top
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from experiments import run_record  # pylint: disable=g-import-not-at-top
+  execution.install_signal_handlers()
+  config_lib.validate(config)
+  out = check_output_dir(config.output)
+  with training_loop.RunLock(out):
+    if config.run.overwrite:
+      run_record.clear(out)
+    record = run_record.check(out, config)
+    exp = build_experiment(config)
+    run_record.start(out, config, run_record.partition_fingerprint(
+        exp.fed_data), record)
+    return _run(exp)
+
+
+def _run(exp: Experiment) -> dict:
+  """Trains, writes and prints results (under the directory's lock)."""
   from federated_vision.data import client_data as cdl  # pylint: disable=g-import-not-at-top
   from federated_vision.evaluation import metrics as metrics_lib  # pylint: disable=g-import-not-at-top
   from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
 
+  config = exp.config
   fed, out, t = exp.fed_data, exp.output_dir, config.training
   stats = exp.partition_stats
   reporting.write_json(os.path.join(out, "hparams.json"), hparams(exp))
@@ -236,42 +281,62 @@ def run(config: config_lib.ExperimentConfig) -> dict:
     from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
     evaluate = mixing_scenarios.build_group_evaluate_fn(
         exp.keras_model_fn, eval_ds, fed.num_classes, exp.scenario.groups)
-  results = _train(exp, evaluate)
-  central = _centralized(exp, eval_ds)
-  central_acc = central.accuracy if central is not None else math.nan
+  results, diverged = _train(exp, evaluate)
+  central = _centralized(exp, eval_ds) if diverged is None else None
+  status_c = central_status(central) if central is not None else None
+  central_acc = central.accuracy if status_c == "completed" else math.nan
+  if status_c == "diverged":
+    print(f"[centralized] diverged: loss {central.loss}, accuracy "
+          f"{central.accuracy}; no relative accuracy is computed")
 
-  runs = {name: r.rows for name, r in results.items()}
-  batch_ref = min(int(r.rows[-1]["cumulative_batch_budget"])
-                  for r in results.values())
+  runs = {name: r.rows for name, r in results.items() if r.rows}
+  batch_ref = min((int(r.rows[-1]["cumulative_batch_budget"])
+                   for r in results.values() if r.rows), default=0)
   at = reporting.acc_at_round_and_batch(runs, t.total_rounds, batch_ref)
   summary = {"methods": {}, "centralized": None,
              "acc_at_round_ref": t.total_rounds, "acc_at_batch_ref": batch_ref,
              "target_accuracy": t.target_accuracy, "emd": stats["emd"],
-             "config": config.to_dict(), "resolved": exp.resolved}
+             "config": config.to_dict(), "resolved": exp.resolved,
+             "status": "diverged" if diverged is not None else "completed"}
   table = []
   settings = {m.name: dict(m.settings) for m in exp.methods}
   by_name = {m.name: m for m in exp.methods}
   for name, r in results.items():
+    if r.non_finite_rounds:  # Even if it ended finite (on_divergence=continue).
+      r = r._replace(status="diverged")
+    ok = r.status == "completed" and _finite(r.final_accuracy, central_acc) \
+        and central_acc > 0
     rel = (metrics_lib.relative_accuracy(r.final_accuracy, central_acc)
-           if central_acc > 0 else math.nan)
+           if ok else None)
+    last = r.rows[-1] if r.rows else {}
     summary["methods"][name] = {
+        "status": r.status, "non_finite_rounds": list(r.non_finite_rounds),
+        "clients_dropped_non_finite": sum(
+            int(float(row.get(DROPPED) or 0)) for row in r.rows),
         "final_accuracy": r.final_accuracy, "centralized_accuracy": central_acc,
         "relative_accuracy": rel, "rounds": r.rounds,
         "seconds": round(r.seconds, 2),
-        "cumulative_batch_budget": int(r.rows[-1]["cumulative_batch_budget"]),
-        "acc_at_round": at[name]["acc_at_round"],
-        "acc_at_batch": at[name]["acc_at_batch"],
+        "cumulative_batch_budget": int(last.get("cumulative_batch_budget", 0)),
+        "acc_at_round": at.get(name, {}).get("acc_at_round"),
+        "acc_at_batch": at.get(name, {}).get("acc_at_batch"),
         "resumed_from_round": r.resumed_from, "settings": settings[name]}
     if exp.scenario is not None:
       summary["methods"][name].update(mixing_summary(exp, by_name[name], r.rows))
     if t.target_accuracy is not None:
       summary["methods"][name]["rounds_to_target"] = rounds_to_target(
           r.rows, t.target_accuracy)
-    table.append([name, r.final_accuracy, central_acc, rel,
-                  at[name]["acc_at_round"], at[name]["acc_at_batch"],
+    table.append([name, r.status, r.final_accuracy, central_acc, rel,
+                  at.get(name, {}).get("acc_at_round"),
+                  at.get(name, {}).get("acc_at_batch"),
                   r.rounds, round(r.seconds, 1)])
+  for m in exp.methods:
+    if m.name not in results:
+      summary["methods"][m.name] = {"status": "not_run",
+                                    "settings": settings[m.name]}
   if central is not None:
-    summary["centralized"] = {"accuracy": central.accuracy,
+    summary["centralized"] = {"status": status_c,
+                              "accuracy": central.accuracy,
+                              "loss": central.loss,
                               "epochs": central.epochs,
                               "history": central.history,
                               "seconds": round(central.seconds, 2)}
@@ -282,7 +347,7 @@ def run(config: config_lib.ExperimentConfig) -> dict:
                                   "cumulative_batch_budget", central_acc)
   print()
   print(reporting.format_table(
-      ["method", "final_acc", "central_acc", "relative_acc",
+      ["method", "status", "final_acc", "central_acc", "relative_acc",
        f"acc@round{t.total_rounds}", f"acc@batch{batch_ref}", "rounds",
        "seconds"], table))
   if exp.scenario is not None:
@@ -290,10 +355,12 @@ def run(config: config_lib.ExperimentConfig) -> dict:
     print(format_mixing_table(exp, summary))
   print()
   print(f"results: {out}")
-  print(f"  hparams.json, summary.json, {os.path.basename(png)}, "
-        f"{os.path.basename(png_b)}")
+  print(f"  experiment.json, hparams.json, summary.json, "
+        f"{os.path.basename(png)}, {os.path.basename(png_b)}")
   for name in results:
     print(f"  {name}/metrics.csv, {name}/tensorboard/, {name}/checkpoints/")
+  if diverged is not None:
+    raise diverged
   return summary
 
 
@@ -301,8 +368,8 @@ def format_mixing_table(exp: Experiment, summary: dict) -> str:
   """One row per mixing method: accuracy per group, overall, extra bytes."""
   from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
   fields = [GROUP_FIELDS.get(g, f"accuracy_{g}") for g in exp.scenario.groups]
-  rows = [[name] + [m[f] for f in fields]
-          + [m["final_accuracy"], m["extra_broadcast_bytes_per_round"]]
+  rows = [[name] + [m.get(f) for f in fields]
+          + [m.get("final_accuracy"), m.get("extra_broadcast_bytes_per_round")]
           for name, m in summary["methods"].items()]
   return reporting.format_table(
       ["method"] + fields + ["accuracy", "extra_bytes/round"], rows)

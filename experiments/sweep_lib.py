@@ -6,6 +6,7 @@
 """
 
 import os
+import sys
 
 from experiments import config as config_lib
 from experiments import flags_lib
@@ -89,4 +90,14 @@ def run_points(sweep, exp_dir, rows) -> None:
     ran += 1
   print(f"\nsweep {sweep.name}: ran {ran}, skipped {len(rows) - ran}; "
         f"results under {exp_dir}")
-  print(f"table: python -m experiments.report_main --input_dir={exp_dir}")
+  print(f"table: {python_command()} -m experiments.report_main "
+        f"--input_dir={exp_dir}")
+
+
+def python_command() -> str:
+  """This interpreter as a user would type it: relative when under the
+  current directory (`.venv/bin/python`), else absolute, so a printed
+  command runs as shown (a bare `python` may lack TensorFlow)."""
+  path = os.path.abspath(sys.executable)
+  rel = os.path.relpath(path)
+  return rel if not rel.startswith("..") else path

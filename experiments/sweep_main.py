@@ -11,11 +11,11 @@ Precedence: a point's grid axes > flags given on the command line > the
 sweep's base values > flag defaults. Giving an axis flag (e.g. --alpha for an
 alpha sweep) on the command line is an error.
 
-  python -m experiments.sweep_main --sweep=hsu2019_cifar10 --dry_run
-  python -m experiments.sweep_main --sweep=hsu2019_cifar10 \
-      --data_source=archive --archive_path=/data/cifar-10-python.tar.gz \
+  .venv/bin/python -m experiments.sweep_main --sweep=hsu2019_cifar10 --dry_run
+  .venv/bin/python -m experiments.sweep_main --sweep=hsu2019_cifar10 \\
+      --data_source=archive --archive_path=/data/cifar-10-python.tar.gz \\
       --only='fedavg*'
-  python -m experiments.report_main --input_dir=output/hsu2019_cifar10
+  .venv/bin/python -m experiments.report_main --input_dir=output/hsu2019_cifar10
 """
 
 import os
@@ -40,6 +40,8 @@ flags.DEFINE_string("sweep", None, f"The grid to run: "
 flags.DEFINE_bool("dry_run", False, "Print the planned runs and exit.")
 flags.DEFINE_list("only", [], "Run only the points whose name matches one of "
                   "these shell patterns (e.g. 'fedavg_*,*_alpha_0').")
+for _module in flags_lib.key_flag_modules():
+  flags.adopt_module_key_flags(_module)
 FLAGS = flags.FLAGS
 
 
@@ -54,4 +56,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

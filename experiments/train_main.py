@@ -6,9 +6,12 @@ and input pipeline. Prints a line per round and a final table; writes
 metrics CSVs, TensorBoard summaries, accuracy PNGs, hparams.json and
 summary.json under --root_output_dir/--experiment_name.
 
-  python -m experiments.train_main --total_rounds=5 --fedvc --imbalance_sigma=1
+  .venv/bin/python -m experiments.train_main --total_rounds=5 --fedvc --imbalance_sigma=1
 
 Flags -> `experiments.config.ExperimentConfig` -> `experiments.runner.run`.
+Exit status: 0 done; 2 bad flag, directory in use or holding another
+experiment (experiment.json); 3 divergence; 1 unreadable checkpoint or
+unwritable output (README: "One experiment per directory").
 """
 
 import os
@@ -29,6 +32,8 @@ from experiments import flags_lib
 
 flags_lib.define_flags()
 cli.define_flags()
+for _module in flags_lib.key_flag_modules():
+  flags.adopt_module_key_flags(_module)
 FLAGS = flags.FLAGS
 
 
@@ -38,4 +43,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

@@ -17,13 +17,21 @@ def _library_api_snippets():
 
 def test_library_api_snippets_run(tmp_path):
   snippets = _library_api_snippets()
-  assert len(snippets) == 3
+  assert len(snippets) == 4
   code = "\n".join(snippets).replace("/tmp/fv", str(tmp_path))
   code += ("\nassert m.name == 'fedavgm+fedprox+fedvc'"
            "\nassert vc.spec.virtual_client_size == 64"
            "\nassert summary['methods']['fedavg+fedprox']['rounds'] == 2"
            "\nassert summary['methods']['fedavg+fedprox']['settings']"
-           "['client_work'] == 'fedprox'\n")
+           "['client_work'] == 'fedprox'\n"
+           # The DP snippet trained two rounds through the DP aggregator.
+           "\nimport numpy as np"
+           "\nassert 'dp' in str(dp_out.metrics['aggregator'])"
+           "\nassert dp_out.metrics['client_work']"
+           "['clients_dropped_non_finite'] == 0"
+           "\nassert np.isfinite(dp_out.metrics['client_work']['train']['loss'])"
+           "\nassert str(dp_training.initialize().aggregator) != "
+           "str(dp_state.aggregator)\n")
   script = tmp_path / "snippets.py"
   script.write_text(code)
   proc = subprocess.run([sys.executable, str(script)], cwd=REPO,

@@ -1,0 +1,141 @@
+"""One experiment per directory: `experiment.json`, the run's recorded identity.
+
+Written when a run starts (under the directory's `RunLock`): every setting
+that changes results, the partition's fingerprint and the package version. A
+later run into the same directory must match it, except that `total_rounds`
+may grow (the finished run is extended). Not recorded, because they change
+no result: the output location (`root_output_dir`, `experiment_name`), run
+control (`overwrite`, `on_divergence`, `resume_from_last_valid`), checkpoint
+cadence (`rounds_per_checkpoint`) and the reported target
+(`target_accuracy`).
+"""
+
+import hashlib
+import json
+import os
+import shutil
+from typing import Dict, Optional
+
+from experiments import config as config_lib
+from federated_vision.errors import ConfigError, show
+
+RECORD_FILE = "experiment.json"
+NOT_RECORDED = ("root_output_dir", "experiment_name", "overwrite",
+                "on_divergence", "resume_from_last_valid",
+                "rounds_per_checkpoint", "target_accuracy")
+# Files a run writes at the top of its directory (other than method dirs).
+_KEEP_ON_CLEAR = (".lock",)
+
+
+def recorded_settings(config: config_lib.ExperimentConfig) -> Dict[str, object]:
+  """{flag name: value} of every setting that changes results."""
+  return {k: v for k, v in config_lib.flat(config).items()
+          if k not in NOT_RECORDED}
+
+
+def partition_fingerprint(fed_data) -> str:
+  """sha256 of the client ids (in order) and the per-client class counts."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  h = hashlib.sha256()
+  h.update("\n".join(map(str, fed_data.client_data.client_ids)).encode())
+  counts = np.ascontiguousarray(np.asarray(fed_data.class_counts, np.int64))
+  h.update(str(counts.shape).encode())
+  h.update(counts.tobytes())
+  return h.hexdigest()
+
+
+def clear(directory: str) -> None:
+  """Deletes everything in `directory` but its lock file (--overwrite)."""
+  for name in os.listdir(directory):
+    if name in _KEEP_ON_CLEAR:
+      continue
+    path = os.path.join(directory, name)
+    if os.path.isdir(path) and not os.path.islink(path):
+      shutil.rmtree(path)
+    else:
+      os.remove(path)
+
+
+def _how_to_proceed(directory: str) -> str:
+  return (f"rerun with --overwrite to delete {directory} and start over, or "
+          "choose another --experiment_name")
+
+
+def check(directory: str, config: config_lib.ExperimentConfig
+          ) -> Optional[dict]:
+  """The directory's record if `config` may run there (None if it is new).
+
+  Raises:
+    ConfigError: the directory holds another experiment (naming the first
+      differing settings), fewer rounds are asked for than it holds, or it
+      holds results without a record.
+  """
+  path = os.path.join(directory, RECORD_FILE)
+  if not os.path.exists(path):
+    # Caches (.client_data) and the image report may precede the record.
+    if any(not n.startswith(".") and n != "image_report.json"
+           for n in os.listdir(directory)):
+      raise ConfigError(f"{directory} holds results without {RECORD_FILE} "
+                        f"(another or an older run); {_how_to_proceed(directory)}",
+                        "experiment_name")
+    return None
+  try:
+    with open(path) as f:
+      record = json.load(f)
+    old = record["settings"]
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise ConfigError(f"{path}: unreadable ({type(e).__name__}: {e}); "
+                      f"{_how_to_proceed(directory)}", "experiment_name") from None
+  new = recorded_settings(config)
+  diffs = [f"--{k}={show(new.get(k, 'unset'))} (recorded "
+           f"{show(old.get(k, 'unset'))})"
+           for k in list(new) + [k for k in old if k not in new]
+           if k != "total_rounds" and old.get(k, "unset") != new.get(k, "unset")]
+  if diffs:
+    raise ConfigError(f"{directory} holds another experiment: "
+                      f"{', '.join(diffs[:3])}"
+                      f"{f' and {len(diffs) - 3} more' if len(diffs) > 3 else ''}"
+                      f"; {_how_to_proceed(directory)}",
+                      diffs[0][2:].split("=")[0])
+  if new["total_rounds"] < old["total_rounds"]:
+    raise ConfigError(f"--total_rounds={new['total_rounds']}: {directory} "
+                      f"already holds a run of {old['total_rounds']} rounds "
+                      f"(it can only be extended); {_how_to_proceed(directory)}",
+                      "total_rounds")
+  return record
+
+
+def start(directory: str, config: config_lib.ExperimentConfig,
+          fingerprint: str, record: Optional[dict], log=print) -> None:
+  """Checks the partition against `record`, then (re)writes the record with
+  the current total_rounds and removes summary.json, so a run in progress
+  never looks finished.
+
+  Raises:
+    ConfigError: the same settings built another partition (e.g. the data
+      files changed).
+  """
+  from federated_vision import __version__  # pylint: disable=g-import-not-at-top
+  from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
+  settings = recorded_settings(config)
+  if record is not None:
+    if record.get("partition_fingerprint") != fingerprint:
+      raise ConfigError(f"{directory}: the data now give another partition "
+                        "than the recorded run's (partition fingerprint "
+                        "differs; the data files changed?); "
+                        f"{_how_to_proceed(directory)}", "experiment_name")
+    if record.get("package_version") != __version__:
+      log(f"note: {directory} was started with federated_vision "
+          f"{record.get('package_version')}, this is {__version__}")
+    old_rounds = record["settings"]["total_rounds"]
+    if settings["total_rounds"] > old_rounds:
+      log(f"extending {directory} from {old_rounds} to "
+          f"{settings['total_rounds']} rounds (every other setting is "
+          "unchanged)")
+  summary = os.path.join(directory, "summary.json")
+  if os.path.exists(summary):
+    os.remove(summary)
+  reporting.write_json(os.path.join(directory, RECORD_FILE), {
+      "settings": settings, "partition_fingerprint": fingerprint,
+      "package_version": (record or {}).get("package_version", __version__),
+      "not_recorded": list(NOT_RECORDED)})

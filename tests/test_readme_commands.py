@@ -1,0 +1,116 @@
+"""Every shell command of the README (```sh blocks) runs as written from a
+fresh clone after `make run`: it names an existing make target, module or
+script, and only flags that program defines; the cheap ones are run."""
+
+import os
+import re
+import shlex
+
+import pytest
+
+from conftest import REPO, run_module
+
+# Run for real (cheap: they only plan).
+CHEAP = ("--dry_run",)
+
+
+def readme_commands():
+  """[(line number, argv)] of the README's ```sh blocks; continuation lines
+  joined, comments dropped, `.venv/bin/python` kept as written."""
+  with open(os.path.join(REPO, "README.md")) as f:
+    text = f.read()
+  out = []
+  for block in re.finditer(r"```sh\n(.*?)```", text, re.S):
+    first = text[:block.start()].count("\n") + 2
+    logical, start = "", None
+    for i, line in enumerate(block.group(1).splitlines()):
+      if start is None:
+        start = first + i
+      logical += " " + line.rstrip().rstrip("\\")
+      if not line.rstrip().endswith("\\"):
+        argv = shlex.split(logical, comments=True)
+        if argv:
+          out.append((start, argv))
+        logical, start = "", None
+  return out
+
+
+def _defined_flags(module):
+  # absl's --helpfull exits 1 after printing; argparse's --help exits 0.
+  proc = run_module(module, "--helpfull", timeout=120)
+  if "usage:" in proc.stdout + proc.stderr:
+    proc = run_module(module, "--help", timeout=120)
+  assert "--" in proc.stdout and "Traceback" not in proc.stderr, (
+      f"{module} --helpfull: {proc.stderr[-1000:]}")
+  names = set()
+  for m in re.finditer(r"--(\[no\])?([A-Za-z_][A-Za-z0-9_]*)", proc.stdout):
+    names.add(m.group(2))
+    if m.group(1):
+      names.add("no" + m.group(2))
+  return names
+
+
+def _flag_names(args):
+  return [a[2:].split("=")[0] for a in args if a.startswith("--")]
+
+
+def _program(argv):
+  """(python module or None, script path or None, its arguments)."""
+  if argv[0] == "make":
+    return None, None, argv[1:]
+  assert argv[0] == ".venv/bin/python", (
+      f"{argv[0]}: use .venv/bin/python (a bare python may lack TensorFlow)")
+  if argv[1] == "-m":
+    return argv[2], None, argv[3:]
+  return None, argv[1], argv[2:]
+
+
+_FLAGS = {}
+
+
+def _flags_of(module_or_script):
+  if module_or_script not in _FLAGS:
+    if module_or_script.endswith(".py"):
+      module = module_or_script[:-3].replace("/", ".")
+    else:
+      module = module_or_script
+    _FLAGS[module_or_script] = _defined_flags(module)
+  return _FLAGS[module_or_script]
+
+
+def test_readme_has_the_binaries_commands():
+  commands = [" ".join(a) for _, a in readme_commands()]
+  for name in ("experiments.train_main", "experiments.sweep_main",
+               "experiments.report_main"):
+    assert any(name in c for c in commands), name
+  assert not re.search(r"(?m)^\s*python3? ", open(
+      os.path.join(REPO, "README.md")).read()), "a bare `python` command"
+
+
+@pytest.mark.parametrize("line, argv", readme_commands(),
+                         ids=lambda v: str(v) if isinstance(v, int) else "")
+def test_readme_command_names_existing_program_and_flags(line, argv):
+  module, script, args = _program(argv)
+  where = f"README.md:{line}"
+  if module is None and script is None:  # make [target] [VAR=value]
+    targets = set(re.findall(r"(?m)^([a-z][a-z_-]*):", open(
+        os.path.join(REPO, "Makefile")).read()))
+    names = [a for a in args if "=" not in a]
+    assert set(names) <= targets, f"{where}: make {names} not in {targets}"
+    for a in args:
+      if a.startswith("ARGS="):
+        unknown = set(_flag_names(shlex.split(a[5:]))) - _flags_of(
+            "experiments.train_main")
+        assert not unknown, f"{where}: undefined flags {unknown}"
+    return
+  target = module or script
+  if module:
+    path = os.path.join(REPO, *module.split("."))
+    assert os.path.isfile(path + ".py"), f"{where}: no module {module}"
+  else:
+    assert os.path.isfile(os.path.join(REPO, script)), f"{where}: no {script}"
+  unknown = set(_flag_names(args)) - _flags_of(target)
+  assert not unknown, f"{where}: {target} has no flags {sorted(unknown)}"
+  if module and any(a in CHEAP for a in args):
+    proc = run_module(module, *args, timeout=300)
+    assert proc.returncode == 0, f"{where}: {proc.stderr[-2000:]}"

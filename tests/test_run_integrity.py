@@ -1,0 +1,253 @@
+"""Run integrity through the binaries (issue 10): one experiment per
+directory, the lock, divergence, unreadable checkpoints, --help and flags."""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, run_module
+from conftest import metric_rows
+
+BINARY = "experiments.train_main"
+# rounds_per_eval=1: a run extended from 3 to 5 rounds evaluated round 3 as
+# its last; an uninterrupted run evaluates it too only if every round is.
+SMALL = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=3",
+         "--client_batch_size=20", "--rounds_per_eval=1",
+         "--rounds_per_checkpoint=1", "--centralized_epochs=1", "--seed=3"]
+
+
+def _run(root, name, *args, **kw):
+  return run_module(BINARY, f"--root_output_dir={root}",
+                    f"--experiment_name={name}", *SMALL, *args, **kw)
+
+
+def _error_lines(proc):
+  return [l for l in proc.stderr.splitlines() if "error:" in l]
+
+
+def _strict_json(path):
+  def refuse(constant):
+    raise AssertionError(f"{path} holds {constant}")
+  with open(path) as f:
+    return json.load(f, parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+  """An uninterrupted 5-round run, and a 3-round run later extended to 5
+  after a rerun with another --alpha was refused."""
+  root = tmp_path_factory.mktemp("runs")
+  ref = _run(root, "ref", "--total_rounds=5")
+  assert ref.returncode == 0, ref.stderr[-3000:]
+  first = _run(root, "ext", "--total_rounds=3")
+  assert first.returncode == 0, first.stderr[-3000:]
+  other = _run(root, "ext", "--total_rounds=3", "--alpha=0.1", timeout=120)
+  extended = _run(root, "ext", "--total_rounds=5")
+  assert extended.returncode == 0, extended.stderr[-3000:]
+  return root, other, extended
+
+
+def test_other_settings_refused_extension_runs_only_new_rounds(runs):
+  root, other, extended = runs
+  # Acceptance 1: --alpha changed -> exit 2, one line naming alpha.
+  assert other.returncode == 2
+  assert "Traceback" not in other.stderr
+  lines = _error_lines(other)
+  assert len(lines) == 1 and "--alpha=0.1 (recorded 0.5)" in lines[0]
+  assert "--overwrite" in lines[0] and "--experiment_name" in lines[0]
+  # --total_rounds=5, nothing else changed: rounds 4-5 only, said so.
+  assert "extending" in extended.stdout and "from 3 to 5 rounds" in extended.stdout
+  assert "resuming from the checkpoint of round 3" in extended.stdout
+  done = [l.split("round")[1].split("/")[0].strip()
+          for l in extended.stdout.splitlines() if l.startswith("[fedavg] round")]
+  assert done == ["4", "5"]
+  ext, ref = root / "ext", root / "ref"
+  assert (metric_rows(ext / "fedavg" / "metrics.csv")
+          == metric_rows(ref / "fedavg" / "metrics.csv"))
+  s, r = _strict_json(ext / "summary.json"), _strict_json(ref / "summary.json")
+  m = s["methods"]["fedavg"]
+  assert m["final_accuracy"] == r["methods"]["fedavg"]["final_accuracy"]
+  assert m["status"] == "completed" and m["rounds"] == 5
+  assert m["clients_dropped_non_finite"] == 0 and m["non_finite_rounds"] == []
+  # seconds accumulates over both invocations (the CSV's round_seconds).
+  with open(ext / "fedavg" / "metrics.csv", newline="") as f:
+    seconds = [float(x["round_seconds"]) for x in csv.DictReader(f)]
+  assert len(seconds) == 5
+  assert m["seconds"] == pytest.approx(sum(seconds), abs=0.01)
+  record = _strict_json(ext / "experiment.json")
+  assert record["settings"]["total_rounds"] == 5
+  assert record["partition_fingerprint"] == _strict_json(
+      ref / "experiment.json")["partition_fingerprint"]
+
+
+def test_truncated_checkpoint_named_then_resumed_from_previous(runs, tmp_path):
+  root, _, _ = runs
+  # Acceptance 4, on a copy of the extended run (paths are not recorded).
+  work = tmp_path / "ext"
+  shutil.copytree(root / "ext", work)
+  latest = work / "fedavg" / "checkpoints" / "round_5"
+  data = sorted((latest / "variables").glob("variables.data-*"))[0]
+  data.write_bytes(data.read_bytes()[:10])
+  named = _run(tmp_path, "ext", "--total_rounds=5", timeout=200)
+  assert named.returncode == 1
+  lines = _error_lines(named)
+  assert len(lines) == 1 and str(latest) in lines[0], named.stderr
+  assert "resume_from_last_valid" in lines[0]
+  assert "Traceback" not in named.stderr
+  resumed = _run(tmp_path, "ext", "--total_rounds=5", "--resume_from_last_valid")
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert "resuming from the checkpoint of round 4" in resumed.stdout
+  assert (metric_rows(work / "fedavg" / "metrics.csv")
+          == metric_rows(root / "ref" / "fedavg" / "metrics.csv"))
+  assert (work / "fedavg" / "checkpoints" / "corrupt" / "round_5").is_dir()
+
+
+def test_two_concurrent_runs_exactly_one_proceeds(tmp_path):
+  # Acceptance 2. Both start at once; a third process that only fails on
+  # --seed=-1 starts with them and measures the start-up cost on this
+  # (possibly loaded) machine: the loser may take at most 10 s more.
+  args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
+          "--experiment_name=both", "--total_rounds=6", *SMALL]
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", MPLBACKEND="Agg")
+  start = time.time()
+  procs = [subprocess.Popen(a, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            text=True)
+           for a in (args, args, [sys.executable, "-m", BINARY, "--seed=-1"])]
+  ended = {}
+  try:
+    while len(ended) < 3:
+      for i, p in enumerate(procs):
+        if i not in ended and p.poll() is not None:
+          ended[i] = time.time() - start
+      assert time.time() - start < 600
+      time.sleep(0.05)
+  finally:
+    for p in procs:
+      if p.poll() is None:
+        p.kill()
+  startup = ended[2]
+  procs[2].communicate()
+  assert procs[2].returncode == 2
+  procs = procs[:2]
+  outs = [p.communicate() for p in procs]
+  codes = sorted(p.returncode for p in procs)
+  assert codes == [0, 2], [o[1][-2000:] for o in outs]
+  loser = [i for i, p in enumerate(procs) if p.returncode == 2][0]
+  lines = [l for l in outs[loser][1].splitlines() if "error:" in l]
+  assert len(lines) == 1 and "is in use by another run" in lines[0]
+  assert ended[loser] < ended[1 - loser]
+  assert ended[loser] < startup + 10, (ended, startup)
+  rounds = [int(r["round"]) for r in
+            metric_rows(tmp_path / "both" / "fedavg" / "metrics.csv")]
+  assert rounds == list(range(1, 7))
+
+
+@pytest.mark.parametrize("flag", ["--client_learning_rate=1e30",
+                                  "--server_learning_rate=1e35"])
+def test_divergence_exits_3_and_marks_the_method(tmp_path, flag):
+  # Acceptance 3.
+  proc = _run(tmp_path, "div", "--total_rounds=3", flag)
+  assert proc.returncode == 3, proc.stderr[-3000:]
+  lines = _error_lines(proc)
+  assert len(lines) == 1 and "[fedavg] diverged at round 1" in lines[0]
+  summary = _strict_json(tmp_path / "div" / "summary.json")
+  m = summary["methods"]["fedavg"]
+  assert summary["status"] == "diverged" and m["status"] == "diverged"
+  assert m["relative_accuracy"] is None and m["non_finite_rounds"] == [1]
+  assert summary["centralized"] is None
+  if "client" in flag:  # Every client update was dropped as non-finite.
+    assert m["clients_dropped_non_finite"] == 3
+  report = run_module("experiments.report_main",
+                      f"--input_dir={tmp_path / 'div'}", timeout=120)
+  assert report.returncode == 0, report.stderr
+  row = [l for l in report.stdout.splitlines() if " fedavg " in l][0]
+  assert " diverged " in row
+  assert "nan" not in (tmp_path / "div" / "report.md").read_text().lower()
+
+
+def test_diverged_centralized_baseline_gives_no_relative_accuracy(tmp_path):
+  proc = _run(tmp_path, "c", "--total_rounds=2", "--on_divergence=continue",
+              "--client_learning_rate=1e30")
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert "on_divergence='continue'" in proc.stdout
+  summary = _strict_json(tmp_path / "c" / "summary.json")
+  assert summary["centralized"]["status"] == "diverged"
+  m = summary["methods"]["fedavg"]
+  assert m["status"] == "diverged" and m["non_finite_rounds"] == [1, 2]
+  assert m["relative_accuracy"] is None and m["clients_dropped_non_finite"] == 6
+  from experiments import report_lib  # pylint: disable=g-import-not-at-top
+  rows = report_lib.gather(str(tmp_path / "c"))
+  assert rows[0]["status"] == "diverged" and rows[0]["relative_accuracy"] is None
+
+
+@pytest.mark.parametrize("binary", ["experiments.train_main",
+                                    "experiments.sweep_main"])
+def test_bad_seed_is_one_line_exit_2(binary):
+  proc = run_module(binary, "--seed=-1", timeout=120)
+  assert proc.returncode == 2
+  lines = _error_lines(proc)
+  assert len(lines) == 1 and "--seed=-1" in lines[0]
+  assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("binary, own", [
+    ("experiments.train_main", ["--total_rounds", "--alpha", "--model",
+                                "--[no]overwrite", "--on_divergence",
+                                "--extra_modules"]),
+    ("experiments.sweep_main", ["--sweep", "--[no]dry_run", "--total_rounds",
+                                "--on_divergence"]),
+    ("experiments.report_main", ["--input_dir", "--reference"]),
+])
+def test_help_lists_the_binarys_own_flags_only(binary, own):
+  proc = run_module(binary, "--help", timeout=120)
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr  # absl's.
+  listed = {l.split(":")[0].strip() for l in proc.stdout.splitlines()
+            if l.startswith("  --")}
+  assert set(own) <= listed, listed
+  assert not listed & {"--logtostderr", "--verbosity", "--only_check_args",
+                       "--[no]logtostderr", "--[no]only_check_args"}
+
+
+def test_run_record_names_differences_and_allows_only_extension(tmp_path):
+  from experiments import config as config_lib  # pylint: disable=g-import-not-at-top
+  from experiments import run_record  # pylint: disable=g-import-not-at-top
+  from federated_vision.errors import ConfigError  # pylint: disable=g-import-not-at-top
+  base = config_lib.from_values({"total_rounds": 3})
+  (tmp_path / ".lock").write_text("")
+  assert run_record.check(str(tmp_path), base) is None  # A new directory.
+  settings = run_record.recorded_settings(base)
+  assert not set(settings) & set(run_record.NOT_RECORDED)
+  assert settings["alpha"] == 0.5 and settings["total_rounds"] == 3
+  (tmp_path / run_record.RECORD_FILE).write_text(json.dumps(
+      {"settings": settings, "partition_fingerprint": "f"}))
+  same = config_lib.replace_fields(base, {
+      "rounds_per_checkpoint": 7, "experiment_name": "x", "overwrite": True,
+      "on_divergence": "continue", "target_accuracy": 0.5})
+  assert run_record.check(str(tmp_path), same)["settings"] == settings
+  longer = config_lib.replace_fields(base, {"total_rounds": 9})
+  assert run_record.check(str(tmp_path), longer) is not None
+  for change, field, text in [
+      ({"alpha": 0.1, "seed": 4}, "alpha",
+       "--alpha=0.1 (recorded 0.5), --seed=4 (recorded 0)"),
+      ({"algorithm": ("fedavgm",)}, "algorithm",
+       "--algorithm=fedavgm (recorded fedavg,fedavgm)"),
+      ({"total_rounds": 2}, "total_rounds", "already holds a run of 3 rounds")]:
+    with pytest.raises(ConfigError) as e:
+      run_record.check(str(tmp_path), config_lib.replace_fields(base, change))
+    assert e.value.field == field and text in str(e.value)
+    assert "--overwrite" in str(e.value) and "\n" not in str(e.value)
+  other = tmp_path / "other"
+  other.mkdir()
+  (other / "fedavg").mkdir()
+  with pytest.raises(ConfigError, match="holds results without experiment.json"):
+    run_record.check(str(other), base)
+  (tmp_path / "fedavg").mkdir()
+  run_record.clear(str(tmp_path))
+  assert os.listdir(tmp_path) == [".lock"]
