@@ -159,6 +159,13 @@ def _centralized(exp: Experiment, eval_ds):
       m.client_batch_size or 32, epochs, seed=exp.config.training.seed)
 
 
+def write_hparams_sessions(run_dir: str) -> None:
+  """TensorBoard HParams: one session per method under <method>/tensorboard/
+  (the run's flags, final metrics), for every run (issue 12)."""
+  from federated_vision.reproduction import hparams as hparams_lib  # pylint: disable=g-import-not-at-top
+  hparams_lib.write_run_hparams(run_dir)
+
+
 def run(config: config_lib.ExperimentConfig) -> dict:
   """Builds the experiment, runs it, writes and prints results."""
   from federated_vision import execution  # pylint: disable=g-import-not-at-top
@@ -217,6 +224,7 @@ def run(config: config_lib.ExperimentConfig) -> dict:
                               "history": central.history,
                               "seconds": round(central.seconds, 2)}
   reporting.write_json(os.path.join(out, "summary.json"), summary)
+  write_hparams_sessions(out)
   png = reporting.plot_accuracy(runs, os.path.join(out, "accuracy.png"),
                                 "round", central_acc)
   png_b = reporting.plot_accuracy(runs, os.path.join(out, "accuracy_vs_batches.png"),
