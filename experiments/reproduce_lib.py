@@ -16,7 +16,7 @@ have yet (`presets.PLANNED_FLAGS`, e.g. --mixing) are skipped and reported as
 
 import dataclasses
 import os
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from experiments import config as config_lib
 from federated_vision.reproduction import plan as plan_lib
@@ -55,12 +55,12 @@ def _show(value) -> str:
   return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def describe_runs(preset: spec.Preset, results_root: str = "reproduction"
-                  ) -> List[str]:
-  """The dry-run listing: each run with its FULL config (every field)."""
-  lines = [f"preset {preset.name}: {len(preset.runs)} runs -- "
-           f"{preset.description}"]
-  for run in preset.runs:
+def describe_runs(preset: spec.Preset, results_root: str = "reproduction",
+                  runs: Optional[Sequence[spec.Run]] = None) -> List[str]:
+  """The dry-run listing: each run (all, or `runs`) with its FULL config."""
+  runs = preset.runs if runs is None else runs
+  lines = [f"preset {preset.name}: {len(runs)} runs -- {preset.description}"]
+  for run in runs:
     missing = unavailable_flags(run.flags)
     cfg = " ".join(f"--{k}={_show(v)}" for k, v in sorted(
         full_config(run, results_root).items()))
@@ -125,12 +125,15 @@ def write_outputs(preset: spec.Preset, root: str,
   echo("written: " + ", ".join(sorted(str(p) for p in paths.values())))
 
 
-def reproduce(preset_name: str, results_root: str, data: Mapping[str, object],
+def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Mapping[str, object],
               only: Sequence[str] = (), dry_run: bool = False,
               report_only: bool = False, echo: Printer = print,
               run_fn: Callable[[Mapping[str, object]], None] = run_one
               ) -> Dict[str, str]:
   """Plans, runs and reports one preset (see the module docstring).
+
+  `preset_name` is a registered name or a `spec.Preset` (e.g. a scaled-down
+  copy in a test).
 
   Returns:
     run name -> what happened to it ('finished', 'ran', 'skipped: ...').
@@ -140,14 +143,16 @@ def reproduce(preset_name: str, results_root: str, data: Mapping[str, object],
       run, flag or file -- for plan and config errors before any run starts.
   """
   from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
-  try:
-    preset = presets.get_preset(preset_name)
-  except KeyError as e:
-    raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
+  if isinstance(preset_name, spec.Preset):
+    preset = preset_name
+  else:
+    try:
+      preset = presets.get_preset(preset_name)
+    except KeyError as e:
+      raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
   if dry_run:
     selected = plan_lib.select(preset, only)
-    echo("\n".join(describe_runs(dataclasses.replace(preset, runs=selected),
-                                 results_root)))
+    echo("\n".join(describe_runs(preset, results_root, selected)))
     return {r.name: "dry run" for r in selected}
   planned = plan_lib.plan(preset, results_root, data, only)
   outcome, skipped = {}, {}
