@@ -68,7 +68,8 @@ def test_dry_run_only_selects():
 def _binary(*args):
   return subprocess.run(
       [sys.executable, "-m", "experiments.reproduce", *args], cwd=ROOT,
-      capture_output=True, text=True, timeout=120, check=False)
+      capture_output=True, text=True, timeout=120, check=False,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
 
 
 def test_binary_dry_run_and_one_line_errors(tmp_path):
