@@ -165,7 +165,7 @@ def test_effective_lr_sweep_really_runs(tmp_path):
   with open(os.path.join(root, run.name, "summary.json")) as f:
     final = json.load(f)["methods"]["fedavgm"]["final_accuracy"]
   assert s["metrics"]["final_accuracy"] == pytest.approx(final)
-  assert "client_learning_rate" in sessions[""]["experiment"]
+  assert "client_learning_rate" in sessions["."]["experiment"]
   # Rerun: everything finished, nothing trains; report rebuilt.
   ran = []
   outcome = reproduce_lib.reproduce(preset, root, {}, run_fn=ran.append,
