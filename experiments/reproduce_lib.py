@@ -114,7 +114,7 @@ def write_outputs(preset: spec.Preset, root: str,
   finished = [r.name for r in preset.runs
               if results.read_run(root, r).status == results.FINISHED]
   if finished:
-    hparams.write_sweep(root, finished)
+    hparams.write_sweep(root, finished, write_sessions=False)
   if preset.name == "digits_claims":
     lines = claim_lines(root, skipped)
     path = os.path.join(root, "digits_claims_verdicts.txt")
