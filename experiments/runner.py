@@ -225,6 +225,13 @@ def _finite(*values) -> bool:
   return all(v is not None and math.isfinite(v) for v in values)
 
 
+def write_hparams_sessions(run_dir: str) -> None:
+  """TensorBoard HParams: one session per method under <method>/tensorboard/
+  (the run's flags, final metrics), for every run (issue 12)."""
+  from federated_vision.reproduction import hparams as hparams_lib  # pylint: disable=g-import-not-at-top
+  hparams_lib.write_run_hparams(run_dir)
+
+
 def central_status(central) -> str:
   """'diverged' when the centralized baseline's loss or any accuracy is
   non-finite (then no relative accuracy is computed from it)."""
@@ -341,6 +348,7 @@ def _run(exp: Experiment) -> dict:
                               "history": central.history,
                               "seconds": round(central.seconds, 2)}
   reporting.write_json(os.path.join(out, "summary.json"), summary)
+  write_hparams_sessions(out)
   png = reporting.plot_accuracy(runs, os.path.join(out, "accuracy.png"),
                                 "round", central_acc)
   png_b = reporting.plot_accuracy(runs, os.path.join(out, "accuracy_vs_batches.png"),

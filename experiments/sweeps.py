@@ -32,9 +32,10 @@ centralized baseline. Point names: `<2nn|cnn>_<iid|shards>_C<C>_E<E>_B<B>`,
 e.g. `cnn_shards_C0.1_E5_Binf`.
 """
 
-import fnmatch
 import itertools
 from typing import Dict, NamedTuple, Sequence, Tuple
+
+from federated_vision import selection
 
 HSU2019_CIFAR10_ALPHAS = (100.0, 10.0, 1.0, 0.5, 0.2, 0.1, 0.05, 0.0)
 HSU2019_CIFAR100_ALPHAS = (1000.0, 100.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.0)
@@ -117,13 +118,11 @@ def select(sweep: Sweep, patterns: Sequence[str] = ()) -> Tuple[Point, ...]:
   Raises:
     ValueError: a pattern matches no point (names the pattern).
   """
-  if not patterns:
-    return sweep.points
-  for p in patterns:
-    if not any(fnmatch.fnmatchcase(pt.name, p) for pt in sweep.points):
-      raise ValueError(f"{p!r} matches no point of {sweep.name}")
-  return tuple(pt for pt in sweep.points
-               if any(fnmatch.fnmatchcase(pt.name, p) for p in patterns))
+  try:
+    return selection.select(sweep.points, patterns)
+  except selection.NoMatch as e:
+    raise ValueError(f"{e.pattern!r} matches no point of {sweep.name}"
+                     ) from None
 
 
 def point_flags(sweep: Sweep, point: Point,

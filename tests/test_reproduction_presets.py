@@ -11,7 +11,10 @@ import os
 import pytest
 
 from conftest import REPO
+from experiments import config as config_lib
 from experiments import flags_lib
+from federated_vision import tasks
+from federated_vision.errors import ConfigError
 from experiments import sweeps
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
@@ -28,10 +31,14 @@ PLANNED = {"mixing", "missing_classes"}
 
 
 def defined_flag_names():
-  """Names of every flags.DEFINE_*("name", ...) in experiments/flags_lib.py."""
-  tree = ast.parse(open(os.path.join(REPO, "experiments", "flags_lib.py")).read())
+  """Names of every flags.DEFINE_*("name", ...) in flags_lib.FLAG_MODULES."""
   names = set()
-  for node in ast.walk(tree):
+  nodes = []
+  for module in flags_lib.FLAG_MODULES:
+    path = os.path.join(REPO, *module.split(".")) + ".py"
+    with open(path) as f:
+      nodes.extend(ast.walk(ast.parse(f.read())))
+  for node in nodes:
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
         and node.func.attr.startswith("DEFINE_") and node.args
         and isinstance(node.args[0], ast.Constant)):
@@ -49,7 +56,10 @@ def test_flag_names_parsed():
   from absl import flags  # pylint: disable=g-import-not-at-top
   assert len(FLAG_NAMES) > 40 and FLAG_NAMES <= set(flags.FLAGS)
   assert presets.PLANNED_FLAGS == tuple(sorted(PLANNED))
-  assert not PLANNED & FLAG_NAMES
+  # --mixing / --missing_classes have landed in train_main; the presets that
+  # use them (Augenstein Figure 1, digits claim 5) still lack their data
+  # flags (--celeba_cache_dir) and tuned mixing settings.
+  assert PLANNED <= FLAG_NAMES
 
 
 def test_registry_names_and_unknown_name():
@@ -254,16 +264,16 @@ def data_files(tmp_path):
   return files
 
 
-def test_every_run_on_todays_data_sets_passes_flags_lib_validate(parse,
-                                                                 data_files):
+def test_every_run_on_todays_data_sets_passes_config_validation(parse,
+                                                             data_files):
   checked = 0
   for run in presets.all_runs().values():
     if set(run.flags) & PLANNED or run.flags["dataset"] not in \
-        flags_lib.DATASET_NAMES:
+        tasks.task_names():
       continue
     try:
       f = parse(*_argv(run, data_files))
-      flags_lib.validate(f)
+      config_lib.from_flags(f)
     except Exception as e:  # pylint: disable=broad-except
       pytest.fail(f"{run.name}: {e}")
     checked += 1
@@ -274,13 +284,13 @@ def test_validation_catches_a_bad_run(parse, data_files):
   good = presets.get_preset("mcmahan2017_table2").runs[0]
   bad = spec.Run(good.name, dict(good.flags, clients_per_round=10),
                  data_flags=good.data_flags)
-  flags_lib.validate(parse(*_argv(good, data_files)))
-  with pytest.raises(flags_lib.FlagError, match="--client_fraction and "
+  config_lib.from_flags(parse(*_argv(good, data_files)))
+  with pytest.raises(ConfigError, match="--client_fraction and "
                      "--clients_per_round"):
-    flags_lib.validate(parse(*_argv(bad, data_files)))
+    config_lib.from_flags(parse(*_argv(bad, data_files)))
   inat = presets.get_preset("hsu2020_table3").runs[0]
-  with pytest.raises(flags_lib.FlagError, match="--alpha: not used"):
-    flags_lib.validate(parse(*_argv(spec.Run(
+  with pytest.raises(ConfigError, match="--alpha: not used"):
+    config_lib.from_flags(parse(*_argv(spec.Run(
         inat.name, dict(inat.flags, alpha=0.5), data_flags=inat.data_flags,
         required_data_flags=inat.required_data_flags), data_files)))
 

@@ -6,11 +6,12 @@ client (the round's wall-clock cost on synchronous devices); Acc@Round and
 Acc@Batch read the accuracy curve at a round or a cumulative batch budget.
 """
 
-from typing import Optional, Sequence
+from typing import Sequence
 
-import numpy as np
 
 from federated_vision.data import client_data as client_data_lib
+# Acc@Round / Acc@Batch, defined TF-free for reports of finished runs.
+from federated_vision.evaluation.curves import accuracy_at  # pylint: disable=unused-import
 
 
 def relative_accuracy(federated: float, centralized: float) -> float:
@@ -27,20 +28,3 @@ def round_batch_budget(selected_sizes: Sequence[int],
     return 0
   return max(client_data_lib.num_local_batches(int(n), spec)
              for n in selected_sizes)
-
-
-def accuracy_at(xs: Sequence[float], accuracies: Sequence[float],
-                x: float) -> Optional[float]:
-  """Accuracy of the last evaluation at or before `x` (None if none).
-
-  With xs = rounds this is Acc@Round; with xs = cumulative batch budgets it is
-  Acc@Batch.
-  """
-  xs = np.asarray(xs, np.float64)
-  accuracies = np.asarray(accuracies, np.float64)
-  if xs.shape != accuracies.shape:
-    raise ValueError("xs and accuracies must have the same length")
-  if xs.size and np.any(np.diff(xs) < 0):
-    raise ValueError("xs must be non-decreasing")
-  i = np.searchsorted(xs, x, side="right") - 1
-  return None if i < 0 else float(accuracies[i])

@@ -7,17 +7,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from federated_vision.evaluation import metrics as metrics_lib
-
-
-def _curve(rows: Sequence[Mapping[str, object]], x_key: str):
-  xs, ys = [], []
-  for r in rows:
-    acc = r.get("test_accuracy")
-    if acc not in (None, ""):
-      xs.append(float(r[x_key]))
-      ys.append(float(acc))
-  return xs, ys
+from federated_vision.evaluation import curves
 
 
 def plot_accuracy(runs: Mapping[str, Sequence[Mapping[str, object]]],
@@ -29,7 +19,7 @@ def plot_accuracy(runs: Mapping[str, Sequence[Mapping[str, object]]],
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   fig, ax = plt.subplots(figsize=(6.4, 4.2))
   for name, rows in runs.items():
-    xs, ys = _curve(rows, x_key)
+    xs, ys = curves.curve(rows, x_key)
     ax.plot(xs, ys, marker=".", label=name)
   if centralized is not None and not math.isnan(centralized):
     ax.axhline(centralized, color="k", ls="--", lw=1, label="centralized")
@@ -49,10 +39,10 @@ def acc_at_round_and_batch(runs: Mapping[str, Sequence[Mapping[str, object]]],
   """Acc@Round and Acc@Batch (Hsu, Qi & Brown 2020, Table 2) per method."""
   out = {}
   for name, rows in runs.items():
-    rx, ry = _curve(rows, "round")
-    bx, by = _curve(rows, "cumulative_batch_budget")
-    out[name] = {"acc_at_round": metrics_lib.accuracy_at(rx, ry, round_ref),
-                 "acc_at_batch": metrics_lib.accuracy_at(bx, by, batch_ref)}
+    rx, ry = curves.curve(rows, "round")
+    bx, by = curves.curve(rows, "cumulative_batch_budget")
+    out[name] = {"acc_at_round": curves.accuracy_at(rx, ry, round_ref),
+                 "acc_at_batch": curves.accuracy_at(bx, by, batch_ref)}
   return out
 
 

@@ -140,12 +140,13 @@ def write_experiment(logdir: str, sessions: Sequence[Mapping[str, object]],
   return logdir
 
 
-def write_run_hparams(run_dir: str, name: Optional[str] = None
-                      ) -> Dict[str, Dict[str, object]]:
+def write_run_hparams(run_dir: str, name: Optional[str] = None,
+                      write: bool = True) -> Dict[str, Dict[str, object]]:
   """HParams sessions for every method of a finished run directory.
 
   Reads <run_dir>/hparams.json and summary.json (as experiments/runner.py
-  writes them) and writes <run_dir>/<method>/tensorboard/ sessions.
+  writes them) and writes <run_dir>/<method>/tensorboard/ sessions (with
+  write=False it only returns them: `runner.run` already wrote them).
 
   Returns:
     method -> the hyper-parameters written.
@@ -166,13 +167,15 @@ def write_run_hparams(run_dir: str, name: Optional[str] = None
   out = {}
   for method, entry in files["summary.json"].get("methods", {}).items():
     hp = method_hparams(flags, method)
+    out[method] = hp
+    if not write:
+      continue
     status = entry.get("status", results.FINISHED)
     metrics = {k: entry.get(k) for k in METRIC_KEYS
                if isinstance(entry.get(k), (int, float))}
     write_session(os.path.join(run_dir, method, SUBDIR), hp, metrics,
                   step=int(entry.get("rounds") or 0), status=status,
                   trial_id=f"{name or os.path.basename(run_dir)}/{method}")
-    out[method] = hp
   return out
 
 
@@ -216,8 +219,10 @@ def read_hparams(logdir: str) -> Dict[str, Dict[str, object]]:
   return out
 
 
-def write_sweep(root: str, run_names: Sequence[str]) -> Dict[str, object]:
-  """Sessions for every finished run under `root` plus the sweep config.
+def write_sweep(root: str, run_names: Sequence[str],
+                write_sessions: bool = True) -> Dict[str, object]:
+  """Sessions for every finished run under `root` plus the sweep config
+  (write_sessions=False: only the config; `runner.run` wrote the sessions).
 
   Runs without a summary.json yet (missing or running) are skipped and
   listed. Returns {"written": [run/method, ...], "skipped": [run, ...]}.
@@ -228,7 +233,8 @@ def write_sweep(root: str, run_names: Sequence[str]) -> Dict[str, object]:
     if not os.path.isfile(os.path.join(run_dir, "summary.json")):
       skipped.append(name)
       continue
-    for method, hp in write_run_hparams(run_dir, name).items():
+    for method, hp in write_run_hparams(run_dir, name,
+                                        write_sessions).items():
       written.append(f"{name}/{method}")
       sessions.append(hp)
   if sessions:

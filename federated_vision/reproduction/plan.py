@@ -10,11 +10,11 @@ presets runs once).
 """
 
 import dataclasses
-import fnmatch
 import glob
 import os
 from typing import Dict, List, Mapping, Sequence
 
+from federated_vision import selection
 from federated_vision.reproduction import results
 from federated_vision.reproduction import spec
 
@@ -45,13 +45,11 @@ def select(preset: spec.Preset, patterns: Sequence[str] = ()):
   Raises:
     PlanError: a pattern matches no run.
   """
-  if not patterns:
-    return preset.runs
-  for p in patterns:
-    if not any(fnmatch.fnmatchcase(r.name, p) for r in preset.runs):
-      raise PlanError(f"--only={p}: matches no run of preset {preset.name}")
-  return tuple(r for r in preset.runs
-               if any(fnmatch.fnmatchcase(r.name, p) for p in patterns))
+  try:
+    return selection.select(preset.runs, patterns)
+  except selection.NoMatch as e:
+    raise PlanError(f"--only={e.pattern}: matches no run of preset "
+                    f"{preset.name}") from None
 
 
 def _as_list(value) -> List[str]:

@@ -16,9 +16,9 @@ import math
 import os
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-import numpy as np
 
 from federated_vision.evaluation import convergence
+from federated_vision.evaluation import curves
 from federated_vision.reproduction import effective_lr
 from federated_vision.reproduction import published as published_lib
 from federated_vision.reproduction import results
@@ -100,28 +100,17 @@ class _Context:
     return Value(acc, OK)
 
 
-def accuracy_at(xs: Sequence[float], accs: Sequence[float],
-                x: float) -> Optional[float]:
-  """The last evaluation at or before x (Acc@Round / Acc@Batch), or None.
-
-  The definition of `evaluation.metrics.accuracy_at`, which is not imported
-  here because that module imports TensorFlow (reports never need it).
-  """
-  i = int(np.searchsorted(np.asarray(xs, np.float64), x, side="right")) - 1
-  return None if i < 0 else float(accs[i])
-
-
 def _curve_value(ctx, cell, x_key: str) -> Value:
   """Acc@Round / Acc@Batch N from metrics.csv (the run must reach N)."""
   n = cell.metric.arg
   rows = ctx.rows(cell.run, cell.method)
-  xs, accs = results.curve(rows, x_key)
+  xs, accs = curves.curve(rows, x_key)
   reached = max((float(r[x_key]) for r in rows), default=0.0)
   if reached < n:
     what = "rounds" if x_key == "round" else "cumulative batches"
     return Value(None, UNAVAILABLE, f"{cell.run}/{cell.method}: {reached:g} "
                  f"{what} < {n:g}")
-  acc = accuracy_at(xs, accs, n)
+  acc = curves.accuracy_at(xs, accs, n)
   if acc is None:
     return Value(None, UNAVAILABLE, f"{cell.run}/{cell.method}: no evaluation "
                  f"at or before {n:g}")
@@ -133,7 +122,7 @@ def _curve_value(ctx, cell, x_key: str) -> Value:
 
 def _rounds_value(ctx, run: str, method: str, target: float) -> Value:
   rows = ctx.rows(run, method)
-  rounds, accs = results.curve(rows, "round")
+  rounds, accs = curves.curve(rows, "round")
   r = convergence.rounds_to_target(rounds, accs, target)
   if r is None:
     last = max((float(x["round"]) for x in rows), default=0.0)

@@ -203,14 +203,3 @@ def read_metrics(run: RunDir, method: str) -> List[Dict[str, str]]:
     if missing:
       raise ValueError(f"{path}: no column {', '.join(sorted(missing))}")
     return list(reader)
-
-
-def curve(rows, x_key: str = "round") -> Tuple[List[float], List[float]]:
-  """(x, test accuracy) of the evaluated rows; NaN stays NaN."""
-  xs, ys = [], []
-  for r in rows:
-    acc = r.get("test_accuracy")
-    if acc not in (None, ""):
-      xs.append(float(r[x_key]))
-      ys.append(float(acc))
-  return xs, ys

@@ -1,0 +1,58 @@
+"""Reruns a paper's table or figure and reports it beside the published numbers.
+
+  python -m experiments.reproduce --preset=hsu2020_table3 --split_csv=... \
+      [--dry_run] [--only=run_glob,...] [--report_only] [--results_root=DIR]
+
+Plans the preset's runs (a missing data flag or file stops it before any run
+starts), runs the unfinished ones (resuming interrupted runs, skipping
+finished ones), then writes <results_root>/<preset>.md/.csv, the studies'
+tables and contours, TensorBoard HParams for the sweep and, for
+--preset=digits_claims, one verdict line per claim. Logic:
+`experiments.reproduce_lib`; presets: `federated_vision.reproduction`.
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+
+from experiments import cli
+from experiments import flags_lib
+from experiments import reproduce_lib
+
+flags_lib.define_flags()  # The data-location flags, named as in train_main.
+cli.define_flags()
+flags.DEFINE_string("preset", None, "Preset name (see --dry_run of any "
+                    "preset, or federated_vision.reproduction.presets).")
+flags.DEFINE_bool("dry_run", False, "List every run with its full config; "
+                  "train nothing.")
+flags.DEFINE_list("only", [], "Run/report only runs matching these shell "
+                  "patterns (e.g. 'digits_claims_alpha_*').")
+flags.DEFINE_bool("report_only", False, "Rebuild the report from finished "
+                  "runs; train nothing.")
+flags.DEFINE_string("results_root", "reproduction", "Run directories go to "
+                    "<results_root>/<run name>; reports to <results_root>.")
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  from federated_vision.reproduction import plan  # pylint: disable=g-import-not-at-top
+
+  def body():
+    if not FLAGS.preset:
+      cli.fail("--preset: required")
+    try:
+      reproduce_lib.reproduce(
+          FLAGS.preset, FLAGS.results_root, reproduce_lib.given_data(FLAGS),
+          FLAGS.only, FLAGS.dry_run, FLAGS.report_only)
+    except (plan.PlanError, reproduce_lib.ReproduceError) as e:
+      cli.fail(str(e))
+  cli.main(argv, body)
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,197 @@
+"""The logic of `experiments/reproduce.py`: plan, run, resume and report a preset.
+
+  reproduce(preset_name, results_root, data, only=(), dry_run=False,
+            report_only=False)
+
+plans the preset (`reproduction.plan.plan`: a missing data flag or file stops
+it before any run starts), runs every run that is not finished through
+`config.from_values` + `runner.run` (a run that was interrupted resumes from
+its checkpoint; one run name is one configuration, so a centralized baseline
+shared by several presets runs once), then writes the report
+(`report.write_report`), the studies, the sweep's HParams experiment and, for
+`digits_claims`, the claim verdicts. Runs whose flags train_main does not
+have yet (`presets.PLANNED_FLAGS`, e.g. --mixing) are skipped and reported as
+"cannot check: --<flag> not available".
+"""
+
+import dataclasses
+import os
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
+
+from experiments import config as config_lib
+from federated_vision.reproduction import plan as plan_lib
+from federated_vision.reproduction import results
+from federated_vision.reproduction import spec
+
+Printer = Callable[[str], None]
+
+
+class ReproduceError(ValueError):
+  """The preset cannot run or report as asked; the message is one line."""
+
+
+def unavailable_flags(flags: Mapping[str, object]) -> List[str]:
+  """Flags of a run that are not settings of train_main (yet), sorted."""
+  known = config_lib.field_sections()
+  return sorted(f for f in flags if f not in known)
+
+
+def full_config(run: spec.Run, results_root: str = "reproduction"
+                ) -> Dict[str, object]:
+  """Every train_main setting of `run`: defaults overridden by the preset
+  (flags train_main does not have yet are kept, so the listing is complete)."""
+  known = {k: v for k, v in run.flag_dict().items()
+           if k not in unavailable_flags(run.flags)}
+  known.update(root_output_dir=results_root, experiment_name=run.name)
+  out = config_lib.flat(config_lib.replace_fields(
+      config_lib.ExperimentConfig(), known))
+  out.update({k: run.flags[k] for k in unavailable_flags(run.flags)})
+  return out
+
+
+def _show(value) -> str:
+  if isinstance(value, (list, tuple)):
+    return ",".join(str(v) for v in value)
+  return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def describe_runs(preset: spec.Preset, results_root: str = "reproduction",
+                  runs: Optional[Sequence[spec.Run]] = None) -> List[str]:
+  """The dry-run listing: each run (all, or `runs`) with its FULL config."""
+  runs = preset.runs if runs is None else runs
+  lines = [f"preset {preset.name}: {len(runs)} runs -- {preset.description}"]
+  for run in runs:
+    missing = unavailable_flags(run.flags)
+    cfg = " ".join(f"--{k}={_show(v)}" for k, v in sorted(
+        full_config(run, results_root).items()))
+    note = (f"  [not available in train_main: --{', --'.join(missing)}]"
+            if missing else "")
+    data = (f"  [data flags: {','.join(run.data_flags)}]"
+            if run.data_flags else "")
+    lines.append(f"  {run.kind} {run.name}: {cfg}{data}{note}")
+  return lines
+
+
+def check_runnable(planned: Sequence[plan_lib.PlannedRun]) -> None:
+  """Refuses to overwrite a directory made with other flags, up front."""
+  for p in planned:
+    if p.status in (results.MISMATCH, results.INVALID):
+      raise ReproduceError(f"run {p.run.name}: {p.status}: {p.detail} "
+                           "(move it away or use another --results_root)")
+
+
+def run_one(flags: Mapping[str, object]) -> None:
+  """`runner.run` on the config of `flags` (ConfigError names the flag)."""
+  from experiments import runner  # pylint: disable=g-import-not-at-top
+  runner.run(config_lib.from_values(flags))
+
+
+def claim_lines(root: str, skipped: Mapping[str, List[str]]) -> List[str]:
+  """Verdict lines of digits_claims; a claim whose runs were skipped for a
+  flag train_main lacks says so instead of 'run missing'."""
+  from federated_vision.reproduction import claims  # pylint: disable=g-import-not-at-top
+  from federated_vision.reproduction.presets import digits_claims as dc  # pylint: disable=g-import-not-at-top
+  claim_runs = {5: tuple(dc.CLAIM5_RUNS.values())}
+  out = []
+  for v in claims.check_digits_claims(root):
+    lacking = sorted({f for r in claim_runs.get(v.number, ())
+                      for f in skipped.get(r, ())})
+    if v.outcome == claims.CANNOT_CHECK and lacking:
+      v = dataclasses.replace(v, evidence=(
+          f"--{', --'.join(lacking)} not available in train_main"))
+    out.append(v.line)
+  return out
+
+
+def write_outputs(preset: spec.Preset, root: str,
+                  skipped: Mapping[str, List[str]], echo: Printer) -> None:
+  """Report, studies, HParams sweep experiment and (digits) claims."""
+  from federated_vision.reproduction import hparams  # pylint: disable=g-import-not-at-top
+  from federated_vision.reproduction import report as report_lib  # pylint: disable=g-import-not-at-top
+  rep = report_lib.build_report(preset, root)
+  paths = report_lib.write_report(rep, root)
+  echo(report_lib.format_markdown(rep))
+  finished = [r.name for r in preset.runs
+              if results.read_run(root, r).status == results.FINISHED]
+  if finished:
+    hparams.write_sweep(root, finished, write_sessions=False)
+  if preset.name == "digits_claims":
+    lines = claim_lines(root, skipped)
+    path = os.path.join(root, "digits_claims_verdicts.txt")
+    with open(path, "w") as f:
+      f.write("\n".join(lines) + "\n")
+    paths["verdicts"] = path
+    echo("\n".join(lines))
+  echo("written: " + ", ".join(sorted(str(p) for p in paths.values())))
+
+
+def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Mapping[str, object],
+              only: Sequence[str] = (), dry_run: bool = False,
+              report_only: bool = False, echo: Printer = print,
+              run_fn: Callable[[Mapping[str, object]], None] = run_one
+              ) -> Dict[str, str]:
+  """Plans, runs and reports one preset (see the module docstring).
+
+  `preset_name` is a registered name or a `spec.Preset` (e.g. a scaled-down
+  copy in a test).
+
+  Returns:
+    run name -> what happened to it ('finished', 'ran', 'skipped: ...').
+
+  Raises:
+    ReproduceError / PlanError / ConfigError: one line naming the preset,
+      run, flag or file -- for plan and config errors before any run starts.
+  """
+  from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
+  if isinstance(preset_name, spec.Preset):
+    preset = preset_name
+  else:
+    try:
+      preset = presets.get_preset(preset_name)
+    except KeyError as e:
+      raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
+  if dry_run:
+    selected = plan_lib.select(preset, only)
+    echo("\n".join(describe_runs(preset, results_root, selected)))
+    return {r.name: "dry run" for r in selected}
+  planned = plan_lib.plan(preset, results_root, data, only)
+  outcome, skipped = {}, {}
+  for p in planned:
+    lacking = unavailable_flags(p.flags)
+    if lacking:
+      skipped[p.run.name] = lacking
+      outcome[p.run.name] = f"skipped: --{', --'.join(lacking)} not available"
+  if not report_only:
+    check_runnable(planned)
+    for p in planned:  # Validate every config before the first run starts.
+      if p.run.name not in skipped:
+        config_lib.from_values(p.flags)
+    for i, p in enumerate(planned, 1):
+      name = p.run.name
+      if name in skipped:
+        echo(f"[{i}/{len(planned)}] {name}: {outcome[name]}")
+      elif p.status == results.FINISHED:
+        outcome[name] = "finished"
+        echo(f"[{i}/{len(planned)}] {name}: finished, skipped")
+      else:
+        echo(f"[{i}/{len(planned)}] {name}: "
+             f"{'resuming' if p.status == results.RUNNING else 'running'}")
+        run_fn(p.flags)
+        outcome[name] = "ran"
+  os.makedirs(results_root, exist_ok=True)
+  write_outputs(preset, results_root, skipped, echo)
+  return outcome
+
+
+def data_flag_names() -> List[str]:
+  """Every data-location flag some preset takes from the command line."""
+  from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
+  return sorted({f for r in presets.all_runs().values() for f in r.data_flags})
+
+
+def given_data(flag_values, names: Optional[Sequence[str]] = None
+               ) -> Dict[str, object]:
+  """The data flags given on the command line (name -> value)."""
+  return {n: flag_values[n].value for n in names or data_flag_names()
+          if n in flag_values and flag_values[n].present}
+
