@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Iterator, Optional
+from typing import Dict, Iterator, Mapping, NamedTuple, Optional, Tuple
 
 _PR_SET_PDEATHSIG = 1
 _STARTUP_TIMEOUT_SEC = 60.0
@@ -49,6 +49,70 @@ def worker_binary_path() -> str:
   return path
 
 
+class WorkerConfig(NamedTuple):
+  """How a managed worker process is started (immutable).
+
+  The settings are environment variables the TensorFlow inside
+  `worker_binary` reads at start-up (the binary itself only has the flags
+  `--port`, `--max_concurrent_computation_calls` and
+  `--grpc_max_message_length_megabytes`).
+
+  Attributes:
+    intra_op_threads: `TF_NUM_INTRAOP_THREADS`; 0 leaves TF's default (one per
+      core).
+    inter_op_threads: `TF_NUM_INTEROP_THREADS`; 0 leaves TF's default.
+    onednn: `TF_ENABLE_ONEDNN_OPTS` (None leaves TF's default, on for x86).
+    env: further (name, value) environment pairs.
+  """
+  intra_op_threads: int = 0
+  inter_op_threads: int = 0
+  onednn: Optional[bool] = None
+  env: Tuple[Tuple[str, str], ...] = ()
+
+  def validate(self) -> "WorkerConfig":
+    for name in ("intra_op_threads", "inter_op_threads"):
+      if getattr(self, name) < 0:
+        raise ValueError(f"WorkerConfig.{name} must be >= 0, got "
+                         f"{getattr(self, name)}")
+    return self
+
+  def environ(self, base: Mapping[str, str]) -> Dict[str, str]:
+    """`base` (e.g. os.environ) with this configuration's variables set."""
+    env = dict(base)
+    if self.intra_op_threads:
+      env["TF_NUM_INTRAOP_THREADS"] = str(self.intra_op_threads)
+    if self.inter_op_threads:
+      env["TF_NUM_INTEROP_THREADS"] = str(self.inter_op_threads)
+    if self.onednn is not None:
+      env["TF_ENABLE_ONEDNN_OPTS"] = "1" if self.onednn else "0"
+    env.update(dict(self.env))
+    return env
+
+
+def add_worker_config_arguments(parser) -> None:
+  """Adds --worker_intra_op_threads etc. to an argparse parser."""
+  parser.add_argument("--worker_intra_op_threads", type=int, default=0)
+  parser.add_argument("--worker_inter_op_threads", type=int, default=0)
+  parser.add_argument("--worker_onednn", choices=("default", "on", "off"),
+                      default="default")
+  parser.add_argument("--worker_env", action="append", default=[],
+                      help="NAME=VALUE for the worker's environment")
+
+
+def worker_config_from_arguments(args) -> WorkerConfig:
+  env = []
+  for item in args.worker_env:
+    name, sep, value = item.partition("=")
+    if not sep or not name:
+      raise ValueError(f"--worker_env={item!r}: expected NAME=VALUE")
+    env.append((name, value))
+  return WorkerConfig(
+      intra_op_threads=args.worker_intra_op_threads,
+      inter_op_threads=args.worker_inter_op_threads,
+      onednn={"default": None, "on": True, "off": False}[args.worker_onednn],
+      env=tuple(env)).validate()
+
+
 def _child_setup(parent_pid: int):
   """Runs in the forked child before exec (async-signal-safe calls only)."""
   def setup():
@@ -64,8 +128,10 @@ class ManagedWorker:
   """One TFF C++ worker process, owned by this Python process."""
 
   def __init__(self, max_concurrent_computation_calls: int = -1,
+               config: Optional[WorkerConfig] = None,
                log_path: Optional[str] = None):
     self._max_calls = max_concurrent_computation_calls
+    self.config = (config or WorkerConfig()).validate()
     self._log_path = log_path
     self._own_log = log_path is None
     self._process: Optional[subprocess.Popen] = None
@@ -98,7 +164,7 @@ class ManagedWorker:
       self._process = subprocess.Popen(  # pylint: disable=subprocess-popen-preexec-fn
           args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
           start_new_session=True, preexec_fn=_child_setup(os.getpid()),
-          close_fds=True)
+          close_fds=True, env=self.config.environ(os.environ))
     with _LIVE_LOCK:
       _LIVE_WORKERS.add(self)
     self.starts += 1
@@ -190,7 +256,8 @@ def create_managed_cpp_context(worker: ManagedWorker,
 
 @contextlib.contextmanager
 def managed_execution_context(
-    max_concurrent_computation_calls: int = -1) -> Iterator[ManagedWorker]:
+    max_concurrent_computation_calls: int = -1,
+    config: Optional[WorkerConfig] = None) -> Iterator[ManagedWorker]:
   """Installs a managed C++ context as TFF's default for the `with` body.
 
   The worker is stopped when the body exits, however it exits.
@@ -199,7 +266,7 @@ def managed_execution_context(
     The `ManagedWorker` (for inspection, e.g. its pid in tests).
   """
   from tensorflow_federated.python.core.impl.context_stack import context_stack_impl  # pylint: disable=g-import-not-at-top
-  worker = ManagedWorker(max_concurrent_computation_calls)
+  worker = ManagedWorker(max_concurrent_computation_calls, config)
   context = create_managed_cpp_context(worker)
   stack = context_stack_impl.context_stack
   previous = stack.current
