@@ -19,6 +19,7 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
+from tensorflow_federated.python.learning import loop_builder
 
 from federated_vision import models as models_lib
 from federated_vision.algorithms import fedavg
@@ -76,6 +77,7 @@ def build_fedir_client_work(
     target_distribution: Optional[Sequence[float]] = None,
     per_example_loss_fn: PerExampleLossFn = models_lib.per_example_loss,
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+    loop_implementation: tff.learning.LoopImplementation = fedavg.DEFAULT_LOOP,
 ) -> tff.learning.templates.ClientWorkProcess:
   """Importance-reweighted model-delta client work (FedIR).
 
@@ -93,11 +95,14 @@ def build_fedir_client_work(
       model's loss. The model's loss minus the mean of these is kept as the
       regularisation term, so weight decay still applies.
     client_weighting: aggregation weight of each client's delta.
+    loop_implementation: the local training loop (see
+      `federated_vision.algorithms.fedavg.DEFAULT_LOOP`).
 
   Returns:
     A `tff.learning.templates.ClientWorkProcess` whose server state is a
     `FedIRState`.
   """
+  fedavg.check_loop_implementation(loop_implementation)
   if num_classes <= 0:
     raise ValueError(f"num_classes must be > 0, got {num_classes}")
   if target_distribution is None:
@@ -128,7 +133,8 @@ def build_fedir_client_work(
     update = tf.function(functools.partial(
         _client_update, model, client_optimizer, num_classes=num_classes,
         per_example_loss_fn=per_example_loss_fn,
-        client_weighting=client_weighting))
+        client_weighting=client_weighting,
+        training_loop=loop_builder.build_training_loop(loop_implementation)))
     return update(state, initial_weights, dataset)
 
   @tff.federated_computation(
@@ -149,7 +155,8 @@ def build_fedir_client_work(
 
 
 def _client_update(model, optimizer, state, initial_weights, dataset, *,
-                   num_classes, per_example_loss_fn, client_weighting):
+                   num_classes, per_example_loss_fn, client_weighting,
+                   training_loop):
   """One client's local training with importance-weighted losses."""
   hparams, target = state
   model_weights = tff.learning.models.ModelWeights.from_model(model)
@@ -176,8 +183,8 @@ def _client_update(model, optimizer, state, initial_weights, dataset, *,
     return (num_examples + tf.cast(output.num_examples, tf.int64), opt_state)
 
   opt_state = optimizer.set_hparams(optimizer.initialize(specs), hparams)
-  num_examples, _ = dataset.reduce(
-      (tf.constant(0, tf.int64), opt_state), reduce_fn)
+  num_examples, _ = training_loop(
+      reduce_fn, dataset, lambda: (tf.constant(0, tf.int64), opt_state))
   delta = tf.nest.map_structure(tf.subtract, initial_weights.trainable,
                                 model_weights.trainable)
   delta, non_finite = _zero_if_non_finite(delta)
@@ -250,6 +257,7 @@ def build_fedir(
       "client_weighting", tff.learning.ClientWeighting.NUM_EXAMPLES)
   client_work = build_fedir_client_work(
       model_fn, client_optimizer, num_classes, target_distribution,
-      per_example_loss_fn, client_weighting)
+      per_example_loss_fn, client_weighting,
+      kwargs.get("loop_implementation", fedavg.DEFAULT_LOOP))
   return fedavg.build_fedavg(model_fn, client_optimizer, server_optimizer,
                              client_work=client_work, **kwargs)
