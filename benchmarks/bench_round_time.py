@@ -216,8 +216,7 @@ def main(argv=None):
         f"E=1, {rounds} rounds after 1 warm-up; worker {worker_config}")
   print(harness.load_line(), flush=True)
   with execution.managed_execution_context(
-      args.max_concurrent_computation_calls, worker_config) as worker:
-    worker.get_stub()  # Start it now, so its pid is charged from round 0.
+      args.max_concurrent_computation_calls, worker_config) as pool:
     states = {name: process.initialize() for name, (process, _) in runs.items()}
 
     def step(name):
@@ -230,7 +229,7 @@ def main(argv=None):
           raise RuntimeError(f"{name}: non-finite training loss {loss}")
       return run
 
-    clock = harness.Clock(lambda: [worker.pid])
+    clock = harness.Clock(lambda: pool.pids)
     results = harness.interleave(
         lambda rep: plain.round(python_datasets(rep)),
         {name: step(name) for name in runs}, rounds, clock)
