@@ -25,7 +25,7 @@ worker's up to the order of the floating-point sums of the aggregation.
 A worker lost during a computation (its process exits, its host stops
 answering) fails the call with one `WorkerLostError` line within seconds: a
 watchdog thread checks every worker once a second (local: the process;
-remote: a TCP connect, lost after `_REMOTE_PROBE_FAILURES` failures) and
+remote: a no-op RPC, lost after `_REMOTE_PROBE_FAILURES` unanswered) and
 closes the lost worker's channel, which cancels the blocked gRPC call. TFF
 itself would retry such calls forever (`RetryableGRPCError`), i.e. hang.
 
@@ -41,7 +41,6 @@ import contextlib
 import ctypes
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -52,7 +51,7 @@ from typing import Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence
 _PR_SET_PDEATHSIG = 1
 DEFAULT_STARTUP_TIMEOUT_SEC = 30.0
 _WATCHDOG_INTERVAL_SEC = 1.0
-_REMOTE_PROBE_TIMEOUT_SEC = 3.0
+_REMOTE_PROBE_TIMEOUT_SEC = 5.0
 _REMOTE_PROBE_FAILURES = 3
 _LIVE_WORKERS: "set[ManagedWorker]" = set()
 _LIVE_LOCK = threading.Lock()
@@ -243,8 +242,11 @@ class _Worker:
       self._lost = reason
     self._disconnect()
 
+  def known_loss_reason(self) -> Optional[str]:
+    return self._lost
+
   def loss_message(self, error) -> str:
-    reason = self._lost or self.probe()
+    reason = self.known_loss_reason()
     if reason is None and isinstance(error, str):
       reason = error
     elif reason is None:
@@ -307,6 +309,9 @@ class ManagedWorker(_Worker):
     if process is None or process.poll() is None:
       return None
     return self._exit_reason(process)
+
+  def known_loss_reason(self) -> Optional[str]:
+    return self._lost or self.probe()
 
   def _exit_reason(self, process) -> str:
     code = process.returncode
@@ -412,6 +417,7 @@ class RemoteWorker(_Worker):
     (self._address,) = parse_worker_addresses([address])
     self._connect_timeout = connect_timeout
     self._failures = 0
+    self._probe_channel = None
 
   @property
   def address(self) -> str:
@@ -423,17 +429,34 @@ class RemoteWorker(_Worker):
     return f"TFF worker at {self._address}"
 
   def probe(self) -> Optional[str]:
-    host, _, port = self._address.rpartition(":")
+    """Alive if it answers a no-op RPC; lost after repeated silence.
+
+    A DisposeExecutor of an unknown executor id is answered at once (OK) by
+    a serving worker, however busy its TensorFlow threads are. A process that
+    was stopped, or a host that vanished without closing the connection, does
+    not answer: a plain TCP connect would still succeed in the first case and
+    a blocked gRPC call would wait forever in both.
+    """
+    import grpc  # pylint: disable=g-import-not-at-top
+    from tensorflow_federated.proto.v0 import executor_pb2  # pylint: disable=g-import-not-at-top
+    from tensorflow_federated.proto.v0 import executor_pb2_grpc  # pylint: disable=g-import-not-at-top
+    if self._probe_channel is None:
+      self._probe_channel = grpc.insecure_channel(self._address)
+    stub = executor_pb2_grpc.ExecutorGroupStub(self._probe_channel)
+    request = executor_pb2.DisposeExecutorRequest(
+        executor=executor_pb2.ExecutorId(id="federated-vision-probe"))
     try:
-      with socket.create_connection((host.strip("[]"), int(port)),
-                                    timeout=_REMOTE_PROBE_TIMEOUT_SEC):
-        self._failures = 0
+      stub.DisposeExecutor(request, timeout=_REMOTE_PROBE_TIMEOUT_SEC)
+    except grpc.RpcError as e:
+      if e.code() in (grpc.StatusCode.UNAVAILABLE,
+                      grpc.StatusCode.DEADLINE_EXCEEDED):
+        self._failures += 1
+        if self._failures >= _REMOTE_PROBE_FAILURES:
+          return (f"not answering ({e.code().name} on {self._failures} "
+                  f"probes of {_REMOTE_PROBE_TIMEOUT_SEC:g} s)")
         return None
-    except OSError as e:
-      self._failures += 1
-      if self._failures < _REMOTE_PROBE_FAILURES:
-        return None
-      return f"unreachable ({e.strerror or e})"
+    self._failures = 0
+    return None
 
   def get_stub(self):
     with self._lock:
@@ -449,6 +472,9 @@ class RemoteWorker(_Worker):
 
   def stop(self) -> None:
     self._disconnect()
+    channel, self._probe_channel = self._probe_channel, None
+    if channel is not None:
+      channel.close()
 
 
 def _guarded_stub_class():

@@ -152,3 +152,51 @@ def test_pool_validates_arguments():
   with pytest.raises(ValueError, match="not host:port"):
     execution.WorkerPool(workers=["localhost"])
   assert execution.parse_worker_addresses("a:1, b:2") == ["a:1", "b:2"]
+
+
+class _SignallingSampler:
+  """Samples like `inner`; when asked for `round_num`, first signals `pid`."""
+
+  def __init__(self, inner, round_num, pid, sig):
+    self._inner, self._round, self._pid, self._sig = inner, round_num, pid, sig
+    self.signalled_at = None
+
+  def round_keys(self, round_num):
+    if round_num == self._round and self.signalled_at is None:
+      os.kill(self._pid, self._sig)
+      self.signalled_at = time.monotonic()
+    return self._inner.round_keys(round_num)
+
+
+def test_hung_remote_worker_stops_run_and_rerun_resumes(tmp_path):
+  fed, spec, process, sampler, evaluate = _setup()
+  config = training_loop.LoopConfig(total_rounds=4, rounds_per_checkpoint=1,
+                                    output_dir=str(tmp_path / "run"))
+  reference, _ = _run(tmp_path, "reference", rounds=4, local_workers=2)
+
+  hosts = execution.WorkerPool(local_workers=2)  # "Started by hand".
+  hosts.start()
+  victim = hosts.local[1].pid
+  # SIGSTOP: the process lives and its port accepts connections, but it
+  # never answers (like a host that vanished without closing connections).
+  hung = _SignallingSampler(sampler, 3, victim, signal.SIGSTOP)
+  try:
+    with pytest.raises(execution.WorkerLostError) as info:
+      with execution.managed_execution_context(
+          local_workers=0, workers=[w.address for w in hosts.local]):
+        training_loop.run_federated_training(
+            "run", process, fed, spec, hung, evaluate, config, log_fn=None)
+    assert time.monotonic() - hung.signalled_at < 30
+  finally:
+    os.kill(victim, signal.SIGKILL)
+    hosts.stop()
+  message = str(info.value)
+  assert hosts.local[1].address in message and "not answering" in message
+  assert "\n" not in message
+
+  resumed, _ = _run(tmp_path, "run", rounds=4, local_workers=2)
+  assert resumed.resumed_from == 2
+  assert [r["round"] for r in resumed.rows] == ["1", "2", 3, 4]
+  for a, b in zip(reference.rows, resumed.rows):
+    for key in ("train_loss", "test_accuracy"):
+      assert float(a[key]) == pytest.approx(float(b[key]), rel=1e-6)
