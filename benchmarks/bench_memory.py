@@ -50,21 +50,30 @@ def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--rounds", type=int, default=1500)
   parser.add_argument("--clients_per_round", type=int, default=10)
+  parser.add_argument("--at", default="50,500",
+                      help="the two earlier rounds to sample (the last is "
+                           "--rounds); growth is measured from the second")
   parser.add_argument("--quick", action="store_true",
                       help="60 rounds, sampled at 5, 20, 60")
+  execution.add_worker_config_arguments(parser)
   args = parser.parse_args(argv)
   total = 60 if args.quick else args.rounds
-  at = (5, 20, 60) if args.quick else (50, 500, total)
+  at = (5, 20, 60) if args.quick else tuple(
+      int(r) for r in args.at.split(",")) + (total,)
+  if sorted(set(at)) != list(at) or at[0] < 1:
+    parser.error(f"--at must be increasing rounds below --rounds, got {at}")
+  worker_config = execution.worker_config_from_arguments(args)
   mid = at[1]
   setup = harness.digits_fedavg(num_clients=20)
   eval_ds = cdl.build_eval_dataset(setup.fed.test_data, setup.fed.eval_map_fn)
   evaluate = training_loop.build_keras_evaluate_fn(
       digits_models.create_digits_cnn, eval_ds)
   print(f"digits FedAvg, {args.clients_per_round} clients/round, "
-        f"{total} rounds, evaluation every 10; RSS after rounds {at}")
+        f"{total} rounds, evaluation every 10; RSS after rounds {at}; "
+        f"worker {worker_config}")
   print(harness.load_line(), flush=True)
   with tempfile.TemporaryDirectory(prefix="fv_bench_memory_") as out, \
-      execution.managed_execution_context() as pool:
+      execution.managed_execution_context(config=worker_config) as pool:
     sampler = _RssSampler(
         sampling.UniformSampler(setup.fed.client_data.client_ids,
                                 args.clients_per_round, seed=0),

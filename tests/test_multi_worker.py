@@ -200,3 +200,29 @@ def test_hung_remote_worker_stops_run_and_rerun_resumes(tmp_path):
   for a, b in zip(reference.rows, resumed.rows):
     for key in ("train_loss", "test_accuracy"):
       assert float(a[key]) == pytest.approx(float(b[key]), rel=1e-6)
+
+
+def _listening_addresses(port):
+  """Hex local addresses of LISTEN sockets on `port` (/proc/net/tcp{,6})."""
+  out = []
+  for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    with open(table) as f:
+      for line in f.readlines()[1:]:
+        fields = line.split()
+        address, hex_port = fields[1].split(":")
+        if int(hex_port, 16) == port and fields[3] == "0A":
+          out.append(address)
+  return out
+
+
+@pytest.mark.parametrize("loopback_only", [True, False])
+def test_local_workers_listen_on_loopback_only(loopback_only):
+  config = execution.WorkerConfig(loopback_only=loopback_only)
+  with execution.managed_execution_context(config=config) as pool:
+    addresses = _listening_addresses(pool.local[0].port)
+  assert addresses
+  wildcard = any(set(a) == {"0"} for a in addresses)
+  # 127.0.0.1 is 0100007F in /proc's byte order, also inside ::ffff:127.0.0.1.
+  assert wildcard != loopback_only
+  if loopback_only:
+    assert all(a.endswith("0100007F") for a in addresses)
