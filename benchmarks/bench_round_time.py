@@ -8,7 +8,11 @@ Variants, run interleaved with the plain loop in one process (a, b, a, c, ...):
   c  fedavg, fedir, fedvc: this package's processes as the binaries run them
                   (`training_loop.build_training_process`: client datasets
                   built in the executor from round keys, shuffle +
-                  augmentation).
+                  augmentation; FedIR with q_k from the clients' whole-data
+                  label counts, `client_label_counts=True`).
+Extra variants on request (--variants): fedavg_reduce / fedir_reduce (TFF's
+`dataset.reduce` client loop, the state before the fix) and fedir_recount
+(q_k counted over the round's mapped batches).
 Every variant uses the same clients, pipeline (raw examples read from
 per-client files, seeded shuffle, augmentation, batching), model, client
 SGD and server averaging. Prints b/a and c/a of wall and CPU seconds (this
@@ -46,8 +50,9 @@ from federated_vision.data import partition as partition_lib
 from federated_vision.models import cifar as cifar_models
 
 VARIANTS = ("stock_tff", "fedavg", "fedir", "fedvc")
-# Before the loop fix (TFF's default `dataset.reduce` client loop), on request.
-EXTRA_VARIANTS = ("fedavg_reduce", "fedir_reduce")
+# On request: before the loop fix (TFF's default `dataset.reduce` client
+# loop), and FedIR counting q_k over the round's mapped batches.
+EXTRA_VARIANTS = ("fedavg_reduce", "fedir_reduce", "fedir_recount")
 _REDUCE = tff.learning.LoopImplementation.DATASET_REDUCE
 CLIENT_LR = 0.05
 
@@ -194,8 +199,11 @@ def main(argv=None):
   processes = {
       "fedavg": (lambda: algorithms.build_fedavg(model_fn, sgd(CLIENT_LR)),
                  spec),
-      "fedir": (lambda: fedir_lib.build_fedir(model_fn, sgd(CLIENT_LR),
-                                              num_classes), spec),
+      "fedir": (lambda: fedir_lib.build_fedir(
+          model_fn, sgd(CLIENT_LR), num_classes, client_label_counts=True),
+                spec),
+      "fedir_recount": (lambda: fedir_lib.build_fedir(
+          model_fn, sgd(CLIENT_LR), num_classes), spec),
       "fedvc": (lambda: algorithms.build_fedavg(model_fn, sgd(CLIENT_LR)),
                 spec._replace(virtual_client_size=examples)),
       "fedavg_reduce": (lambda: algorithms.build_fedavg(
