@@ -396,12 +396,17 @@ class ManagedWorker(_Worker):
       return ""
 
   def stop(self, timeout: float = 5.0) -> None:
-    """Stops the worker's whole process group; idempotent."""
+    """Stops the worker's whole process group; idempotent.
+
+    The log of a worker that had died on its own is kept (error messages name
+    it); otherwise a temporary log is removed.
+    """
     self._disconnect()
     process, self._process = self._process, None
     with _LIVE_LOCK:
       _LIVE_WORKERS.discard(self)
-    if process is not None and process.poll() is None:
+    died = process is not None and process.poll() is not None
+    if process is not None and not died:
       for sig in (signal.SIGINT, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError, PermissionError):
           os.killpg(process.pid, sig)
@@ -410,7 +415,8 @@ class ManagedWorker(_Worker):
           break
         except subprocess.TimeoutExpired:
           continue
-    if self._own_log and self._log_path and os.path.exists(self._log_path):
+    if (self._own_log and not died and self._log_path
+        and os.path.exists(self._log_path)):
       with contextlib.suppress(OSError):
         os.remove(self._log_path)
 
