@@ -1,66 +1,64 @@
 """Client datasets built in the executor from ids vs passed from Python.
 
-Runs the same FedAvg process on the same clients and rounds both ways, side
-by side in one process, and prints the seconds per round and their ratio.
+Runs the same FedAvg process on the same digits clients and rounds both ways,
+interleaved in one process (in-executor, Python-side, in-executor, ...), and
+prints python_side / in_executor of wall and CPU seconds (Python + worker),
+median (min-max) over the measured rounds.
 
   python -m benchmarks.bench_client_datasets [--rounds 10] [--clients 10]
 """
 
 import argparse
 import os
-import time
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
-import tensorflow_federated as tff
 
-from federated_vision import algorithms
-from federated_vision.data import client_data as cdl
+from benchmarks import harness
 from federated_vision import execution
-from federated_vision.algorithms import sampling
 from federated_vision import training_loop
-from federated_vision.data import digits
-from federated_vision.models import build_tff_model_fn
-from federated_vision.models import digits as digits_models
+from federated_vision.algorithms import sampling
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__)
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--rounds", type=int, default=10)
   parser.add_argument("--clients", type=int, default=10)
-  args = parser.parse_args()
-  fed = digits.load_federated(20, 0.5, seed=0)
-  spec = cdl.TrainingSpec(batch_size=10, seed=0)
-  dataset_fn = cdl.build_training_dataset_fn(
-      fed.client_data.serializable_dataset_fn, spec, fed.train_map_fn)
-  model_fn = build_tff_model_fn(digits_models.create_digits_cnn,
-                                dataset_fn(tf.constant("00")).element_spec)
-  process = algorithms.build_fedavg(
-      model_fn, tff.learning.optimizers.build_sgdm(0.05))
-  in_executor = training_loop.build_training_process(process, fed, spec)
-  sampler = sampling.UniformSampler(fed.client_data.client_ids, args.clients)
-  times = {}
-  with execution.managed_execution_context():
-    for name in ("in_executor", "python_side"):
-      state = (in_executor if name == "in_executor" else process).initialize()
-      total = 0.0
-      for r in range(args.rounds + 1):  # Round 0 warms up (compilation).
-        keys = sampler.round_keys(r)
-        t0 = time.perf_counter()
-        if name == "in_executor":
-          state = in_executor.next(state, keys).state
-        else:
-          datasets = [dataset_fn(tf.constant(k)) for k in keys]
-          state = process.next(state, datasets).state
-        if r:
-          total += time.perf_counter() - t0
-      times[name] = total / args.rounds
-  print(f"{args.clients} digits clients/round, {args.rounds} rounds after warm-up")
-  for name, t in times.items():
-    print(f"  {name:12s} {t * 1000:8.1f} ms/round")
-  print(f"  python_side / in_executor = {times['python_side'] / times['in_executor']:.2f}x")
+  parser.add_argument("--quick", action="store_true", help="3 rounds")
+  args = parser.parse_args(argv)
+  rounds = 3 if args.quick else args.rounds
+  setup = harness.digits_fedavg(num_clients=20)
+  in_executor = training_loop.build_training_process(setup.process, setup.fed,
+                                                     setup.spec)
+  sampler = sampling.UniformSampler(setup.fed.client_data.client_ids,
+                                    args.clients)
+  print(f"digits FedAvg, {args.clients} clients/round, {rounds} rounds after "
+        "1 warm-up")
+  print(harness.load_line(), flush=True)
+  with execution.managed_execution_context() as pool:
+    states = {"in_executor": in_executor.initialize(),
+              "python_side": setup.process.initialize()}
+
+    def run_in_executor(rep):
+      keys = sampler.round_keys(rep + 1)
+      states["in_executor"] = in_executor.next(states["in_executor"], keys).state
+
+    def run_python_side(rep):
+      datasets = [setup.dataset_fn(tf.constant(k))
+                  for k in sampler.round_keys(rep + 1)]
+      states["python_side"] = setup.process.next(states["python_side"],
+                                                 datasets).state
+
+    results = harness.interleave(run_in_executor,
+                                 {"python_side": run_python_side}, rounds,
+                                 harness.Clock(lambda: pool.pids))
+  print(harness.format_table(results, "in_executor"))
+  print(harness.load_line())
+  return results
 
 
 if __name__ == "__main__":
   main()
+  sys.exit(0)

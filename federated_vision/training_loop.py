@@ -541,14 +541,30 @@ def build_keras_evaluate_fn(keras_model_fn: Callable[[], tf.keras.Model],
   return evaluate
 
 
+def _wants_label_counts(process) -> bool:
+  element = process.next.type_signature.parameter[1].member.element
+  return (isinstance(element, tff.StructType) and client_data_lib.LABEL_COUNTS_KEY
+          in tff.structure.name_list(element))
+
+
 def build_training_process(
     process: tff.learning.templates.LearningProcess,
     fed_data: client_data_lib.FederatedDataset,
     spec: client_data_lib.TrainingSpec,
 ) -> tff.learning.templates.LearningProcess:
-  """Composes `process` with in-executor dataset construction from round keys."""
+  """Composes `process` with in-executor dataset construction from round keys.
+
+  A process whose client data elements have `client_data.LABEL_COUNTS_KEY`
+  (FedIR with `client_label_counts=True`) gets every client's class counts
+  over its whole local data (`fed_data.class_counts`) with its batches.
+  """
+  label_counts = None
+  if _wants_label_counts(process):
+    label_counts = client_data_lib.label_counts_fn(
+        fed_data.client_data.client_ids, fed_data.class_counts)
   dataset_fn = client_data_lib.build_training_dataset_fn(
-      fed_data.client_data.serializable_dataset_fn, spec, fed_data.train_map_fn)
+      fed_data.client_data.serializable_dataset_fn, spec, fed_data.train_map_fn,
+      label_counts=label_counts)
   dataset_computation = tff.tensorflow.computation(dataset_fn, tf.string)
   return tff.simulation.compose_dataset_computation_with_learning_process(
       dataset_computation, process)

@@ -7,6 +7,7 @@ import sys
 import textwrap
 import time
 
+import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
@@ -84,3 +85,27 @@ def test_worker_dies_with_sigkilled_parent(tmp_path):
   while _alive(pid) and time.time() < deadline:
     time.sleep(0.05)
   assert not _alive(pid), "worker outlived its SIGKILLed parent"
+
+
+def test_worker_config_environment():
+  config = execution.WorkerConfig(
+      intra_op_threads=1, inter_op_threads=2, onednn=False,
+      malloc_arena_max=4, env=(("X", "1"), ("MALLOC_ARENA_MAX", "3")),
+      loopback_only=False)
+  assert config.environ({"A": "b"}) == {
+      "A": "b", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "2",
+      "TF_ENABLE_ONEDNN_OPTS": "0", "MALLOC_ARENA_MAX": "3", "X": "1"}
+  assert execution.WorkerConfig(loopback_only=False).environ({}) == {
+      "MALLOC_ARENA_MAX": "2"}
+  assert execution.WorkerConfig(
+      loopback_only=False, malloc_arena_max=0).environ({}) == {}
+  with pytest.raises(ValueError, match="intra_op_threads"):
+    execution.WorkerConfig(intra_op_threads=-1).validate()
+
+
+def test_started_worker_gets_its_environment():
+  with execution.managed_execution_context() as pool:
+    with open(f"/proc/{pool.pid}/environ", "rb") as f:
+      env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+  assert env[b"MALLOC_ARENA_MAX"] == b"2"
+  assert b"loopback_bind" in env[b"LD_PRELOAD"]

@@ -34,10 +34,26 @@ AggregationFactory = Union[tff.aggregators.WeightedAggregationFactory,
 # Measurement added to every client work (see `count_dropped_clients`).
 DROPPED_NON_FINITE = "clients_dropped_non_finite"
 
+# The clients' SGD loop: `for batch in dataset` (a While loop over iterator
+# ops), not TFF's default `dataset.reduce`. A reduce function is a tf.data
+# function, which neither TFF's static Grappler pass (it skips tf.data
+# functions) nor the worker optimises; there the Identity nodes of inlined
+# function boundaries sit between MaxPool and MaxPoolGrad, so oneDNN's layout
+# pass cannot pair them and max-pool backward runs in Eigen's slow
+# `SpatialMaxPoolWithArgMaxHelper` (13-18% of the worker's CPU on the CIFAR
+# CNN). See README, "Performance and multiple workers".
+DEFAULT_LOOP = tff.learning.LoopImplementation.DATASET_ITERATOR
+
 
 def _check_positive(name: str, value: float) -> None:
   if not value > 0:
     raise ValueError(f"{name} must be > 0, got {value}")
+
+
+def check_loop_implementation(loop_implementation) -> None:
+  if not isinstance(loop_implementation, tff.learning.LoopImplementation):
+    raise TypeError("loop_implementation must be a tff.learning."
+                    f"LoopImplementation, got {loop_implementation!r}")
 
 
 def build_initial_weights_fn(model_fn: ModelFn) -> tff.Computation:
@@ -56,6 +72,7 @@ def build_fedavg(
     client_work: Optional[tff.learning.templates.ClientWorkProcess] = None,
     model_aggregator: Optional[AggregationFactory] = None,
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+    loop_implementation: tff.learning.LoopImplementation = DEFAULT_LOOP,
 ) -> tff.learning.templates.LearningProcess:
   """Builds Federated Averaging (McMahan et al. 2017) by composition.
 
@@ -78,6 +95,8 @@ def build_fedavg(
       so a client dropped as non-finite enters its mean as a zero update.
     client_weighting: how client deltas are weighted (number of examples by
       default).
+    loop_implementation: the clients' training loop (see `DEFAULT_LOOP`); the
+      results do not depend on it.
 
   Returns:
     A `tff.learning.templates.LearningProcess` whose `client_work`
@@ -92,6 +111,7 @@ def build_fedavg(
   if not isinstance(client_optimizer, tff.learning.optimizers.Optimizer):
     raise TypeError("client_optimizer must be a tff.learning.optimizers."
                     f"Optimizer, got {type(client_optimizer).__name__}")
+  check_loop_implementation(loop_implementation)
   if server_optimizer is None:
     server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
   if not isinstance(server_optimizer, tff.learning.optimizers.Optimizer):
@@ -106,7 +126,8 @@ def build_fedavg(
   if client_work is None:
     client_work = tff.learning.templates.build_model_delta_client_work(
         model_fn=model_fn, optimizer=client_optimizer,
-        client_weighting=client_weighting)
+        client_weighting=client_weighting,
+        loop_implementation=loop_implementation)
   client_work = count_dropped_clients(client_work, client_weighting)
   aggregator = weighted_aggregator.create(
       weights_type.trainable, tff.TensorType(np.float32))

@@ -19,9 +19,11 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
+from tensorflow_federated.python.learning import loop_builder
 
 from federated_vision import models as models_lib
 from federated_vision.algorithms import fedavg
+from federated_vision.data import client_data as client_data_lib
 
 PerExampleLossFn = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 
@@ -76,8 +78,20 @@ def build_fedir_client_work(
     target_distribution: Optional[Sequence[float]] = None,
     per_example_loss_fn: PerExampleLossFn = models_lib.per_example_loss,
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+    loop_implementation: tff.learning.LoopImplementation = fedavg.DEFAULT_LOOP,
+    client_label_counts: bool = False,
 ) -> tff.learning.templates.ClientWorkProcess:
   """Importance-reweighted model-delta client work (FedIR).
+
+  q_k, the client's class distribution, comes from one of two places:
+  * `client_label_counts=True`: every batch carries the client's class counts
+    over its whole local data (`client_data.LABEL_COUNTS_KEY`, added by
+    `client_data.build_training_dataset_fn(label_counts=...)`, which
+    `training_loop.build_training_process` does for such a process), read
+    from the first batch: the paper's q_k, computed once per client, and no
+    second pass over the round's decoded, augmented batches;
+  * otherwise the label histogram of the round's dataset, counted in a first
+    pass over it (for plain {'x', 'y'} datasets, e.g. Python-side ones).
 
   Args:
     model_fn: no-arg function returning a `tff.learning.models.VariableModel`
@@ -93,11 +107,16 @@ def build_fedir_client_work(
       model's loss. The model's loss minus the mean of these is kept as the
       regularisation term, so weight decay still applies.
     client_weighting: aggregation weight of each client's delta.
+    loop_implementation: the local training loop (see
+      `federated_vision.algorithms.fedavg.DEFAULT_LOOP`).
+    client_label_counts: the client data elements are the model's input plus
+      `client_data.LABEL_COUNTS_KEY`, float32 [num_classes] (see above).
 
   Returns:
     A `tff.learning.templates.ClientWorkProcess` whose server state is a
     `FedIRState`.
   """
+  fedavg.check_loop_implementation(loop_implementation)
   if num_classes <= 0:
     raise ValueError(f"num_classes must be > 0, got {num_classes}")
   if target_distribution is None:
@@ -108,7 +127,12 @@ def build_fedir_client_work(
     model = model_fn()
     metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
         model.metric_finalizers())
-  data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
+  element_spec = model.input_spec
+  if client_label_counts:
+    element_spec = collections.OrderedDict(
+        element_spec, **{client_data_lib.LABEL_COUNTS_KEY: tf.TensorSpec(
+            [num_classes], tf.float32)})
+  data_type = tff.SequenceType(tff.types.tensorflow_to_type(element_spec))
   weights_type = tff.learning.models.weights_type_from_model(model)
   whimsy_state = client_optimizer.initialize(tf.TensorSpec([], tf.float32))
   initial_hparams = client_optimizer.get_hparams(whimsy_state)
@@ -128,7 +152,9 @@ def build_fedir_client_work(
     update = tf.function(functools.partial(
         _client_update, model, client_optimizer, num_classes=num_classes,
         per_example_loss_fn=per_example_loss_fn,
-        client_weighting=client_weighting))
+        client_weighting=client_weighting,
+        training_loop=loop_builder.build_training_loop(loop_implementation),
+        client_label_counts=client_label_counts))
     return update(state, initial_weights, dataset)
 
   @tff.federated_computation(
@@ -149,14 +175,23 @@ def build_fedir_client_work(
 
 
 def _client_update(model, optimizer, state, initial_weights, dataset, *,
-                   num_classes, per_example_loss_fn, client_weighting):
+                   num_classes, per_example_loss_fn, client_weighting,
+                   training_loop, client_label_counts):
   """One client's local training with importance-weighted losses."""
   hparams, target = state
   model_weights = tff.learning.models.ModelWeights.from_model(model)
   tf.nest.map_structure(lambda v, t: v.assign(t), model_weights,
                         initial_weights)
   # q_k(y), computed locally; it never leaves the client.
-  q_k = label_distribution(dataset, num_classes)
+  if client_label_counts:
+    counts = dataset.take(1).reduce(
+        tf.zeros([num_classes], tf.float32),
+        lambda _, batch: batch[client_data_lib.LABEL_COUNTS_KEY])
+    q_k = tf.math.divide_no_nan(counts, tf.reduce_sum(counts))
+    dataset = dataset.map(lambda batch: {
+        k: v for k, v in batch.items() if k != client_data_lib.LABEL_COUNTS_KEY})
+  else:
+    q_k = label_distribution(dataset, num_classes)
   trainable = tuple(tf.nest.flatten(model_weights.trainable))
   specs = tuple(tf.TensorSpec(v.shape, v.dtype) for v in trainable)
 
@@ -176,8 +211,8 @@ def _client_update(model, optimizer, state, initial_weights, dataset, *,
     return (num_examples + tf.cast(output.num_examples, tf.int64), opt_state)
 
   opt_state = optimizer.set_hparams(optimizer.initialize(specs), hparams)
-  num_examples, _ = dataset.reduce(
-      (tf.constant(0, tf.int64), opt_state), reduce_fn)
+  num_examples, _ = training_loop(
+      reduce_fn, dataset, lambda: (tf.constant(0, tf.int64), opt_state))
   delta = tf.nest.map_structure(tf.subtract, initial_weights.trainable,
                                 model_weights.trainable)
   delta, non_finite = _zero_if_non_finite(delta)
@@ -227,6 +262,7 @@ def build_fedir(
     server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
     target_distribution: Optional[Sequence[float]] = None,
     per_example_loss_fn: PerExampleLossFn = models_lib.per_example_loss,
+    client_label_counts: bool = False,
     **kwargs,
 ) -> tff.learning.templates.LearningProcess:
   """FedIR (Hsu, Qi & Brown 2020): FedAvg with importance-weighted clients.
@@ -241,6 +277,8 @@ def build_fedir(
     server_optimizer: defaults to SGD(1.0).
     target_distribution: p(y); uniform when None.
     per_example_loss_fn: see `build_fedir_client_work`.
+    client_label_counts: q_k from the client's whole local data (see
+      `build_fedir_client_work`); what the binaries should use.
     **kwargs: passed to `build_fedavg` (model_aggregator, client_weighting).
 
   Returns:
@@ -250,6 +288,8 @@ def build_fedir(
       "client_weighting", tff.learning.ClientWeighting.NUM_EXAMPLES)
   client_work = build_fedir_client_work(
       model_fn, client_optimizer, num_classes, target_distribution,
-      per_example_loss_fn, client_weighting)
+      per_example_loss_fn, client_weighting,
+      kwargs.get("loop_implementation", fedavg.DEFAULT_LOOP),
+      client_label_counts)
   return fedavg.build_fedavg(model_fn, client_optimizer, server_optimizer,
                              client_work=client_work, **kwargs)

@@ -34,6 +34,9 @@ from federated_vision import execution
 execution.install_managed_default_context()  # Never TFF's unmanaged worker.
 
 ROUND_KEY_SEPARATOR = "@"
+# Optional per-batch feature: the client's class counts over its whole local
+# data, float32 [num_classes] (FedIR's q_k; see `label_counts_fn`).
+LABEL_COUNTS_KEY = "label_counts"
 # Arrays larger than this are written to per-client files instead of being
 # embedded as graph constants (graphs are re-sent to the worker every round).
 MAX_INLINE_BYTES = 16 << 20
@@ -307,10 +310,30 @@ def virtual_client_indices(num_examples: tf.Tensor, virtual_size: int,
   return tf.ensure_shape(idx, [virtual_size])
 
 
+def label_counts_fn(client_ids: Sequence[str], class_counts: np.ndarray
+                    ) -> Callable[[tf.Tensor], tf.Tensor]:
+  """In-graph round key -> that client's class counts, float32 [C].
+
+  Args:
+    client_ids: the ClientData's ids, in `class_counts` row order.
+    class_counts: [num_clients, C] counts over each client's whole local data
+      (`FederatedDataset.class_counts`).
+  """
+  counts = np.asarray(class_counts)
+  if counts.ndim != 2 or len(counts) != len(client_ids):
+    raise ValueError(f"class_counts must be [{len(client_ids)}, num_classes], "
+                     f"got shape {counts.shape}")
+  ids = list(client_ids)
+  # Constants are made inside the (traced) function, not captured eagerly.
+  return lambda key: tf.gather(tf.constant(counts, tf.float32),
+                               _row_lookup(ids)(key))
+
+
 def build_training_dataset_fn(
     raw_dataset_fn: Callable[[tf.Tensor], tf.data.Dataset],
     spec: TrainingSpec,
     map_fn: Optional[Callable[[Element, tf.Tensor], Element]] = None,
+    label_counts: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
 ) -> Callable[[tf.Tensor], tf.data.Dataset]:
   """Round key -> batched training dataset (a serializable TF function).
 
@@ -318,13 +341,18 @@ def build_training_dataset_fn(
   subset of `max_elements`]. Then for each of the E epochs (McMahan et al.
   2017, Algorithm 1): a fresh seeded shuffle of D -> map_fn (decode, augment)
   -> batches of B, the last one smaller; B = None is one batch of all of D.
-  Every seed is `derive_seed(key_seed(key, spec.seed), stream, ...)`.
+  Every seed is `derive_seed(key_seed(key, spec.seed), stream, ...)`. If
+  `label_counts` is given, every batch also carries the client's whole-data
+  label counts under `LABEL_COUNTS_KEY` (FedIR's q_k, computed once).
 
   Args:
     raw_dataset_fn: a ClientData's `serializable_dataset_fn`.
     spec: batch size, epochs, shuffling, FedVC.
     map_fn: `(element, seed[2]) -> model input` (see
       `FederatedDataset.train_map_fn`); identity when None.
+    label_counts: `label_counts_fn(...)`: when given, every batch also has
+      `LABEL_COUNTS_KEY`, the client's class counts over its whole local data
+      (FedIR reads q_k there instead of counting the round's mapped batches).
 
   Returns:
     A function usable inside a `tff.tensorflow.computation`.
@@ -376,7 +404,11 @@ def build_training_dataset_fn(
             lambda i, x: map_fn(x, derive_seed(seed, AUGMENT_STREAM, e, i)),
             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
       return d.batch(batch_size)
-    return tf.data.Dataset.range(spec.epochs).flat_map(epoch).prefetch(1)
+    out = tf.data.Dataset.range(spec.epochs).flat_map(epoch)
+    if label_counts is not None:
+      counts = label_counts(key)
+      out = out.map(lambda batch: {**batch, LABEL_COUNTS_KEY: counts})
+    return out.prefetch(1)
   return dataset_fn
 
 

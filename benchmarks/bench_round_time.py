@@ -1,0 +1,252 @@
+"""Round time of TFF vs a plain TensorFlow loop doing the same SGD steps.
+
+Variants, run interleaved with the plain loop in one process (a, b, a, c, ...):
+  a  plain:       a `tf.function` SGD loop over the same client batches
+                  (FedAvg in plain TensorFlow, no TFF);
+  b  stock_tff:   `tff.learning.algorithms.build_weighted_fed_avg` with
+                  Python-side datasets (the same pipeline, built per round);
+  c  fedavg, fedir, fedvc: this package's processes as the binaries run them
+                  (`training_loop.build_training_process`: client datasets
+                  built in the executor from round keys, shuffle +
+                  augmentation; FedIR with q_k from the clients' whole-data
+                  label counts, `client_label_counts=True`).
+Extra variants on request (--variants): fedavg_reduce / fedir_reduce (TFF's
+`dataset.reduce` client loop, the state before the fix) and fedir_recount
+(q_k counted over the round's mapped batches).
+Every variant uses the same clients, pipeline (raw examples read from
+per-client files, seeded shuffle, augmentation, batching), model, client
+SGD and server averaging. Prints b/a and c/a of wall and CPU seconds (this
+process + the TFF worker) as median (min-max) over the measured rounds.
+
+  python -m benchmarks.bench_round_time                      # CIFAR CNN
+  python -m benchmarks.bench_round_time --model=mobilenet_v2_gn
+  python -m benchmarks.bench_round_time --quick
+
+CIFAR: Hsu et al. 2019's CNN on synthetic CIFAR (10 clients x 500, B=64,
+E=1). MobileNetV2-GN: 224 px synthetic images, 10 clients x 13, B=8.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # pylint: disable=g-import-not-at-top
+import tensorflow as tf  # pylint: disable=g-import-not-at-top
+import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+
+from benchmarks import harness  # pylint: disable=g-import-not-at-top
+from federated_vision import algorithms
+from federated_vision import execution
+from federated_vision import models as models_lib
+from federated_vision import training_loop
+from federated_vision.algorithms import fedir as fedir_lib
+from federated_vision.data import archives
+from federated_vision.data import cifar
+from federated_vision.data import client_data as cdl
+from federated_vision.data import partition as partition_lib
+from federated_vision.models import cifar as cifar_models
+
+VARIANTS = ("stock_tff", "fedavg", "fedir", "fedvc")
+# On request: before the loop fix (TFF's default `dataset.reduce` client
+# loop), and FedIR counting q_k over the round's mapped batches.
+EXTRA_VARIANTS = ("fedavg_reduce", "fedir_reduce", "fedir_recount")
+_REDUCE = tff.learning.LoopImplementation.DATASET_REDUCE
+CLIENT_LR = 0.05
+
+
+def _mobilenet_map_fn(element, seed):
+  """Random flip of a [0, 1] float image (MobileNetV2 inputs)."""
+  image = tf.image.convert_image_dtype(element["x"], tf.float32)
+  image = tf.image.stateless_random_flip_left_right(image, seed=seed)
+  return {"x": image, "y": tf.cast(element["y"], tf.int32)}
+
+
+def build_data(model: str, num_clients: int, examples: int, storage_dir: str):
+  """(FederatedDataset, keras_model_fn, num_classes) of synthetic data."""
+  if model == "cifar_cnn":
+    num_classes = 10
+    arrays = cifar.synthetic_arrays(num_clients * examples, 10, num_classes,
+                                    seed=0)
+    part = partition_lib.dirichlet_partition(arrays.train_y, num_clients,
+                                             examples, alpha=1.0, seed=0)
+    # max_inline_bytes=0: per-client files, as the real data set's loader.
+    fed = cifar.from_arrays("synthetic_cifar10", arrays, part, num_classes,
+                            storage_dir=storage_dir, max_inline_bytes=0)
+    keras_model_fn = lambda: cifar_models.create_cifar_cnn(seed=0)
+    return fed, keras_model_fn, num_classes
+  if model == "mobilenet_v2_gn":
+    from federated_vision.models import mobilenet_v2  # pylint: disable=g-import-not-at-top
+    num_classes = 10
+    arrays = archives.synthetic_image_arrays(
+        (224, 224, 3), [str(c) for c in range(num_classes)],
+        num_clients * examples, 1, seed=0)
+    part = {f"c{k}": np.arange(k * examples, (k + 1) * examples)
+            for k in range(num_clients)}
+    fed = cifar.from_arrays("synthetic_224", arrays, part, num_classes,
+                            storage_dir=storage_dir, max_inline_bytes=0)
+    fed = fed._replace(train_map_fn=_mobilenet_map_fn)
+    keras_model_fn = lambda: mobilenet_v2.create_mobilenet_v2_gn(
+        num_classes=num_classes, seed=0)
+    return fed, keras_model_fn, num_classes
+  raise ValueError(f"--model must be cifar_cnn or mobilenet_v2_gn, got {model!r}")
+
+
+class PlainFedAvg:
+  """FedAvg rounds in plain TensorFlow: the work itself, without TFF.
+
+  Per client: load the global weights, `for batch in dataset` SGD steps in a
+  `tf.function`, return the delta; the server adds the example-weighted mean
+  delta (server learning rate 1).
+  """
+
+  def __init__(self, keras_model_fn, learning_rate: float):
+    self._model = keras_model_fn()
+    self._global = [tf.Variable(v) for v in self._model.trainable_variables]
+    self._lr = learning_rate
+
+  @tf.function
+  def _client_update(self, dataset):
+    model = self._model
+    for v, g in zip(model.trainable_variables, self._global):
+      v.assign(g)
+    num = tf.constant(0.0)
+    loss_sum = tf.constant(0.0)
+    correct = tf.constant(0.0)
+    for batch in dataset:
+      with tf.GradientTape() as tape:
+        logits = model(batch["x"], training=True)
+        losses = models_lib.per_example_loss(batch["y"], logits)
+        loss = tf.reduce_mean(losses)
+        if model.losses:
+          loss += tf.add_n(model.losses)
+      grads = tape.gradient(loss, model.trainable_variables)
+      for v, g in zip(model.trainable_variables, grads):
+        v.assign_sub(self._lr * g)
+      n = tf.cast(tf.shape(batch["y"])[0], tf.float32)
+      num += n
+      loss_sum += tf.reduce_sum(losses)
+      correct += tf.reduce_sum(tf.cast(tf.equal(
+          tf.argmax(logits, -1, output_type=tf.int32),
+          tf.reshape(tf.cast(batch["y"], tf.int32), [-1])), tf.float32))
+    deltas = [g - v for g, v in zip(self._global, model.trainable_variables)]
+    return deltas, num, loss_sum, correct
+
+  def round(self, datasets) -> float:
+    total = [tf.zeros_like(g) for g in self._global]
+    weight = 0.0
+    loss = 0.0
+    for ds in datasets:
+      deltas, n, loss_sum, _ = self._client_update(ds)
+      total = [t + n * d for t, d in zip(total, deltas)]
+      weight += float(n)
+      loss += float(loss_sum)
+    for g, t in zip(self._global, total):
+      g.assign_sub(t / weight)
+    return loss / weight
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--model", default="cifar_cnn",
+                      choices=("cifar_cnn", "mobilenet_v2_gn"))
+  parser.add_argument("--rounds", type=int, default=6)
+  parser.add_argument("--clients", type=int, default=None)
+  parser.add_argument("--examples", type=int, default=None,
+                      help="examples per client")
+  parser.add_argument("--batch_size", type=int, default=None)
+  parser.add_argument("--variants", default=",".join(VARIANTS))
+  parser.add_argument("--quick", action="store_true",
+                      help="2 rounds, 4 clients (a smoke run for make bench)")
+  parser.add_argument("--max_concurrent_computation_calls", type=int,
+                      default=-1)
+  execution.add_worker_config_arguments(parser)
+  args = parser.parse_args(argv)
+  defaults = {"cifar_cnn": (10, 500, 64), "mobilenet_v2_gn": (10, 13, 8)}
+  clients, examples, batch = defaults[args.model]
+  clients = args.clients or (4 if args.quick else clients)
+  examples = args.examples or examples
+  batch = args.batch_size or batch
+  rounds = 2 if args.quick else args.rounds
+  variants = [v for v in args.variants.split(",") if v]
+  unknown = set(variants) - set(VARIANTS + EXTRA_VARIANTS)
+  if unknown:
+    parser.error(f"--variants: unknown {sorted(unknown)}; choose from "
+                 f"{VARIANTS + EXTRA_VARIANTS}")
+  worker_config = execution.worker_config_from_arguments(args)
+
+  storage = tempfile.TemporaryDirectory(prefix="fv_bench_")
+  fed, keras_model_fn, num_classes = build_data(args.model, clients, examples,
+                                                storage.name)
+  ids = fed.client_data.client_ids
+  spec = cdl.TrainingSpec(batch_size=batch, epochs=1, seed=0)
+  dataset_fn = cdl.build_training_dataset_fn(
+      fed.client_data.serializable_dataset_fn, spec, fed.train_map_fn)
+  keys = lambda rep: [cdl.round_key(c, rep + 1) for c in ids]
+  python_datasets = lambda rep: [dataset_fn(tf.constant(k)) for k in keys(rep)]
+  model_fn = models_lib.build_tff_model_fn(
+      keras_model_fn, dataset_fn(tf.constant(ids[0])).element_spec)
+  sgd = lambda lr: tff.learning.optimizers.build_sgdm(lr)
+
+  runs = {}
+  if "stock_tff" in variants:
+    stock = tff.learning.algorithms.build_weighted_fed_avg(
+        model_fn, client_optimizer_fn=sgd(CLIENT_LR),
+        server_optimizer_fn=sgd(1.0))
+    runs["stock_tff"] = (stock, python_datasets)
+  processes = {
+      "fedavg": (lambda: algorithms.build_fedavg(model_fn, sgd(CLIENT_LR)),
+                 spec),
+      "fedir": (lambda: fedir_lib.build_fedir(
+          model_fn, sgd(CLIENT_LR), num_classes, client_label_counts=True),
+                spec),
+      "fedir_recount": (lambda: fedir_lib.build_fedir(
+          model_fn, sgd(CLIENT_LR), num_classes), spec),
+      "fedvc": (lambda: algorithms.build_fedavg(model_fn, sgd(CLIENT_LR)),
+                spec._replace(virtual_client_size=examples)),
+      "fedavg_reduce": (lambda: algorithms.build_fedavg(
+          model_fn, sgd(CLIENT_LR), loop_implementation=_REDUCE), spec),
+      "fedir_reduce": (lambda: fedir_lib.build_fedir(
+          model_fn, sgd(CLIENT_LR), num_classes,
+          loop_implementation=_REDUCE), spec),
+  }
+  for name, (build, vspec) in processes.items():
+    if name in variants:
+      runs[name] = (training_loop.build_training_process(build(), fed, vspec),
+                    keys)
+  # After every TFF model was built: Keras invalidates eager models made
+  # before a model is built in a tf.Graph (as TFF builds them).
+  plain = PlainFedAvg(keras_model_fn, CLIENT_LR)
+
+  print(f"{args.model}: {clients} clients x {examples} examples, B={batch}, "
+        f"E=1, {rounds} rounds after 1 warm-up; worker {worker_config}")
+  print(harness.load_line(), flush=True)
+  with execution.managed_execution_context(
+      args.max_concurrent_computation_calls, worker_config) as pool:
+    states = {name: process.initialize() for name, (process, _) in runs.items()}
+
+    def step(name):
+      def run(rep):
+        process, args_fn = runs[name]
+        out = process.next(states[name], args_fn(rep))
+        states[name] = out.state
+        loss = float(out.metrics["client_work"]["train"]["loss"])
+        if not np.isfinite(loss):
+          raise RuntimeError(f"{name}: non-finite training loss {loss}")
+      return run
+
+    clock = harness.Clock(lambda: pool.pids)
+    results = harness.interleave(
+        lambda rep: plain.round(python_datasets(rep)),
+        {name: step(name) for name in runs}, rounds, clock)
+  print(harness.format_table(results, "plain loop"))
+  print(harness.load_line())
+  storage.cleanup()
+  return results
+
+
+if __name__ == "__main__":
+  main()
+  sys.exit(0)

@@ -1,0 +1,1 @@
+"""Native helpers (C sources compiled on first use)."""
