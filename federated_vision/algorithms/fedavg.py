@@ -213,9 +213,13 @@ def count_dropped_clients(
     is_zero = tf.equal(weight, tf.zeros_like(weight))
     if not read_empty:
       return tf.cast(is_zero, tf.int32)
-    nonempty = lambda: tf.cast(  # pylint: disable=g-long-lambda
-        dataset.take(1).reduce(tf.constant(0, tf.int64), lambda c, _: c + 1),
-        tf.int32)
+    # An iterator's optional next element, not a reduce: the client graph
+    # stays free of ReduceDataset (see `DEFAULT_LOOP`).
+    # (In a tf.function, so the iterator is created and initialised there.)
+    @tf.function
+    def has_element(ds):
+      return tf.cast(iter(ds).get_next_as_optional().has_value(), tf.int32)
+    nonempty = lambda: has_element(dataset)
     return tf.cond(is_zero, nonempty, lambda: tf.constant(0, tf.int32))
 
   @tff.federated_computation(*list(param_types))
