@@ -143,8 +143,9 @@ def test_digits_five_strategies_payload_and_groups(digits_run):
 def test_digits_mixing_resumes(digits_run, tmp_path):
   out, _ = digits_run
   before = _rows(out / "fedavg+example_transfer" / "metrics.csv")
-  proc = run_module(BINARY, *[a for a in DIGITS if not a.startswith("--mixing")],
-                    "--mixing=example_transfer", f"--root_output_dir={out.parent}",
+  # The same experiment, extended by one round (another --mixing list would
+  # be another experiment: refused in this directory).
+  proc = run_module(BINARY, *DIGITS, f"--root_output_dir={out.parent}",
                     "--experiment_name=mix", "--total_rounds=3", timeout=600)
   assert proc.returncode == 0, proc.stderr[-3000:]
   summary = json.loads((out / "summary.json").read_text())
@@ -178,7 +179,7 @@ def test_bad_mixing_flags_exit_2_with_one_line(tmp_path, flag_args,
 
 def test_celeba_fixture_two_rounds_of_each_strategy(tmp_path):
   from celeba_fixture import write_celeba_sqlite  # pylint: disable=g-import-not-at-top
-  cache = tmp_path / "celeba"
+  cache = tmp_path / "celeba_cache"  # Not the experiment directory.
   cache.mkdir()
   write_celeba_sqlite(str(cache))
   proc = run_module(
