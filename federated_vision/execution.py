@@ -307,6 +307,10 @@ class ManagedWorker(_Worker):
     return None if self._process is None else self._process.pid
 
   @property
+  def log_path(self) -> Optional[str]:
+    return self._log_path
+
+  @property
   def address(self) -> str:
     return f"127.0.0.1:{self.port}"  # loopback_bind.so's listening address.
 
@@ -323,7 +327,14 @@ class ManagedWorker(_Worker):
     return self._exit_reason(process)
 
   def known_loss_reason(self) -> Optional[str]:
-    return self._lost or self.probe()
+    if self._lost:
+      return self._lost
+    process = self._process
+    if process is not None:
+      # A broken connection usually means the process is exiting right now.
+      with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=2.0)
+    return self.probe()
 
   def _exit_reason(self, process) -> str:
     code = process.returncode

@@ -50,6 +50,13 @@ def _run(tmp_path, name, rounds=3, **context_kwargs):
   return result, pids
 
 
+def _remove_logs(workers):
+  """Logs of workers that died on their own are kept; tests tidy up."""
+  for w in workers:
+    if w.log_path and os.path.exists(w.log_path):
+      os.remove(w.log_path)
+
+
 def _wait_dead(pids, seconds=10):
   deadline = time.time() + seconds
   while any(_alive(p) for p in pids) and time.time() < deadline:
@@ -101,6 +108,7 @@ def test_taken_port_is_one_clear_line():
   message = str(info.value)
   assert f"port {port}" in message and "\n" not in message
   assert not worker.is_running()
+  _remove_logs([worker])
 
 
 def test_missing_binary_is_one_clear_line(monkeypatch):
@@ -142,6 +150,7 @@ def test_worker_killed_mid_round_is_one_clear_line(tmp_path):
   assert "killed by signal 9" in str(info.value)
   assert "\n" not in str(info.value)
   assert _wait_dead(pool.pids + [victim])
+  _remove_logs(pool.local)
 
 
 def test_pool_validates_arguments():
@@ -190,6 +199,7 @@ def test_hung_remote_worker_stops_run_and_rerun_resumes(tmp_path):
   finally:
     os.kill(victim, signal.SIGKILL)
     hosts.stop()
+    _remove_logs(hosts.local)
   message = str(info.value)
   assert hosts.local[1].address in message and "not answering" in message
   assert "\n" not in message
