@@ -170,7 +170,9 @@ def write_run_hparams(run_dir: str, name: Optional[str] = None,
     out[method] = hp
     if not write:
       continue
-    status = entry.get("status", results.FINISHED)
+    status = results.recorded_status(entry)
+    if status == results.MISSING:  # Not run: nothing to record.
+      continue
     metrics = {k: entry.get(k) for k in METRIC_KEYS
                if isinstance(entry.get(k), (int, float))}
     write_session(os.path.join(run_dir, method, SUBDIR), hp, metrics,

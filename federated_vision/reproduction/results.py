@@ -150,6 +150,13 @@ def _finite(x) -> bool:
       math.isfinite(x)
 
 
+def recorded_status(entry: Mapping[str, object]) -> str:
+  """A summary.json method's status in this module's terms: the runner
+  writes "completed" / "diverged" / "not_run" (no status: finished)."""
+  status = entry.get("status", FINISHED)
+  return {"completed": FINISHED, "not_run": MISSING}.get(status, status)
+
+
 def method_state(run: RunDir, method: str) -> MethodState:
   """Status of one method of a run (see the module docstring)."""
   if run.status != FINISHED:
@@ -158,7 +165,9 @@ def method_state(run: RunDir, method: str) -> MethodState:
   sm_path = os.path.join(run.path, "summary.json")
   if not isinstance(entry, dict):
     return MethodState(MISSING, f"{sm_path}: no method {method!r}", {})
-  status = entry.get("status", FINISHED)
+  status = recorded_status(entry)
+  if status == MISSING:
+    return MethodState(MISSING, f"{sm_path}: method {method} not run", entry)
   if status not in METHOD_STATUSES:
     return MethodState(INVALID, f"{sm_path}: method {method} has status "
                        f"{status!r}", entry)
