@@ -387,14 +387,22 @@ class ManagedWorker(_Worker):
     self.wait_ready()
 
   def get_stub(self):
-    """A ready stub; starts the worker on first use (see `auto_restart`)."""
+    """A ready stub of the running worker.
+
+    With `auto_restart` (the lazily started default worker) a worker that is
+    not running is (re)started; otherwise that raises `WorkerLostError`: pool
+    workers are started by `WorkerPool.start`, and one that died or was
+    stopped (e.g. a slice still running on it when the pool closed) must not
+    come back as a fresh process.
+    """
     with self._lock:
-      if self._process is not None and not self.is_running():
-        if not self._auto_restart:
-          raise WorkerLostError(f"{self.describe()} is gone: {self.probe()}")
-        self.start()
-      elif self._stub is None:
-        self.start()
+      if self.is_running() and self._stub is not None:
+        return _guarded_stub(self, self._stub)
+      if not self._auto_restart:
+        state = ("was stopped" if self._process is None
+                 else f"is gone: {self.probe() or 'not connected'}")
+        raise WorkerLostError(f"{self.describe()} {state}")
+      self.start()
       return _guarded_stub(self, self._stub)
 
   def log_tail(self, max_chars: int = 2000) -> str:
@@ -516,6 +524,9 @@ def _guarded_stub_class():
   lost_codes = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
                 grpc.StatusCode.DEADLINE_EXCEEDED}
 
+  def _forward(method: str):
+    return lambda self, request: self._call(method, request)  # pylint: disable=protected-access
+
   class GuardedStub(remote_executor_stub.RemoteExecutorStub):
     """Turns a lost worker's gRPC errors into a `WorkerLostError`.
 
@@ -552,23 +563,12 @@ def _guarded_stub_class():
       except WorkerLostError:
         return response  # Nothing left to dispose of on a lost worker.
 
-    def get_executor(self, request):
-      return self._call("get_executor", request)
-
-    def create_value(self, request):
-      return self._call("create_value", request)
-
-    def create_struct(self, request):
-      return self._call("create_struct", request)
-
-    def create_call(self, request):
-      return self._call("create_call", request)
-
-    def create_selection(self, request):
-      return self._call("create_selection", request)
-
-    def compute(self, request):
-      return self._call("compute", request)
+    get_executor = _forward("get_executor")
+    create_value = _forward("create_value")
+    create_struct = _forward("create_struct")
+    create_call = _forward("create_call")
+    create_selection = _forward("create_selection")
+    compute = _forward("compute")
 
     def dispose(self, request):
       return self._dispose("dispose", request, executor_pb2.DisposeResponse())
