@@ -5,8 +5,10 @@ cli.main(argv, body))`: `body()` runs with line-buffered stdout and quiet TF
 logging; a `ConfigError` (or `ValueError` from configuration) becomes ONE
 line `<binary>: error: <message>` and exit status 2; a
 `training_loop.RunError` one such line and its `exit_code` (2: directory in
-use, 3: divergence, 1: checkpoint or write failure); an `OSError`
-with a file name one line naming it, status 1; Ctrl-C exits 130.
+use, 3: divergence, 1: checkpoint or write failure); an
+`execution.WorkerError` (a TFF worker did not start, or was lost: then
+saying how to resume) and an `OSError` with a file name one line, status 1;
+Ctrl-C exits 130.
 """
 
 import importlib
@@ -52,6 +54,14 @@ def _run_error_type():
   return loop.RunError if loop is not None else ()
 
 
+def _worker_error_types():
+  """(`execution.WorkerError`, `WorkerLostError`) if execution was imported."""
+  execution = sys.modules.get("federated_vision.execution")
+  if execution is None:
+    return (), ()
+  return execution.WorkerError, execution.WorkerLostError
+
+
 def import_extra_modules(names: Sequence[str]) -> None:
   """Imports --extra_modules (ConfigError naming the flag if one fails)."""
   for name in names:
@@ -83,6 +93,17 @@ def main(argv: Sequence[str], body: Callable[[], None],
   except Exception as e:  # pylint: disable=broad-except
     if isinstance(e, _run_error_type()):
       fail(one_line(e), e.exit_code)
+    worker_error, worker_lost = _worker_error_types()
+    if isinstance(e, worker_error):  # Workers stopped by SIGTERM / SIGHUP.
+      signum = sys.modules["federated_vision.execution"].TERMINATING_SIGNAL
+      if signum is not None:
+        sys.exit(128 + signum)
+    if isinstance(e, worker_lost):
+      fail(f"{one_line(e)}; the run stopped: rerun the same command (with "
+           "working --workers / --local_workers) to resume from its last "
+           "checkpoint (written every --rounds_per_checkpoint rounds)", 1)
+    if isinstance(e, worker_error):
+      fail(one_line(e), 1)
     if isinstance(e, OSError) and e.filename:
       fail(f"{e.filename}: {e.strerror or one_line(e)}", 1)
     raise

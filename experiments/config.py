@@ -14,6 +14,8 @@ so `--field=value: reason` messages come straight from the library):
   mixing    `MixingConfig`                mixing strategies (Augenstein et al.)
   run       `RunConfig`                   run control (--overwrite,
                                            --on_divergence, ...)
+  execution `ExecutionConfig`             which TFF workers run it
+                                           (--local_workers, --workers, ...)
 
 Why frozen dataclasses and not `ml_collections.ConfigDict`: no new
 dependency; typed fields with defaults in one place; hashable and comparable
@@ -35,6 +37,7 @@ import math
 import os
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
+from federated_vision import execution
 from federated_vision import methods as methods_lib
 from federated_vision import tasks
 from federated_vision.errors import ConfigError, bad
@@ -127,6 +130,48 @@ class RunConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class ExecutionConfig:
+  """Which TFF workers run the computations (`federated_vision.execution`).
+
+  None of these change results (several workers equal one up to the order
+  of the aggregation's float sums, ~1e-6); they are not part of the
+  recorded experiment, so a run may resume on other workers.
+
+  Attributes:
+    local_workers: local `worker_binary` processes to start and own.
+    workers: 'host:port' of worker services started by hand; used in
+      addition to the local ones (give --local_workers=0 for remote only).
+    max_concurrent_computation_calls: the local workers' flag (<= 0: no
+      limit).
+    worker_startup_timeout: seconds a worker may take to start / be reached.
+    worker_malloc_arena_max: local workers' MALLOC_ARENA_MAX (0: glibc's).
+    worker_intra_op_threads: local workers' TF intra-op threads (0: TF's).
+    worker_inter_op_threads: local workers' TF inter-op threads (0: TF's).
+  """
+  local_workers: int = 1
+  workers: Tuple[str, ...] = ()
+  max_concurrent_computation_calls: int = -1
+  worker_startup_timeout: float = execution.DEFAULT_STARTUP_TIMEOUT_SEC
+  worker_malloc_arena_max: int = execution.WorkerConfig().malloc_arena_max
+  worker_intra_op_threads: int = 0
+  worker_inter_op_threads: int = 0
+
+  def worker_config(self) -> "execution.WorkerConfig":
+    """The local workers' `execution.WorkerConfig`."""
+    return execution.WorkerConfig(
+        intra_op_threads=self.worker_intra_op_threads,
+        inter_op_threads=self.worker_inter_op_threads,
+        malloc_arena_max=self.worker_malloc_arena_max)
+
+  def context(self):
+    """`execution.managed_execution_context` over these workers."""
+    return execution.managed_execution_context(
+        self.max_concurrent_computation_calls, self.worker_config(),
+        local_workers=self.local_workers, workers=self.workers,
+        startup_timeout=self.worker_startup_timeout)
+
+
+@dataclasses.dataclass(frozen=True)
 class ExperimentConfig:
   """Everything `runner.run` needs (see the module docstring)."""
   data: DataConfig = DataConfig()
@@ -136,6 +181,7 @@ class ExperimentConfig:
   output: OutputConfig = OutputConfig()
   mixing: MixingConfig = MixingConfig()
   run: RunConfig = RunConfig()
+  execution: ExecutionConfig = ExecutionConfig()
 
   @property
   def output_dir(self) -> str:
@@ -155,7 +201,8 @@ class ExperimentConfig:
 # Section name -> its dataclass. A new section is one entry here.
 SECTIONS = {"data": DataConfig, "model": ModelConfig, "methods": MethodsConfig,
             "training": TrainingConfig, "output": OutputConfig,
-            "mixing": MixingConfig, "run": RunConfig}
+            "mixing": MixingConfig, "run": RunConfig,
+            "execution": ExecutionConfig}
 
 
 def field_sections() -> Dict[str, str]:
@@ -232,6 +279,24 @@ def check_output(output: OutputConfig) -> None:
               "must be a non-empty name without '/'")
 
 
+def check_execution(e: ExecutionConfig) -> None:
+  """The --local_workers / --workers / --worker_* checks (ConfigError)."""
+  for name in ("local_workers", "worker_malloc_arena_max",
+               "worker_intra_op_threads", "worker_inter_op_threads"):
+    if getattr(e, name) < 0:
+      raise bad(name, getattr(e, name), "must be >= 0")
+  if not e.worker_startup_timeout > 0:
+    raise bad("worker_startup_timeout", e.worker_startup_timeout,
+              "must be > 0 seconds")
+  try:
+    execution.parse_worker_addresses(e.workers)
+  except ValueError as err:
+    raise bad("workers", e.workers, str(err).partition(": ")[2]) from None
+  if e.local_workers == 0 and not e.workers:
+    raise ConfigError("--local_workers=0 needs --workers=host:port,...: no "
+                      "worker to run on", "local_workers")
+
+
 def validate(config: ExperimentConfig,
              given: Iterable[str] = ()) -> Dict[str, object]:
   """Checks the whole config before any data is loaded.
@@ -280,6 +345,7 @@ def validate(config: ExperimentConfig,
   for method in m.expand():
     methods_lib.validate_method_config(method)
   check_output(config.output)
+  check_execution(config.execution)
   methods_lib.validate_mixing(config.mixing, m.expand(), given)
   if config.mixing.mixing and config.data.dataset not in \
       tasks.scenario_task_names():

@@ -14,6 +14,7 @@ from typing import List
 from absl import flags
 
 from experiments import flags_data
+from experiments import flags_execution
 from experiments import flags_mixing
 from experiments import flags_model
 from experiments import flags_run
@@ -21,7 +22,7 @@ from experiments import flags_run
 # Modules defining the config flags (a new section's flags module goes here).
 FLAG_MODULES = ("experiments.flags_data", "experiments.flags_model",
                 "experiments.flags_run", "experiments.flags_lib",
-                "experiments.flags_mixing")
+                "experiments.flags_mixing", "experiments.flags_execution")
 
 
 def _define_methods() -> None:
@@ -95,6 +96,7 @@ def define_flags() -> None:
   _define_output()
   flags_mixing.define_flags()
   flags_run.define_flags()
+  flags_execution.define_flags()
 
 
 def key_flag_modules() -> List[object]:

@@ -2,6 +2,7 @@
 
   python -m experiments.reproduce --preset=hsu2020_table3 --split_csv=... \
       [--dry_run] [--only=run_glob,...] [--report_only] [--results_root=DIR]
+      [--local_workers=N] [--workers=host:port,...]
 
 Plans the preset's runs (a missing data flag or file stops it before any run
 starts), runs the unfinished ones (resuming interrupted runs, skipping
@@ -48,7 +49,8 @@ def main(argv):
     try:
       reproduce_lib.reproduce(
           FLAGS.preset, FLAGS.results_root, reproduce_lib.given_data(FLAGS),
-          FLAGS.only, FLAGS.dry_run, FLAGS.report_only)
+          FLAGS.only, FLAGS.dry_run, FLAGS.report_only,
+          execution=reproduce_lib.execution_settings(FLAGS))
     except (plan.PlanError, reproduce_lib.ReproduceError) as e:
       cli.fail(str(e))
   cli.main(argv, body)

@@ -9,9 +9,9 @@ it before any run starts), runs every run that is not finished through
 its checkpoint; one run name is one configuration, so a centralized baseline
 shared by several presets runs once), then writes the report
 (`report.write_report`), the studies, the sweep's HParams experiment and, for
-`digits_claims`, the claim verdicts. Runs whose flags train_main does not
-have yet (`presets.PLANNED_FLAGS`, e.g. --mixing) are skipped and reported as
-"cannot check: --<flag> not available".
+`digits_claims`, the claim verdicts. Every preset flag is a train_main
+setting (tests/test_reproduction_presets.py); an unknown one is a
+`ConfigError` naming it, before any run starts.
 """
 
 import dataclasses
@@ -30,23 +30,17 @@ class ReproduceError(ValueError):
   """The preset cannot run or report as asked; the message is one line."""
 
 
-def unavailable_flags(flags: Mapping[str, object]) -> List[str]:
-  """Flags of a run that are not settings of train_main (yet), sorted."""
-  known = config_lib.field_sections()
-  return sorted(f for f in flags if f not in known)
-
-
 def full_config(run: spec.Run, results_root: str = "reproduction"
                 ) -> Dict[str, object]:
-  """Every train_main setting of `run`: defaults overridden by the preset
-  (flags train_main does not have yet are kept, so the listing is complete)."""
-  known = {k: v for k, v in run.flag_dict().items()
-           if k not in unavailable_flags(run.flags)}
-  known.update(root_output_dir=results_root, experiment_name=run.name)
-  out = config_lib.flat(config_lib.replace_fields(
-      config_lib.ExperimentConfig(), known))
-  out.update({k: run.flags[k] for k in unavailable_flags(run.flags)})
-  return out
+  """Every train_main setting of `run`: defaults overridden by the preset.
+
+  Raises:
+    ConfigError: the preset names a flag train_main does not have.
+  """
+  values = dict(run.flag_dict(), root_output_dir=results_root,
+                experiment_name=run.name)
+  return config_lib.flat(config_lib.replace_fields(
+      config_lib.ExperimentConfig(), values))
 
 
 def _show(value) -> str:
@@ -61,14 +55,11 @@ def describe_runs(preset: spec.Preset, results_root: str = "reproduction",
   runs = preset.runs if runs is None else runs
   lines = [f"preset {preset.name}: {len(runs)} runs -- {preset.description}"]
   for run in runs:
-    missing = unavailable_flags(run.flags)
     cfg = " ".join(f"--{k}={_show(v)}" for k, v in sorted(
         full_config(run, results_root).items()))
-    note = (f"  [not available in train_main: --{', --'.join(missing)}]"
-            if missing else "")
     data = (f"  [data flags: {','.join(run.data_flags)}]"
             if run.data_flags else "")
-    lines.append(f"  {run.kind} {run.name}: {cfg}{data}{note}")
+    lines.append(f"  {run.kind} {run.name}: {cfg}{data}")
   return lines
 
 
@@ -86,25 +77,7 @@ def run_one(flags: Mapping[str, object]) -> None:
   runner.run(config_lib.from_values(flags))
 
 
-def claim_lines(root: str, skipped: Mapping[str, List[str]]) -> List[str]:
-  """Verdict lines of digits_claims; a claim whose runs were skipped for a
-  flag train_main lacks says so instead of 'run missing'."""
-  from federated_vision.reproduction import claims  # pylint: disable=g-import-not-at-top
-  from federated_vision.reproduction.presets import digits_claims as dc  # pylint: disable=g-import-not-at-top
-  claim_runs = {5: tuple(dc.CLAIM5_RUNS.values())}
-  out = []
-  for v in claims.check_digits_claims(root):
-    lacking = sorted({f for r in claim_runs.get(v.number, ())
-                      for f in skipped.get(r, ())})
-    if v.outcome == claims.CANNOT_CHECK and lacking:
-      v = dataclasses.replace(v, evidence=(
-          f"--{', --'.join(lacking)} not available in train_main"))
-    out.append(v.line)
-  return out
-
-
-def write_outputs(preset: spec.Preset, root: str,
-                  skipped: Mapping[str, List[str]], echo: Printer) -> None:
+def write_outputs(preset: spec.Preset, root: str, echo: Printer) -> None:
   """Report, studies, HParams sweep experiment and (digits) claims."""
   from federated_vision.reproduction import hparams  # pylint: disable=g-import-not-at-top
   from federated_vision.reproduction import report as report_lib  # pylint: disable=g-import-not-at-top
@@ -116,7 +89,8 @@ def write_outputs(preset: spec.Preset, root: str,
   if finished:
     hparams.write_sweep(root, finished, write_sessions=False)
   if preset.name == "digits_claims":
-    lines = claim_lines(root, skipped)
+    from federated_vision.reproduction import claims  # pylint: disable=g-import-not-at-top
+    lines = [v.line for v in claims.check_digits_claims(root)]
     path = os.path.join(root, "digits_claims_verdicts.txt")
     with open(path, "w") as f:
       f.write("\n".join(lines) + "\n")
@@ -128,15 +102,17 @@ def write_outputs(preset: spec.Preset, root: str,
 def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Mapping[str, object],
               only: Sequence[str] = (), dry_run: bool = False,
               report_only: bool = False, echo: Printer = print,
-              run_fn: Callable[[Mapping[str, object]], None] = run_one
+              run_fn: Callable[[Mapping[str, object]], None] = run_one,
+              execution: Optional[Mapping[str, object]] = None
               ) -> Dict[str, str]:
   """Plans, runs and reports one preset (see the module docstring).
 
   `preset_name` is a registered name or a `spec.Preset` (e.g. a scaled-down
-  copy in a test).
+  copy in a test). `execution` ({flag: value}, `execution_settings`) says
+  which TFF workers run every run; it changes no result.
 
   Returns:
-    run name -> what happened to it ('finished', 'ran', 'skipped: ...').
+    run name -> what happened to it ('finished', 'ran', 'dry run').
 
   Raises:
     ReproduceError / PlanError / ConfigError: one line naming the preset,
@@ -155,31 +131,24 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
     echo("\n".join(describe_runs(preset, results_root, selected)))
     return {r.name: "dry run" for r in selected}
   planned = plan_lib.plan(preset, results_root, data, only)
-  outcome, skipped = {}, {}
-  for p in planned:
-    lacking = unavailable_flags(p.flags)
-    if lacking:
-      skipped[p.run.name] = lacking
-      outcome[p.run.name] = f"skipped: --{', --'.join(lacking)} not available"
+  outcome = {}
   if not report_only:
     check_runnable(planned)
+    flags_of = {p.run.name: {**p.flags, **(execution or {})} for p in planned}
     for p in planned:  # Validate every config before the first run starts.
-      if p.run.name not in skipped:
-        config_lib.from_values(p.flags)
+      config_lib.from_values(flags_of[p.run.name])
     for i, p in enumerate(planned, 1):
       name = p.run.name
-      if name in skipped:
-        echo(f"[{i}/{len(planned)}] {name}: {outcome[name]}")
-      elif p.status == results.FINISHED:
+      if p.status == results.FINISHED:
         outcome[name] = "finished"
         echo(f"[{i}/{len(planned)}] {name}: finished, skipped")
       else:
         echo(f"[{i}/{len(planned)}] {name}: "
              f"{'resuming' if p.status == results.RUNNING else 'running'}")
-        run_fn(p.flags)
+        run_fn(flags_of[name])
         outcome[name] = "ran"
   os.makedirs(results_root, exist_ok=True)
-  write_outputs(preset, results_root, skipped, echo)
+  write_outputs(preset, results_root, echo)
   return outcome
 
 
@@ -187,6 +156,14 @@ def data_flag_names() -> List[str]:
   """Every data-location flag some preset takes from the command line."""
   from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
   return sorted({f for r in presets.all_runs().values() for f in r.data_flags})
+
+
+def execution_settings(flag_values) -> Dict[str, object]:
+  """The execution flags (--local_workers, --workers, ...) given on the
+  command line (name -> value); every run of the preset uses them."""
+  return {f.name: flag_values[f.name].value
+          for f in dataclasses.fields(config_lib.ExecutionConfig)
+          if flag_values[f.name].present}
 
 
 def given_data(flag_values, names: Optional[Sequence[str]] = None

@@ -5,11 +5,13 @@ that changes results, the partition's fingerprint and the package version. A
 later run into the same directory must match it, except that `total_rounds`
 may grow (the finished run is extended). Not recorded, because they change
 no result: the output location (`root_output_dir`, `experiment_name`), run
-control (`overwrite`, `on_divergence`, `resume_from_last_valid`), checkpoint
-cadence (`rounds_per_checkpoint`) and the reported target
-(`target_accuracy`).
+control (`overwrite`, `on_divergence`, `resume_from_last_valid`), the TFF
+workers (every `ExecutionConfig` field: --local_workers, --workers, ...; a
+run may resume on other workers), checkpoint cadence
+(`rounds_per_checkpoint`) and the reported target (`target_accuracy`).
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -22,7 +24,9 @@ from federated_vision.errors import ConfigError, show
 RECORD_FILE = "experiment.json"
 NOT_RECORDED = ("root_output_dir", "experiment_name", "overwrite",
                 "on_divergence", "resume_from_last_valid",
-                "rounds_per_checkpoint", "target_accuracy")
+                "rounds_per_checkpoint", "target_accuracy") + tuple(
+                    f.name for f in dataclasses.fields(
+                        config_lib.ExecutionConfig))
 # Files a run writes at the top of its directory (other than method dirs).
 _KEEP_ON_CLEAR = (".lock",)
 

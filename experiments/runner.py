@@ -111,20 +111,24 @@ def build_experiment(config: config_lib.ExperimentConfig) -> Experiment:
 def hparams(exp: Experiment) -> dict:
   """hparams.json: every config field at the top level (== its flag), the
   config by section, resolved defaults, data info, partition statistics
-  and each method's resolved settings."""
+  (`partition_stats`: not `partition`, which is the flag) and each method's
+  resolved settings."""
   s = exp.partition_stats
-  return dict(
-      config_lib.flat(exp.config), config=exp.config.to_dict(),
-      resolved=exp.resolved,
+  extras = dict(
+      config=exp.config.to_dict(), resolved=exp.resolved,
       data={k: v for k, v in exp.fed_data.info.items() if k != "label_names"},
-      partition={"num_clients": s["num_clients"],
-                 "num_examples": s["num_examples"],
-                 "examples_per_client_min": s["examples_per_client"]["min"],
-                 "examples_per_client_max": s["examples_per_client"]["max"],
-                 "classes_per_client_mean": s["classes_per_client"]["mean"],
-                 "emd": s["emd"],
-                 "emd_reference": s.get("emd_reference")},
+      partition_stats={
+          "num_clients": s["num_clients"], "num_examples": s["num_examples"],
+          "examples_per_client_min": s["examples_per_client"]["min"],
+          "examples_per_client_max": s["examples_per_client"]["max"],
+          "classes_per_client_mean": s["classes_per_client"]["mean"],
+          "emd": s["emd"], "emd_reference": s.get("emd_reference")},
       methods={m.name: dict(m.settings) for m in exp.methods})
+  flags = config_lib.flat(exp.config)
+  clash = sorted(set(flags) & set(extras))
+  if clash:  # A flag's recorded value must never be overwritten.
+    raise AssertionError(f"hparams.json keys {clash} are also flag names")
+  return dict(flags, **extras)
 
 
 def write_partition_report(exp: Experiment) -> dict:
@@ -181,31 +185,29 @@ def mixing_summary(exp: Experiment, method, rows) -> Dict[str, object]:
 def _train(exp: Experiment, evaluate):
   """{method: RunResult}, and the `DivergenceError` that stopped the run (or
   None): methods after a diverged one are not run."""
-  from federated_vision import execution  # pylint: disable=g-import-not-at-top
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   t, r = exp.config.training, exp.config.run
   results = {}
-  with execution.managed_execution_context():
-    for method in exp.methods:
-      try:
-        results[method.name] = training_loop.run_federated_training(
-            method.name, method.process,
-            exp.fed_data if method.fed_data is None else method.fed_data,
-            method.spec, method.sampler, evaluate,
-            training_loop.LoopConfig(
-                total_rounds=t.total_rounds,
-                output_dir=os.path.join(exp.output_dir, method.name),
-                rounds_per_eval=t.rounds_per_eval,
-                rounds_per_checkpoint=t.rounds_per_checkpoint,
-                on_divergence=r.on_divergence,
-                resume_from_last_valid=r.resume_from_last_valid,
-                round_columns=(() if exp.scenario is None else
-                               (("extra_broadcast_bytes",
-                                 method.extra_broadcast_bytes),)),
-                eval_columns=mixing_eval_columns(exp)))
-      except training_loop.DivergenceError as e:
-        results[method.name] = e.result
-        return results, e
+  for method in exp.methods:
+    try:
+      results[method.name] = training_loop.run_federated_training(
+          method.name, method.process,
+          exp.fed_data if method.fed_data is None else method.fed_data,
+          method.spec, method.sampler, evaluate,
+          training_loop.LoopConfig(
+              total_rounds=t.total_rounds,
+              output_dir=os.path.join(exp.output_dir, method.name),
+              rounds_per_eval=t.rounds_per_eval,
+              rounds_per_checkpoint=t.rounds_per_checkpoint,
+              on_divergence=r.on_divergence,
+              resume_from_last_valid=r.resume_from_last_valid,
+              round_columns=(() if exp.scenario is None else
+                             (("extra_broadcast_bytes",
+                               method.extra_broadcast_bytes),)),
+              eval_columns=mixing_eval_columns(exp)))
+    except training_loop.DivergenceError as e:
+      results[method.name] = e.result
+      return results, e
   return results, None
 
 
@@ -241,12 +243,14 @@ def central_status(central) -> str:
 
 def run(config: config_lib.ExperimentConfig) -> dict:
   """Runs `config` under the experiment directory's `RunLock` (see
-  `experiments.run_record` for which directory it may use).
+  `experiments.run_record` for which directory it may use) on the TFF
+  workers of `config.execution`, started before the data are loaded.
 
   Raises:
     ConfigError: bad config, or the directory holds another experiment.
     training_loop.RunError: locked directory, unreadable checkpoint, write
       failure, divergence (after summary.json is written).
+    execution.WorkerError: a worker did not start or was lost.
   """
   from federated_vision import execution  # pylint: disable=g-import-not-at-top
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
@@ -258,10 +262,12 @@ def run(config: config_lib.ExperimentConfig) -> dict:
     if config.run.overwrite:
       run_record.clear(out)
     record = run_record.check(out, config)
-    exp = build_experiment(config)
-    run_record.start(out, config, run_record.partition_fingerprint(
-        exp.fed_data), record)
-    return _run(exp)
+    # Workers first: a bad --workers address fails before data is loaded.
+    with config.execution.context():
+      exp = build_experiment(config)
+      run_record.start(out, config, run_record.partition_fingerprint(
+          exp.fed_data), record)
+      return _run(exp)
 
 
 def _run(exp: Experiment) -> dict:

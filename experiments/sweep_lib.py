@@ -2,9 +2,13 @@
 
 `plan` reads parsed flags (never writes them) and builds each point's
 `ExperimentConfig` with `sweeps.point_config`; `run_points` runs them with
-`runner.run`.
+`runner.run`. A point's state is its summary.json's status: None (to run),
+'completed' or 'diverged'. A point that diverges does not stop the sweep;
+the others run, and the sweep then exits with status 3 naming every diverged
+point (a rerun skips them: the same seed diverges the same way).
 """
 
+import json
 import os
 import sys
 
@@ -21,7 +25,9 @@ def _show(value) -> str:
 
 
 def plan(f):
-  """(sweep, experiment dir, [(point, config, output dir, done)]).
+  """(sweep, experiment dir, [(point, config, output dir, status)]).
+
+  `status` is `point_status(output dir)`.
 
   Every point's config is validated without loading data, so bad
   combinations fail before anything runs. Flags are only read.
@@ -58,40 +64,79 @@ def plan(f):
     config = sweeps.point_config(command_line, sweep, pt, explicit, exp_dir)
     config_lib.validate(config, explicit)
     out = config.output_dir
-    rows.append((pt, config, out,
-                 os.path.exists(os.path.join(out, "summary.json"))))
+    rows.append((pt, config, out, point_status(out)))
   return sweep, exp_dir, rows
 
 
+def point_status(out: str):
+  """None (no summary.json: to run or resume), or summary.json's status
+  ('completed', 'diverged').
+
+  Raises:
+    ConfigError: summary.json is unreadable or has no status.
+  """
+  path = os.path.join(out, "summary.json")
+  if not os.path.exists(path):
+    return None
+  try:
+    with open(path) as f:
+      status = json.load(f)["status"]
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise ConfigError(f"{path}: unreadable summary ({type(e).__name__}: "
+                      f"{e}); move it away to rerun the point") from None
+  return status
+
+
 def print_plan(sweep, exp_dir, rows) -> None:
-  done = sum(1 for r in rows if r[3])
+  done = sum(1 for r in rows if r[3] is not None)
   print(f"sweep {sweep.name}: {len(rows)} points, {done} done -> {exp_dir}")
   values = config_lib.flat(rows[0][1]) if rows else {}
   base = {k: v for k, v in values.items()
           if k in sweep.base and all(k not in r[0].flags for r in rows)}
   print("  base: " + " ".join(f"--{k}={_show(v)}" for k, v in sorted(base.items())))
-  for pt, _, _, is_done in rows:
+  for pt, _, _, status in rows:
     axes = " ".join(f"--{k}={_show(v)}" for k, v in pt.flags.items())
-    print(f"  [{'done' if is_done else 'todo'}] {pt.name}  {axes}")
+    label = {None: "todo", "completed": "done"}.get(status, status)
+    print(f"  [{label}] {pt.name}  {axes}")
 
 
 def run_points(sweep, exp_dir, rows) -> None:
+  """Runs the points without a summary.json.
+
+  Raises:
+    ConfigError: a point's config is refused (naming the point).
+    training_loop.RunError: after every point ran, if any point diverged
+      (now or in an earlier invocation); one line, exit status 3 (as a
+      diverged train_main run).
+  """
   from experiments import runner  # pylint: disable=g-import-not-at-top
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   ran = 0
-  for i, (pt, config, out, done) in enumerate(rows):
-    if done:
-      print(f"[{i + 1}/{len(rows)}] {pt.name}: summary.json exists, skipped")
+  diverged = [pt.name for pt, _, _, status in rows if status == "diverged"]
+  for i, (pt, config, out, status) in enumerate(rows):
+    if status is not None:
+      print(f"[{i + 1}/{len(rows)}] {pt.name}: {status} (summary.json), "
+            "skipped")
       continue
     print(f"\n[{i + 1}/{len(rows)}] {pt.name} -> {out}")
     try:
       runner.run(config)
     except ConfigError as e:
       raise ConfigError(f"point {pt.name}: {e}", e.field) from None
+    except training_loop.DivergenceError as e:
+      print(f"[{i + 1}/{len(rows)}] {pt.name}: {e}")
+      diverged.append(pt.name)
     ran += 1
   print(f"\nsweep {sweep.name}: ran {ran}, skipped {len(rows) - ran}; "
         f"results under {exp_dir}")
   print(f"table: {python_command()} -m experiments.report_main "
         f"--input_dir={exp_dir}")
+  if diverged:
+    error = training_loop.RunError(
+        f"sweep {sweep.name}: {len(diverged)} point(s) diverged: "
+        f"{', '.join(diverged)} (summary.json status 'diverged')")
+    error.exit_code = training_loop.DivergenceError.exit_code
+    raise error
 
 
 def python_command() -> str:

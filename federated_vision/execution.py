@@ -805,6 +805,12 @@ def managed_execution_context(
     stack.set_default_context(previous)
 
 
+# The signal `install_signal_handlers`' handler is stopping the process for
+# (None otherwise): a computation the stopped workers fail is not a worker
+# error then, and the binary exits 128 + signal.
+TERMINATING_SIGNAL: Optional[int] = None
+
+
 def install_signal_handlers() -> None:
   """Turns SIGTERM (and SIGHUP) into SystemExit so `finally` and atexit run.
 
@@ -812,6 +818,8 @@ def install_signal_handlers() -> None:
   """
   def handler(signum, frame):
     del frame
+    global TERMINATING_SIGNAL
+    TERMINATING_SIGNAL = signum
     stop_all_workers()
     sys.exit(128 + signum)
 

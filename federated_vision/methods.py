@@ -338,7 +338,16 @@ def _fedavg_family(momentum: bool, fedsgd: bool = False) -> AlgorithmBuilder:
 
 
 def _fedir(config: MethodConfig, inputs: MethodInputs):
-  """FedIR's importance-weighted client work (Hsu, Qi & Brown 2020)."""
+  """FedIR's importance-weighted client work (Hsu, Qi & Brown 2020).
+
+  q_k is client k's class distribution over its whole local data, as in the
+  paper, read once per client from the counts `training_loop.
+  build_training_process` adds to its batches (`client_label_counts=True`):
+  not counted over the round's batches, which under FedVC are a resample of
+  N_VC examples (a noisy estimate of q_k) and would need a second pass. The
+  mixing strategies' FedIR (`algorithms.mixing`) counts the round's batches,
+  which there include the transferred centralized examples.
+  """
   import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
   from federated_vision.algorithms import fedir  # pylint: disable=g-import-not-at-top
   target = None
@@ -350,7 +359,8 @@ def _fedir(config: MethodConfig, inputs: MethodInputs):
   work = fedir.build_fedir_client_work(
       inputs.model_fn,
       tff.learning.optimizers.build_sgdm(config.client_learning_rate),
-      inputs.num_classes, target_distribution=target)
+      inputs.num_classes, target_distribution=target,
+      client_label_counts=True)
   return work, {"fedir_target": config.fedir_target}
 
 

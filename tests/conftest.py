@@ -89,6 +89,23 @@ def metric_rows(path):
   return rows
 
 
+TRAIN_MAIN = "experiments.train_main"
+# A small train_main run: digits, 6 clients, 3 per round, FedAvg.
+SMALL_RUN = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=3",
+             "--client_batch_size=20", "--rounds_per_eval=2",
+             "--rounds_per_checkpoint=1", "--centralized_epochs=1", "--seed=3"]
+
+
+@pytest.fixture(scope="session")
+def reference_run(tmp_path_factory):
+  """The directory of an uninterrupted 6-round SMALL_RUN on one worker."""
+  root = tmp_path_factory.mktemp("reference")
+  proc = run_module(TRAIN_MAIN, f"--root_output_dir={root}",
+                    "--experiment_name=a", "--total_rounds=6", *SMALL_RUN)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return root / "a"
+
+
 @pytest.fixture
 def repo_root():
   return REPO

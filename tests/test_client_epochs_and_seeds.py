@@ -181,3 +181,24 @@ def test_two_run_seeds_train_differently_one_seed_identically():
     np.testing.assert_array_equal(a, b)
   assert max(np.abs(a - b).max() for a, b in
              zip(weights["first"][1], weights["other"][1])) > 1e-6
+
+
+@pytest.mark.parametrize("global_seed", [0, 7])
+def test_global_seed_changes_no_client_shuffle(global_seed):
+  """A process-wide tf.random.set_seed (a centralized baseline trained
+  earlier in the process, a user's script) neither changes the client's
+  shuffles (eager and traced, as TFF traces them) nor, for 0, breaks them."""
+  fed, _ = _fed()
+  spec = cdl.TrainingSpec(batch_size=3, epochs=2, seed=5)
+  fn = cdl.build_training_dataset_fn(fed.client_data.serializable_dataset_fn,
+                                     spec)
+  traced = lambda: [b["x"].numpy()[:, 0].astype(int).tolist() for b in
+                    tf.function(lambda k: fn(k))(tf.constant("d@3"))]
+  fresh = (_batches(fed, "d@3", spec), traced())
+  assert fresh[0] == fresh[1]
+  try:
+    tf.random.set_seed(global_seed)
+    assert (_batches(fed, "d@3", spec), traced()) == fresh
+  finally:
+    from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top
+    context.context()._set_global_seed(None)  # pylint: disable=protected-access

@@ -89,14 +89,36 @@ def test_validation_errors_name_the_flag():
       ({"dataset": "synthetic_cifar10", "imbalance_sigma": 1.0},
        "--imbalance_sigma: not used by --dataset=synthetic_cifar10"),
       ({"dataset": "digits", "partition": "iid"},
-       "--partition=iid: --dataset=digits supports --partition=dirichlet "
-       "only"),
+       "--partition=iid: --dataset=digits supports --partition=dirichlet|"
+       "shards only"),
+      ({"partition": "shards", "alpha": 0.1},
+       "--alpha: not used by --partition=shards"),
+      ({"partition": "shards", "imbalance_sigma": 1.0},
+       "--imbalance_sigma: not used by --partition=shards"),
       ({"algorithm": []}, "--algorithm: give at least one"),
       ({"total_rounds": 0}, "--total_rounds=0: must be >= 1"),
+      ({"local_workers": -1}, "--local_workers=-1: must be >= 0"),
+      ({"local_workers": 0}, "--local_workers=0 needs --workers=host:port"),
+      ({"workers": ["h:1", "10.0.0.5"]},
+       "--workers=h:1,10.0.0.5: '10.0.0.5' is not host:port"),
+      ({"workers": ["h:99999"]}, "--workers=h:99999: 'h:99999' is not"),
+      ({"worker_startup_timeout": 0.0},
+       "--worker_startup_timeout=0.0: must be > 0"),
+      ({"worker_malloc_arena_max": -2}, "--worker_malloc_arena_max=-2"),
   ]:
     with pytest.raises(ConfigError) as e:
       config_lib.from_values(values)
     assert message in str(e.value), values
+    assert "\n" not in str(e.value)
+  # Remote workers in addition to the default local one are allowed.
+  both = config_lib.from_values({"workers": ["h:1"]}).execution
+  assert (both.local_workers, both.workers) == (1, ("h:1",))
+  # Checked when the mixing scenario is built (before any training).
+  from federated_vision import tasks  # pylint: disable=g-import-not-at-top
+  config = config_lib.from_values({"partition": "shards", "mixing": ["none"]})
+  with pytest.raises(ConfigError, match="--partition=shards and --mixing"):
+    tasks.get_task("digits").build_scenario(
+        config.data, tasks.DataContext(0, "unused", "unused"))
 
 
 def test_sweep_points_are_configs_and_flags_are_untouched(parse):

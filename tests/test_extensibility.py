@@ -94,7 +94,7 @@ def test_train_main_runs_a_task_and_method_registered_here(parse, tmp_path):
                                  "clients_per_round": 3}
   assert summary["config"]["data"]["dataset"] == "toy4x4"
   hparams = json.loads((out / "hparams.json").read_text())
-  assert hparams["partition"]["num_examples"] == 60
+  assert hparams["partition_stats"]["num_examples"] == 60
   assert (out / "partition_alpha_0.50_class_counts.json").is_file()
 
 

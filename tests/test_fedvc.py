@@ -175,7 +175,7 @@ def test_demo_reports_acc_at_round_and_batch_with_and_without_fedvc(tmp_path):
   assert "acc@batch" in proc.stdout
   hparams = json.loads((tmp_path / "vc" / "hparams.json").read_text())
   assert hparams["fedvc"] is True and hparams["virtual_client_size"] == 30
-  assert hparams["partition"]["examples_per_client_max"] > 3 * hparams["partition"]["examples_per_client_min"]
+  assert hparams["partition_stats"]["examples_per_client_max"] > 3 * hparams["partition_stats"]["examples_per_client_min"]
 
 
 def test_demo_runs_fedir_variant(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 import tensorflow_federated as tff
 
 from federated_vision import methods
+from federated_vision import training_loop
 from federated_vision.algorithms import fedvc
 from federated_vision.algorithms import sampling
 from federated_vision.errors import ConfigError
@@ -79,6 +80,9 @@ def test_resolved_settings_of_every_builtin_combination():
           m.spec.seed) == (8, 3, 12, 7)
   np.testing.assert_allclose(m.sampler.probabilities,
                              np.asarray(SIZES) / sum(SIZES))
+  # FedIR's q_k is read from the client's whole-data class counts, which
+  # the training loop adds to its batches (not counted over the resample).
+  assert training_loop._wants_label_counts(m.process)  # pylint: disable=protected-access
 
   sgd = methods.build_method(dataclasses.replace(base, algorithm="fedsgd",
                                                  variants=("fedprox",)),

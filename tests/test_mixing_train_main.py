@@ -193,6 +193,7 @@ def test_celeba_fixture_two_rounds_of_each_strategy(tmp_path):
   assert proc.returncode == 0, proc.stderr[-3000:]
   out = tmp_path / "celeba"
   hparams = json.loads((out / "hparams.json").read_text())
+  assert hparams["resolved"]["partition"] == "celebrity"  # Not --partition's.
   data = hparams["data"]
   # Federated = smiling images of c0 (3), c1 (2), c3 (1); centralized = the 5
   # unsmiling train images; test = both labels of t0, t1.
@@ -251,8 +252,14 @@ def test_loop_config_extra_columns():
 
 def test_celeba_task_models():
   base = {"dataset": "celeba", "celeba_cache_dir": "somewhere"}
-  assert config_lib.resolve(config_lib.from_values(base))["model"] == \
-      "celeba_cnn"
+  resolved = config_lib.resolve(config_lib.from_values(base))
+  # Clients are celebrities: the recorded partition says so, and
+  # --partition (a Dirichlet/IID/shards choice) is refused.
+  assert (resolved["model"], resolved["partition"]) == ("celeba_cnn",
+                                                        "celebrity")
+  with pytest.raises(ConfigError, match="--partition: not used by "
+                     "--dataset=celeba"):
+    config_lib.from_values(dict(base, partition="iid"))
   assert config_lib.resolve(config_lib.from_values(
       dict(base, model="mobilenet_v2_gn")))["model"] == "mobilenet_v2_gn"
   with pytest.raises(ConfigError, match="celeba_cnn, mobilenet_v2_gn"):

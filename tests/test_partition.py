@@ -283,6 +283,18 @@ def test_shard_partition_mcmahan_mnist():
     P.shard_partition(labels, 200, 3)
 
 
+def test_client_shard_partition_drops_the_remainder():
+  labels = np.repeat(np.arange(10), 143)  # 1,430 = 40 shards of 35 + 30.
+  part, info = P.client_shard_partition(labels, 20, seed=1)
+  assert info == {"num_shards": 40, "shards_per_client": 2, "shard_size": 35}
+  _assert_disjoint_exact(part, 70, 1400)
+  assert max(max(idx) for idx in part.values()) < 1400  # Tail dropped.
+  # 35-example shards of 143-example classes: at most 2 classes per shard.
+  assert np.all((P.class_counts(labels, part) > 0).sum(axis=1) <= 4)
+  again, _ = P.client_shard_partition(labels, 20, seed=1)
+  assert all(np.array_equal(part[c], again[c]) for c in part)
+
+
 def test_class_counts_and_stats():
   labels = np.array([0, 0, 1, 2, 2, 2])
   part = {"a": np.array([0, 2]), "b": np.array([1, 3, 4, 5])}

@@ -44,7 +44,7 @@ def test_synthetic_inaturalist_mobilenet_two_rounds(tmp_path):
   assert hparams["resolved"]["model"] == "mobilenet_v2_gn"
   assert hparams["resolved"]["image_size"] == 32
   assert hparams["resolved"]["bottleneck_dim"] is None
-  assert hparams["partition"]["num_clients"] == 6
+  assert hparams["partition_stats"]["num_clients"] == 6
   assert hparams["data"]["partition"] == "csv"
   assert "label_names" not in hparams["data"]
   assert (tmp_path / ".synthetic_data" / "synthetic_inaturalist"

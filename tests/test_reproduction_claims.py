@@ -102,9 +102,15 @@ def test_check_digits_claims_from_run_directories(tmp_path):
   assert "EMD 1.80: FedAvg 40.0% / FedAvgM 80.0%" in verdicts[0].evidence
   assert "Acc@Batch 160: FedAvg+FedVC 80.0% >= FedAvg 70.0%" in verdicts[1].line
   assert verdicts[3].evidence.startswith(
-      "digits_claims_rounds_noniid/fedavg is missing (no directory ")
-  assert verdicts[4].evidence.startswith("digits_claims_mixing_none/fedavg is "
+      "digits_claims_rounds_shards/fedavg is missing (no directory ")
+  assert verdicts[4].evidence.startswith("digits_claims_mixing_none/fedavg+none is "
                                          "missing")
+  # Our own claims have no published numbers: cells show ours alone.
+  from federated_vision.reproduction import report  # pylint: disable=g-import-not-at-top
+  md = report.format_markdown(report.build_report(p, root))
+  assert "| α = 0 | 1.800 | 40.00 | 80.00 |" in md
+  assert "Each cell: ours (our own checks" in md
+  assert "not transcribed" not in md and " / " not in md.split("## ")[1]
   # A diverged method is never compared.
   finished_run(root, p.run(dc.CLAIM3_RUN),
                {"fedavg": [(40, 0.6)], "fedavg+fedir": [(40, 0.55)]},

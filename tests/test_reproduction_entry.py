@@ -13,6 +13,7 @@ import pytest
 
 from experiments import config as config_lib
 from experiments import reproduce_lib
+from federated_vision.errors import ConfigError
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
 
@@ -43,14 +44,19 @@ def test_dry_run_lists_every_run_with_full_config(name):
     assert "--root_output_dir=/nonexistent" in line
 
 
-def test_dry_run_marks_flags_train_main_lacks():
+def test_dry_run_lists_mixing_runs_with_their_strategy():
   lines = _lines("digits_claims")
   mixing = [l for l in lines if "digits_claims_mixing_" in l]
   assert len(mixing) == 5
-  for l in mixing:
-    known = set(config_lib.field_sections())
-    if "mixing" not in known:
-      assert "[not available in train_main: --missing_classes, --mixing]" in l
+  for strategy, l in zip(("none", "parallel", "example_transfer",
+                          "gradient_transfer", "oracle"), mixing):
+    assert f"--mixing={strategy} " in l and "--missing_classes=8,9 " in l
+
+
+def test_a_preset_flag_train_main_lacks_is_an_error():
+  bad = spec.Run("bad", {"dataset": "digits", "no_such_flag": 1})
+  with pytest.raises(ConfigError, match="--no_such_flag: not a setting"):
+    reproduce_lib.full_config(bad)
 
 
 def test_dry_run_only_selects():
@@ -115,7 +121,7 @@ def _small(preset: spec.Preset) -> spec.Preset:
   runs = []
   for r in preset.runs:
     flags = dict(r.flags, total_rounds=2, rounds_per_eval=2,
-                 rounds_per_checkpoint=2, num_clients=6, clients_per_round=3)
+                 rounds_per_checkpoint=2, num_clients=4, clients_per_round=2)
     if r.kind == spec.CENTRALIZED:
       flags.update(total_rounds=1, rounds_per_eval=1, rounds_per_checkpoint=1,
                    centralized_epochs=1)
@@ -171,11 +177,3 @@ def test_effective_lr_sweep_really_runs(tmp_path):
   outcome = reproduce_lib.reproduce(preset, root, {}, run_fn=ran.append,
                                     echo=out.append)
   assert not ran and set(outcome.values()) == {"finished"}
-
-
-def test_planned_flags_are_not_train_main_flags_yet_or_all_are():
-  planned = set(presets.PLANNED_FLAGS)
-  known = set(config_lib.field_sections())
-  # Either the mixing branch is merged (both flags) or neither exists.
-  assert planned <= known or not planned & known
-

@@ -26,8 +26,6 @@ EXPECTED = (
     "hsu2019_cifar10_alpha", "hsu2019_sensitivity", "mcmahan2017_table1",
     "mcmahan2017_table2", "augenstein_figure1", "digits_claims",
     "digits_effective_lr")
-# Flags the mixing issue plans for train_main (issue 11).
-PLANNED = {"mixing", "missing_classes"}
 
 
 def defined_flag_names():
@@ -55,11 +53,7 @@ def test_flag_names_parsed():
   flags_lib.define_flags()
   from absl import flags  # pylint: disable=g-import-not-at-top
   assert len(FLAG_NAMES) > 40 and FLAG_NAMES <= set(flags.FLAGS)
-  assert presets.PLANNED_FLAGS == tuple(sorted(PLANNED))
-  # --mixing / --missing_classes have landed in train_main; the presets that
-  # use them (Augenstein Figure 1, digits claim 5) still lack their data
-  # flags (--celeba_cache_dir) and tuned mixing settings.
-  assert PLANNED <= FLAG_NAMES
+  assert {"mixing", "missing_classes", "celeba_cache_dir"} <= FLAG_NAMES
 
 
 def test_registry_names_and_unknown_name():
@@ -86,7 +80,7 @@ def test_runs_use_known_flags_and_are_all_used(name):
     used.update(s.runs + ((s.baseline,) if s.baseline else ()))
   assert used == {r.name for r in p.runs}
   for run in p.runs:
-    unknown = set(run.flags) - FLAG_NAMES - PLANNED
+    unknown = set(run.flags) - FLAG_NAMES
     assert not unknown, (run.name, unknown)
     assert set(run.data_flags) <= FLAG_NAMES, run.name
     assert not set(run.data_flags) & set(run.flags), run.name
@@ -226,15 +220,29 @@ def test_mcmahan_presets():
       r.name for r in t2.runs}
 
 
-def test_augenstein_and_digits_claims_use_planned_flags():
+def test_augenstein_and_digits_claims_mixing_runs():
+  strategies = ["none", "parallel", "example_transfer", "gradient_transfer",
+                "oracle"]
   p = presets.get_preset("augenstein_figure1")
-  assert [r.flags["mixing"] for r in p.runs] == [
-      "none", "parallel", "example_transfer", "gradient_transfer", "oracle"]
+  assert [tuple(r.flags["mixing"]) for r in p.runs] == [
+      (s,) for s in strategies]
   assert {r.flags["dataset"] for r in p.runs} == {"celeba"}
+  assert {r.required_data_flags for r in p.runs} == {(("celeba_cache_dir",),)}
+  # Cells read the runner's method name `<algorithm>+<strategy>`.
+  (table,) = p.tables
+  assert {(c.run, c.method) for c in table.cells} == {
+      (f"celeba_mixing_{s}", f"fedavg+{s}") for s in strategies}
   d = presets.get_preset("digits_claims")
   mixing = [r for r in d.runs if "mixing" in r.flags]
   assert len(mixing) == 5 and {r.flags["missing_classes"] for r in mixing} == {
       "8,9"}
+  # The mixing issue's acceptance settings (README "Mixing").
+  assert {(r.flags["num_clients"], r.flags["clients_per_round"],
+           r.flags["merge_weight"], r.flags["central_steps"],
+           r.flags["central_examples_per_client"], r.flags["gradient_weight"])
+          for r in mixing} == {(10, 5, 0.7, 6, 20, 0.25)}
+  claim5 = [t for t in d.tables if t.key == ("digits", "claim5")][0]
+  assert {c.method for c in claim5.cells} == {f"fedavg+{s}" for s in strategies}
 
 
 def _argv(run, data_files):
@@ -259,8 +267,9 @@ def data_files(tmp_path):
   for name in ("split_csv", "test_csv", "pretrained_weights"):
     files[name] = tmp_path / name
     files[name].write_text("stand-in\n")
-  files["image_root"] = tmp_path / "images"
-  files["image_root"].mkdir()
+  for name in ("image_root", "celeba_cache_dir"):
+    files[name] = tmp_path / name
+    files[name].mkdir()
   return files
 
 
@@ -268,16 +277,14 @@ def test_every_run_on_todays_data_sets_passes_config_validation(parse,
                                                              data_files):
   checked = 0
   for run in presets.all_runs().values():
-    if set(run.flags) & PLANNED or run.flags["dataset"] not in \
-        tasks.task_names():
-      continue
+    assert run.flags["dataset"] in tasks.task_names(), run.name
     try:
       f = parse(*_argv(run, data_files))
       config_lib.from_flags(f)
     except Exception as e:  # pylint: disable=broad-except
       pytest.fail(f"{run.name}: {e}")
     checked += 1
-  assert checked == 551 - 10  # All but the 5 CelebA and 5 mixing runs.
+  assert checked == 551
 
 
 def test_validation_catches_a_bad_run(parse, data_files):

@@ -229,7 +229,8 @@ def test_run_record_names_differences_and_allows_only_extension(tmp_path):
       {"settings": settings, "partition_fingerprint": "f"}))
   same = config_lib.replace_fields(base, {
       "rounds_per_checkpoint": 7, "experiment_name": "x", "overwrite": True,
-      "on_divergence": "continue", "target_accuracy": 0.5})
+      "on_divergence": "continue", "target_accuracy": 0.5,
+      "local_workers": 2, "workers": ["h:1"], "worker_startup_timeout": 5.0})
   assert run_record.check(str(tmp_path), same)["settings"] == settings
   longer = config_lib.replace_fields(base, {"total_rounds": 9})
   assert run_record.check(str(tmp_path), longer) is not None

@@ -7,6 +7,7 @@ exit); everything else runs in-process without TFF computations.
 import csv
 import json
 import math
+import os
 
 import pytest
 
@@ -229,7 +230,45 @@ def test_sweep_resume_skips_finished_points(two_point_sweep, parse):
   exp, _ = two_point_sweep
   _, _, rows = sweep_lib.plan(parse(*SWEEP_ARGS,
                                      f"--root_output_dir={exp.parent}"))
-  assert [(r[0].name, r[3]) for r in rows] == [(n, True) for n in TWO_POINTS]
+  assert [(r[0].name, r[3]) for r in rows] == [(n, "completed")
+                                               for n in TWO_POINTS]
+
+
+def test_a_diverged_point_does_not_stop_the_sweep(parse, tmp_path, capsys,
+                                                  monkeypatch):
+  """The other points run; the sweep exits 3 naming the diverged point; a
+  rerun lists it as diverged (not done) and exits 3 again."""
+  from experiments import runner  # pylint: disable=g-import-not-at-top
+  from experiments import sweep_main  # pylint: disable=g-import-not-at-top,unused-import
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  ran = []
+
+  def fake_run(config):  # Writes summary.json as runner.run does.
+    ran.append(config.output_dir)
+    status = "diverged" if config.data.alpha == 0.1 else "completed"
+    os.makedirs(config.output_dir)
+    with open(os.path.join(config.output_dir, "summary.json"), "w") as f:
+      json.dump({"status": status}, f)
+    if status == "diverged":
+      raise training_loop.DivergenceError("fedavg", 1, ["loss is nan"])
+
+  monkeypatch.setattr(runner, "run", fake_run)
+  f = parse("--sweep=hsu2019_cifar10", f"--root_output_dir={tmp_path}",
+            "--only=fedavg_alpha_1,fedavg_alpha_0.1,fedavg_alpha_0")
+  for attempt in range(2):
+    planned = sweep_lib.plan(f)
+    with pytest.raises(training_loop.RunError) as e:
+      sweep_lib.run_points(*planned)
+    assert e.value.exit_code == 3
+    assert str(e.value) == ("sweep hsu2019_cifar10: 1 point(s) diverged: "
+                            "fedavg_alpha_0.1 (summary.json status "
+                            "'diverged')")
+    assert len(ran) == 3  # Every point ran once, none twice.
+  assert [r[3] for r in planned[2]] == ["completed", "diverged", "completed"]
+  sweep_lib.print_plan(*planned)
+  out = capsys.readouterr().out
+  assert "  [diverged] fedavg_alpha_0.1 " in out
+  assert "[2/3] fedavg_alpha_0.1: diverged (summary.json), skipped" in out
 
 
 def test_report_gathers_the_sweep(two_point_sweep, tmp_path):

@@ -10,12 +10,9 @@ import time
 import pytest
 
 from conftest import REPO, run_module, worker_pids
+from conftest import SMALL_RUN as SMALL
+from conftest import TRAIN_MAIN as BINARY
 from conftest import metric_rows as _metric_rows
-
-BINARY = "experiments.train_main"
-SMALL = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=3",
-         "--client_batch_size=20", "--rounds_per_eval=2",
-         "--rounds_per_checkpoint=1", "--centralized_epochs=1", "--seed=3"]
 
 
 def test_smoke_two_rounds_writes_every_output(tmp_path):
@@ -45,7 +42,8 @@ def test_smoke_two_rounds_writes_every_output(tmp_path):
                "root_output_dir", "experiment_name", "alpha"):
     assert flag in hparams
   assert hparams["total_rounds"] == 2
-  assert hparams["partition"]["num_clients"] == 20
+  assert hparams["partition_stats"]["num_clients"] == 20
+  assert hparams["partition"] == "dirichlet"  # Top level: the flag's value.
   for png in ("accuracy.png", "accuracy_vs_batches.png"):
     assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
   # One progress line per round and method, then the table.
@@ -54,20 +52,11 @@ def test_smoke_two_rounds_writes_every_output(tmp_path):
   assert "relative_acc" in proc.stdout and str(out) in proc.stdout
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-  root = tmp_path_factory.mktemp("runs")
-  runs = []
-  for name in ("a", "b"):
-    proc = run_module(BINARY, f"--root_output_dir={root}",
-                      f"--experiment_name={name}", "--total_rounds=6", *SMALL)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    runs.append(root / name)
-  return runs
-
-
-def test_same_seed_gives_identical_metrics(uninterrupted):
-  a, b = uninterrupted
+def test_same_seed_gives_identical_metrics(reference_run, tmp_path):
+  proc = run_module(BINARY, f"--root_output_dir={tmp_path}",
+                    "--experiment_name=b", "--total_rounds=6", *SMALL)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  a, b = reference_run, tmp_path / "b"
   rows_a = _metric_rows(a / "fedavg" / "metrics.csv")
   assert len(rows_a) == 6
   assert rows_a == _metric_rows(b / "fedavg" / "metrics.csv")
@@ -76,7 +65,7 @@ def test_same_seed_gives_identical_metrics(uninterrupted):
   assert strip(a / "fedavg" / "metrics.csv") == strip(b / "fedavg" / "metrics.csv")
 
 
-def test_sigkill_then_resume_matches_uninterrupted(uninterrupted, tmp_path):
+def test_sigkill_then_resume_matches_uninterrupted(reference_run, tmp_path):
   args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
           "--experiment_name=killed", "--total_rounds=6", *SMALL]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
@@ -102,7 +91,7 @@ def test_sigkill_then_resume_matches_uninterrupted(uninterrupted, tmp_path):
   assert "resuming from the checkpoint of round" in again.stdout
   summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
   assert summary["methods"]["fedavg"]["resumed_from_round"] >= 1
-  reference = uninterrupted[0]
+  reference = reference_run
   assert _metric_rows(csv_path) == _metric_rows(reference / "fedavg" / "metrics.csv")
   ref_summary = json.loads((reference / "summary.json").read_text())
   assert (summary["methods"]["fedavg"]["final_accuracy"]
@@ -151,6 +140,7 @@ def _file_in(tmp_path):
     (["--alpha=-0.5"], ["--alpha"]),
     (["--algorithm=fedfoo"], ["--algorithm", "fedavg, fedavgm, fedsgd"]),
     (["--server_momentum=1.5"], ["--server_momentum", "[0, 1)"]),
+    (["--local_workers=0"], ["--local_workers=0", "--workers"]),
     ("UNWRITABLE", ["--root_output_dir", "cannot write"]),
 ])
 def test_bad_input_exits_with_one_clear_line(tmp_path, flag_args, must_mention):

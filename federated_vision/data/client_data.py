@@ -21,6 +21,7 @@ of B, the last one smaller, so a client takes E * ceil(n / B) steps
 (`num_local_batches`); FedVC's virtual client takes E * ceil(N_VC / B).
 """
 
+import contextlib
 import hashlib
 import os
 from typing import Callable, Dict, Mapping, NamedTuple, Optional, Sequence
@@ -324,9 +325,53 @@ def label_counts_fn(client_ids: Sequence[str], class_counts: np.ndarray
     raise ValueError(f"class_counts must be [{len(client_ids)}, num_classes], "
                      f"got shape {counts.shape}")
   ids = list(client_ids)
-  # Constants are made inside the (traced) function, not captured eagerly.
-  return lambda key: tf.gather(tf.constant(counts, tf.float32),
-                               _row_lookup(ids)(key))
+  num_classes = counts.shape[1]
+  # Sparse rows (CSR): the graph, re-sent every round, holds the non-zero
+  # counts only (iNaturalist-User-120k's dense 9,275 x 1,203 would be 45 MB).
+  rows, classes = np.nonzero(counts)
+  values = counts[rows, classes].astype(np.float32)
+  splits = np.searchsorted(rows, np.arange(len(ids) + 1)).astype(np.int64)
+  classes = classes.astype(np.int64)
+
+  def lookup(key):
+    # Constants are made inside the (traced) function, not captured eagerly.
+    row = _row_lookup(ids)(key)
+    begin, end = tf.constant(splits)[row], tf.constant(splits)[row + 1]
+    return tf.scatter_nd(tf.constant(classes)[begin:end, None],
+                         tf.constant(values)[begin:end], [num_classes])
+  return lookup
+
+
+@contextlib.contextmanager
+def op_seed_only():
+  """Makes seeded ops created in the body depend on their own seed only.
+
+  TF combines an op's seed with the global seed (`tf.random.set_seed`, or the
+  graph seed TFF's tracing inherits from it): `random_seed.get_seed` returns
+  (global, op). So a process that had set a global seed (e.g. a centralized
+  baseline trained earlier in the same process, or the user's script) would
+  shuffle clients' data differently from a fresh process with the same
+  --seed; and with a global seed of 0 it fails outright ("symbolic Tensor as
+  a Python bool") on our tensor seeds. In the body the global / graph seed
+  is None, as in a fresh process; it is restored afterwards.
+  """
+  from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top
+  if tf.executing_eagerly():
+    ctx = context.context()
+    saved = (ctx._seed, getattr(ctx, "_rng", None))  # pylint: disable=protected-access
+    ctx._seed = None  # pylint: disable=protected-access
+    try:
+      yield
+    finally:
+      ctx._seed, ctx._rng = saved  # pylint: disable=protected-access
+  else:
+    graph = tf.compat.v1.get_default_graph()
+    saved = graph.seed
+    graph.seed = None
+    try:
+      yield
+    finally:
+      graph.seed = saved
 
 
 def build_training_dataset_fn(
@@ -373,8 +418,9 @@ def build_training_dataset_fn(
   def shuffled(ds, seed):
     if not spec.shuffle_buffer:
       return ds
-    return ds.shuffle(spec.shuffle_buffer, seed=scalar_seed(seed),
-                      reshuffle_each_iteration=False)
+    with op_seed_only():
+      return ds.shuffle(spec.shuffle_buffer, seed=scalar_seed(seed),
+                        reshuffle_each_iteration=False)
 
   def dataset_fn(key):
     seed = key_seed(key, spec.seed)

@@ -61,17 +61,22 @@ def from_arrays(name: str, x_train, y_train, x_test, y_test,
 
 def load_federated(num_clients: int = 20, alpha: float = 0.5,
                    seed: int = 0, imbalance_sigma: Optional[float] = None,
+                   partition: str = "dirichlet",
                    ) -> client_data_lib.FederatedDataset:
-  """Digits partitioned over `num_clients` with q_k ~ Dir(alpha p).
+  """Digits partitioned over `num_clients`: q_k ~ Dir(alpha p), or shards.
 
   Args:
     num_clients: K.
     alpha: Dirichlet concentration (0 = one class per client, inf = IID
-      class proportions).
+      class proportions); unused with `partition='shards'`.
     seed: partition seed.
     imbalance_sigma: None for equal client sizes (len(train) // K each);
       otherwise client sizes are log-normal with this sigma (heavy-tailed),
-      at least 5 examples each, using the whole training set.
+      at least 5 examples each, using the whole training set (dirichlet
+      only).
+    partition: 'dirichlet', or 'shards': McMahan et al.'s pathological
+      non-IID split (label-sorted examples cut into 2K shards, 2 per client;
+      `partition.client_shard_partition`).
 
   Returns:
     A `FederatedDataset` named 'digits'.
@@ -79,19 +84,30 @@ def load_federated(num_clients: int = 20, alpha: float = 0.5,
   x_tr, y_tr, x_te, y_te = load_arrays()
   if not 0 < num_clients <= len(y_tr):
     raise ValueError(f"num_clients must be in [1, {len(y_tr)}], got {num_clients}")
-  if imbalance_sigma is None:
-    sizes = [len(y_tr) // num_clients] * num_clients
+  info = {"source": "sklearn.datasets.load_digits",
+          "train_examples": int(len(y_tr)), "test_examples": int(len(y_te)),
+          "num_clients": num_clients}
+  if partition == "shards":
+    if imbalance_sigma is not None:
+      raise ValueError("imbalance_sigma: shards give every client 2 shards "
+                       "of equal size")
+    part, shard_info = partition_lib.client_shard_partition(
+        y_tr, num_clients, seed=seed)
+    info.update(shard_info, partition="shards", partition_seed=seed)
+  elif partition == "dirichlet":
+    if imbalance_sigma is None:
+      sizes = [len(y_tr) // num_clients] * num_clients
+    else:
+      sizes = partition_lib.heavy_tailed_sizes(
+          num_clients, len(y_tr), imbalance_sigma, min_size=5, seed=seed)
+    part = partition_lib.dirichlet_partition_with_sizes(
+        y_tr, sizes, alpha, seed=seed)
+    info.update(alpha=alpha, imbalance_sigma=imbalance_sigma)
   else:
-    sizes = partition_lib.heavy_tailed_sizes(
-        num_clients, len(y_tr), imbalance_sigma, min_size=5, seed=seed)
-  partition = partition_lib.dirichlet_partition_with_sizes(
-      y_tr, sizes, alpha, seed=seed)
-  return from_arrays("digits", x_tr, y_tr, x_te, y_te, partition, NUM_CLASSES,
-                     info={"source": "sklearn.datasets.load_digits",
-                           "train_examples": int(len(y_tr)),
-                           "test_examples": int(len(y_te)),
-                           "alpha": alpha, "num_clients": num_clients,
-                           "imbalance_sigma": imbalance_sigma})
+    raise ValueError(f"partition must be dirichlet or shards, got "
+                     f"{partition!r}")
+  return from_arrays("digits", x_tr, y_tr, x_te, y_te, part, NUM_CLASSES,
+                     info=info)
 
 
 def synthetic(num_clients: int = 3, examples_per_client: int = 12,

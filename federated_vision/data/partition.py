@@ -14,7 +14,7 @@ References:
 """
 
 import math
-from typing import Dict, Mapping, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -275,6 +275,23 @@ def shard_partition(labels: Sequence[int],
   shard_order = rng.permutation(num_shards).reshape(-1, shards_per_client)
   return {cid: np.sort(shards[shard_order[k]].ravel()).astype(np.int64)
           for k, cid in enumerate(client_ids(len(shard_order)))}
+
+
+def client_shard_partition(labels: Sequence[int], num_clients: int,
+                           shards_per_client: int = 2, seed: int = 0
+                           ) -> Tuple[Partition, Dict[str, int]]:
+  """`shard_partition` for K clients: the first N - N mod (sK) examples cut
+  into sK shards (the leftover examples are dropped).
+
+  Returns:
+    (partition, {"num_shards", "shards_per_client", "shard_size"}).
+  """
+  shards = shards_per_client * num_clients
+  usable = len(labels) - len(labels) % shards
+  part = shard_partition(np.asarray(labels)[:usable], shards,
+                         shards_per_client, seed=seed)
+  return part, {"num_shards": shards, "shards_per_client": shards_per_client,
+                "shard_size": usable // shards}
 
 
 def class_counts(labels: Sequence[int], partition: Mapping[str, np.ndarray],

@@ -248,8 +248,9 @@ def _claim4(runs, preset):
 
 def _claim5(runs, preset):
   del preset
-  acc = {m: _number(_entry(runs, run, "fedavg"), MISSING_CLASS_ACCURACY_KEY,
-                    run) for m, run in dc.CLAIM5_RUNS.items()}
+  acc = {m: _number(_entry(runs, run, f"fedavg+{m}"),
+                    MISSING_CLASS_ACCURACY_KEY, run)
+         for m, run in dc.CLAIM5_RUNS.items()}
   return claim_mixing(acc, dc.MISSING_CLASSES)
 
 

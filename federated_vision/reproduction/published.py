@@ -41,6 +41,13 @@ PAPERS = {
               "scikit-learn's digits",
 }
 
+# Papers whose preset tables have no printed numbers to compare with: the
+# tables show ours alone, with this reason (never "not transcribed").
+NO_PRINTED_NUMBERS = {
+    "digits": "our own checks of the papers' claims; no published numbers",
+    "augenstein2021": "Figure 1 is a plot; no printed numbers",
+}
+
 # Printed speedups that disagree with the printed round counts (transcription
 # slips); the round counts are used, speedups are recomputed.
 INCONSISTENT_SPEEDUPS = frozenset({

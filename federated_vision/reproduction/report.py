@@ -263,7 +263,8 @@ def ours_text(r: CellResult) -> str:
 
 def paper_text(r: CellResult) -> str:
   if r.paper is None:
-    return NOT_TRANSCRIBED
+    return ("" if r.table.key[0] in published_lib.NO_PRINTED_NUMBERS
+            else NOT_TRANSCRIBED)
   return r.paper.text.replace("x)", "×)")
 
 
@@ -300,11 +301,14 @@ def format_markdown(report: Report) -> str:
   for table in p.tables:
     cells = {(r.cell.row, r.cell.column): r for r in report.cells
              if r.table is table}
+    ours_only = published_lib.NO_PRINTED_NUMBERS.get(table.key[0])
     lines += [f"## {table.title}", "",
-              "Each cell: ours / paper (Δ = ours − paper, in the paper's "
-              "unit). Accuracies in %.", ""]
+              f"Each cell: ours ({ours_only}). Accuracies in %." if ours_only
+              else "Each cell: ours / paper (Δ = ours − paper, in the "
+              "paper's unit). Accuracies in %.", ""]
+    text = ours_text if ours_only else cell_text
     lines += _grid(table.rows, table.columns,
-                   lambda row, col: cell_text(cells[(row, col)])
+                   lambda row, col: text(cells[(row, col)])
                    if (row, col) in cells else "")
     if any(r.relative is not None for r in cells.values()):
       lines += ["", "Relative accuracy (ours / our centralized run):", ""]
@@ -361,7 +365,7 @@ def csv_rows(report: Report) -> List[Dict[str, object]]:
         "unit": r.cell.metric.unit, "ours": _raw(r.ours.value),
         "ours_status": r.ours.status, "ours_detail": r.ours.detail,
         "paper": _raw(r.paper.value) if r.paper else "",
-        "paper_text": r.paper.text if r.paper else NOT_TRANSCRIBED,
+        "paper_text": paper_text(r),
         "difference": _raw(r.difference),
         "relative": _raw(rel.value) if rel else "",
         "relative_status": rel.status if rel else "",

@@ -100,10 +100,12 @@ class Run:
 
 
 def expected_methods(flags: Mapping[str, object]) -> Tuple[str, ...]:
-  """Method names train_main gives `flags`: algorithm[+fedir][+fedvc].
+  """Method names train_main gives `flags`: algorithm[+fedir][+fedvc]
+  [+<mixing strategy>].
 
   Mirrors train_main: each algorithm plain (unless include_plain is False),
-  with FedIR, with FedVC, and with both when both are on.
+  with FedIR, with FedVC, and with both when both are on; with --mixing,
+  each of those once per strategy.
   """
   algorithms = tuple(flags.get("algorithm", ("fedavg", "fedavgm")))
   fedir, fedvc = bool(flags.get("fedir")), bool(flags.get("fedvc"))
@@ -116,7 +118,9 @@ def expected_methods(flags: Mapping[str, object]) -> Tuple[str, ...]:
     variants.append(("fedvc",))
   if fedir and fedvc:
     variants.append(("fedir", "fedvc"))
-  return tuple("+".join((a,) + v) for a in algorithms for v in variants)
+  strategies = tuple((s,) for s in flags.get("mixing", ())) or ((),)
+  return tuple("+".join((a,) + v + s) for a in algorithms for v in variants
+               for s in strategies)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import (Callable, Dict, FrozenSet, Mapping, NamedTuple, Optional,
 from federated_vision.errors import ConfigError, bad
 from federated_vision.registry import Registry
 from federated_vision.tasks import models as model_registry
+from federated_vision.tasks.partitions import SCHEMES as _SCHEMES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,8 +115,10 @@ class Task:
     num_clients: default K (None: from the data, e.g. a split CSV).
     examples_per_client: default n (None: all / from the data).
     image_size: default crop side S of image tasks (None: fixed input).
-    partitions: accepted `DataConfig.partition` schemes; ("csv",) when the
-      split file is the partition.
+    partitions: accepted `DataConfig.partition` schemes; or one name that is
+      not a scheme when the data fixes the clients: ("csv",) when the split
+      file is the partition, ("celebrity",) for CelebA. That name is what
+      hparams.json / summary.json record as the partition.
     model_defaults: defaults of model settings for this task, e.g.
       {"bottleneck_dim": 64} for Landmarks (Hsu, Qi & Brown 2020).
     check: `(task, data, given) -> None`, task-specific checks raising
@@ -143,6 +146,14 @@ class Task:
   scenario_fn: Optional[ScenarioFn] = None
 
   @property
+  def fixed_partition(self) -> Optional[str]:
+    """The data's own partition ('csv', 'celebrity'), or None when
+    --partition chooses one of `partitions`."""
+    if len(self.partitions) == 1 and self.partitions[0] not in _SCHEMES:
+      return self.partitions[0]
+    return None
+
+  @property
   def model_names(self) -> Tuple[str, ...]:
     """Registered models fitting this task's family."""
     return model_registry.model_names(self.family)
@@ -158,7 +169,7 @@ class Task:
                                    if data.examples_per_client is not None
                                    else self.examples_per_client),
            "partition": ("csv" if data.split_csv is not None
-                         or self.partitions == ("csv",) else data.partition)}
+                         else self.fixed_partition or data.partition)}
     if out["partition"] == "shards":
       out["examples_per_client"] = None  # Shard size = N / (2K).
     if self.image_size is not None:
@@ -181,10 +192,10 @@ class Task:
       ConfigError: naming the field.
     """
     given = frozenset(given)
-    if data.partition not in ("dirichlet", "iid", "shards"):
+    if data.partition not in _SCHEMES:
       raise bad("partition", data.partition,
-                "must be one of dirichlet, iid, shards")
-    if self.partitions != ("csv",) and data.partition not in self.partitions:
+                f"must be one of {', '.join(_SCHEMES)}")
+    if self.fixed_partition is None and data.partition not in self.partitions:
       raise bad("partition", data.partition, f"--dataset={self.name} supports "
                 f"--partition={'|'.join(self.partitions)} only")
     if data.partition == "shards" and data.examples_per_client is not None:

@@ -3,19 +3,23 @@
 from federated_vision.errors import ConfigError, bad, one_line
 from federated_vision.tasks import base
 
-_TRAIN_EXAMPLES = 1437  # 80% of 1,797 (`data.digits.load_arrays`).
-
 
 def _check(task, data, given):
-  del given
   if data.examples_per_client is not None:
     raise ConfigError("--examples_per_client: not used by --dataset=digits "
-                      "(its 1,437 training examples are shared by the clients)",
+                      "(its 1,438 training examples are shared by the clients)",
                       "examples_per_client")
   k = data.num_clients if data.num_clients is not None else task.num_clients
+  if data.partition == "shards":
+    for name in ("alpha", "imbalance_sigma"):
+      if name in given or getattr(data, name) != getattr(base.DataConfig(),
+                                                         name):
+        raise ConfigError(f"--{name}: not used by --partition=shards (2 "
+                          "label-sorted shards of equal size per client)",
+                          name)
   if not 1 <= k <= 300:
     raise bad("num_clients", k, "must be in [1, 300] for --dataset=digits "
-              "(1,437 training examples)")
+              "(1,438 training examples)")
 
 
 def _data(task, data, resolved, context):
@@ -24,7 +28,8 @@ def _data(task, data, resolved, context):
   try:
     return digits.load_federated(resolved["num_clients"], data.alpha,
                                  seed=context.seed,
-                                 imbalance_sigma=data.imbalance_sigma)
+                                 imbalance_sigma=data.imbalance_sigma,
+                                 partition=data.partition)
   except ValueError as e:
     raise bad("num_clients", resolved["num_clients"], one_line(e)) from None
 
@@ -37,6 +42,10 @@ def _scenario(task, data, resolved, context, missing_classes):
   if data.imbalance_sigma is not None:
     raise ConfigError("--imbalance_sigma and --mixing: the digits mixing "
                       "scenario uses equal client sizes", "imbalance_sigma")
+  if data.partition != "dirichlet":
+    raise ConfigError(f"--partition={data.partition} and --mixing: the digits "
+                      "mixing scenario uses Dirichlet(--alpha) clients",
+                      "partition")
   try:
     return mixing_scenarios.digits_scenario(
         "8,9" if missing_classes is None else missing_classes,
@@ -48,8 +57,9 @@ def _scenario(task, data, resolved, context, missing_classes):
 base.register_task(base.Task(
     "digits", "digits", "digits_cnn", _data,
     reads=frozenset({"partition", "num_clients", "alpha", "imbalance_sigma"}),
-    num_clients=20, partitions=("dirichlet",), check=_check,
+    num_clients=20, partitions=("dirichlet", "shards"), check=_check,
     description="scikit-learn's 8x8 digits, Dirichlet(alpha) over K clients "
-                "(equal or log-normal sizes); no download; --mixing: "
-                "--missing_classes held by the server",
+                "(equal or log-normal sizes) or McMahan's 2 shards per "
+                "client; no download; --mixing: --missing_classes held by the "
+                "server",
     scenario_fn=_scenario))

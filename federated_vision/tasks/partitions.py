@@ -65,12 +65,8 @@ def make_partition(labels: Sequence[int], scheme: Optional[str] = None, *,
     part = partition_lib.iid_partition(len(labels), k, n, seed=seed)
     info = {"num_clients": k, "examples_per_client": n}
   elif scheme == "shards":
-    shards = SHARDS_PER_CLIENT * k
-    usable = len(labels) - len(labels) % shards
-    part = partition_lib.shard_partition(labels[:usable], shards,
-                                         SHARDS_PER_CLIENT, seed=seed)
-    info = {"num_shards": shards, "shards_per_client": SHARDS_PER_CLIENT,
-            "shard_size": usable // shards}
+    part, info = partition_lib.client_shard_partition(
+        labels, k, SHARDS_PER_CLIENT, seed=seed)
   else:
     if alpha is None:
       raise ValueError("alpha is required for scheme='dirichlet'")

@@ -20,10 +20,6 @@ from federated_vision.reproduction.presets import hsu2020
 from federated_vision.reproduction.presets import mcmahan2017
 
 _MODULES = (hsu2020, hsu2019, mcmahan2017, augenstein, digits_claims)
-# Flags the mixing issue adds to train_main (not defined in flags_lib yet).
-PLANNED_FLAGS = tuple(sorted(set(augenstein.PLANNED_FLAGS)
-                             | set(digits_claims.PLANNED_FLAGS)))
-PLANNED_DATASETS = augenstein.PLANNED_DATASETS
 
 
 @functools.lru_cache(maxsize=None)

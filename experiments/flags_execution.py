@@ -1,0 +1,38 @@
+"""Flags of the `execution` section (`config.ExecutionConfig`): which TFF
+workers run the computations. None of them changes results."""
+
+from absl import flags
+
+from experiments import config as config_lib
+
+
+def define_flags() -> None:
+  """Defines the execution section's flags (idempotent)."""
+  if "local_workers" in flags.FLAGS:
+    return
+  d = config_lib.ExecutionConfig()
+  flags.DEFINE_integer("local_workers", d.local_workers, "TFF worker "
+                       "processes to start on this machine (owned: stopped "
+                       "on every exit path). With several workers each gets "
+                       "a slice of every round's clients; results equal one "
+                       "worker's up to float summation order.")
+  flags.DEFINE_list("workers", list(d.workers), "host:port,... of TFF "
+                    "worker_binary services started by hand (README: "
+                    "'Several workers'), used in addition to the "
+                    "--local_workers; give --local_workers=0 to use only "
+                    "these. A worker lost mid-run stops the run with one "
+                    "line; rerun to resume from the last checkpoint.")
+  flags.DEFINE_integer("max_concurrent_computation_calls",
+                       d.max_concurrent_computation_calls, "worker_binary's "
+                       "flag for the local workers (<= 0: no limit).")
+  flags.DEFINE_float("worker_startup_timeout", d.worker_startup_timeout,
+                     "Seconds a worker may take to start serving (local) or "
+                     "to be reached (--workers) before the run stops.")
+  flags.DEFINE_integer("worker_malloc_arena_max", d.worker_malloc_arena_max,
+                       "MALLOC_ARENA_MAX of the local workers (2 keeps their "
+                       "memory flat over thousands of rounds; 0: glibc's "
+                       "default).")
+  for kind, variable in (("intra", "INTRAOP"), ("inter", "INTEROP")):
+    name = f"worker_{kind}_op_threads"
+    flags.DEFINE_integer(name, getattr(d, name), f"TF_NUM_{variable}_THREADS "
+                         "of the local workers (0: TF's default).")

@@ -1,0 +1,141 @@
+"""train_main on several / remote TFF workers (--local_workers, --workers).
+
+The library side (slicing, watchdog, start-up errors) is tested in
+test_multi_worker.py; here only what the binary adds: the flags reach the
+workers, results equal one worker's, failures are one line and exit 1, and a
+run stopped by a lost worker resumes from its checkpoint.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import portpicker
+import pytest
+
+from conftest import REPO, SMALL_RUN, TRAIN_MAIN, metric_rows, run_module
+from conftest import worker_pids
+from federated_vision import execution
+from test_multi_worker import _remove_logs
+
+_KEYS = ("train_loss", "train_accuracy", "test_loss", "test_accuracy")
+
+
+def _assert_rows_close(rows, reference, rtol):
+  assert len(rows) <= len(reference)
+  for a, b in zip(reference, rows):
+    assert a["round"] == b["round"]
+    for key in _KEYS:
+      if a[key] or b[key]:
+        # Several workers sum the aggregation in another order.
+        assert float(b[key]) == pytest.approx(float(a[key]), rel=rtol), (
+            f"round {a['round']} {key}")
+
+
+# The binaries' own default: TF's C++ start-up noise would add stderr lines.
+_QUIET = {"TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def _popen(*args):
+  env = dict(os.environ, MPLBACKEND="Agg", **_QUIET)
+  return subprocess.Popen([sys.executable, "-m", TRAIN_MAIN, *args], cwd=REPO,
+                          env=env, stdin=subprocess.DEVNULL, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _error_lines(stderr):
+  return [l for l in stderr.splitlines() if l.strip()]
+
+
+def test_two_local_workers_match_one_and_are_stopped(reference_run, tmp_path):
+  before = worker_pids()
+  proc = _popen(f"--root_output_dir={tmp_path}", "--experiment_name=two",
+                "--total_rounds=4", *SMALL_RUN, "--centralized_epochs=0",
+                "--local_workers=2")
+  seen = set()
+  try:
+    while proc.poll() is None:
+      seen |= worker_pids() - before
+      time.sleep(0.2)
+    _, err = proc.communicate(timeout=60)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  assert proc.returncode == 0, err[-3000:]
+  assert len(seen) == 2, f"expected 2 local workers, saw {sorted(seen)}"
+  rows = metric_rows(tmp_path / "two" / "fedavg" / "metrics.csv")
+  reference = metric_rows(reference_run / "fedavg" / "metrics.csv")
+  assert [r["round"] for r in rows] == ["1", "2", "3", "4"]
+  _assert_rows_close(rows, reference, 1e-5)
+  time.sleep(0.5)
+  assert not worker_pids() & seen, "a worker outlived train_main"
+
+
+def test_unreachable_worker_is_one_line_and_exit_1(tmp_path):
+  port = portpicker.pick_unused_port()  # Nobody listens there.
+  start = time.monotonic()
+  proc = run_module(TRAIN_MAIN, f"--root_output_dir={tmp_path}",
+                    "--total_rounds=1", "--local_workers=0",
+                    f"--workers=127.0.0.1:{port}", "--worker_startup_timeout=2",
+                    timeout=60, env=_QUIET)
+  assert time.monotonic() - start < 20
+  assert proc.returncode == 1
+  (line,) = _error_lines(proc.stderr)
+  assert line.startswith("train_main.py: error: ")
+  assert f"127.0.0.1:{port}" in line and "within 2 s" in line
+
+
+def test_lost_remote_worker_stops_run_and_rerun_resumes(reference_run,
+                                                        tmp_path):
+  port = portpicker.pick_unused_port()
+  args = [f"--root_output_dir={tmp_path}", "--experiment_name=remote",
+          "--total_rounds=6", *SMALL_RUN, "--centralized_epochs=0",
+          "--local_workers=0", f"--workers=127.0.0.1:{port}"]
+  out = tmp_path / "remote" / "fedavg"
+  worker = execution.ManagedWorker(port=port)  # "Started by hand".
+  worker.start()
+  try:
+    proc = _popen(*args)
+    try:
+      deadline = time.time() + 240
+      while not (out / "checkpoints" / "round_2").is_dir():
+        assert time.time() < deadline and proc.poll() is None, (
+            proc.communicate()[1][-3000:])
+        time.sleep(0.02)
+      os.kill(worker.pid, signal.SIGKILL)
+      killed_at = time.monotonic()
+      _, err = proc.communicate(timeout=60)
+      assert time.monotonic() - killed_at < 30
+    finally:
+      if proc.poll() is None:
+        proc.kill()
+  finally:
+    worker.stop()
+    _remove_logs([worker])
+  assert proc.returncode == 1, err[-3000:]
+  (line,) = _error_lines(err)
+  assert line.startswith("train_main.py: error: TFF worker at 127.0.0.1:")
+  assert "lost during a computation" in line
+  assert "rerun the same command" in line and "--rounds_per_checkpoint" in line
+  assert len(metric_rows(out / "metrics.csv")) < 6, "finished before the kill"
+
+  worker = execution.ManagedWorker(port=port)  # The service is back.
+  worker.start()
+  try:
+    again = run_module(TRAIN_MAIN, *args, env=_QUIET)
+  finally:
+    worker.stop()
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "resuming from the checkpoint of round" in again.stdout
+  summary = json.loads((tmp_path / "remote" / "summary.json").read_text())
+  assert summary["methods"]["fedavg"]["resumed_from_round"] >= 2
+  rows = metric_rows(out / "metrics.csv")
+  assert [r["round"] for r in rows] == [str(r) for r in range(1, 7)]
+  _assert_rows_close(rows, metric_rows(reference_run / "fedavg" /
+                                       "metrics.csv"), 1e-6)
+  reference = json.loads((reference_run / "summary.json").read_text())
+  assert (summary["methods"]["fedavg"]["final_accuracy"]
+          == reference["methods"]["fedavg"]["final_accuracy"])
