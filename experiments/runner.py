@@ -8,6 +8,7 @@
 
 import math
 import os
+import tempfile
 from typing import Callable, Dict, List, NamedTuple, Tuple
 
 from experiments import config as config_lib
@@ -45,10 +46,10 @@ def check_output_dir(output: config_lib.OutputConfig) -> str:
   path = os.path.join(output.root_output_dir, output.experiment_name)
   try:
     os.makedirs(path, exist_ok=True)
-    probe = os.path.join(path, ".write_test")
-    with open(probe, "w") as f:
-      f.write("ok")
-    os.remove(probe)
+    # An unnamed file: two runs racing for the directory (the loser is then
+    # refused by its lock) never remove each other's probe.
+    with tempfile.TemporaryFile(dir=path) as f:
+      f.write(b"ok")
   except OSError as e:
     raise bad("root_output_dir", output.root_output_dir,
               f"cannot write {path} ({e.strerror or e})") from None

@@ -811,16 +811,32 @@ def managed_execution_context(
 TERMINATING_SIGNAL: Optional[int] = None
 
 
+def _in_finalizer(frame) -> bool:
+  """Whether `frame` runs inside a `__del__` (where exceptions are dropped)."""
+  while frame is not None:
+    if frame.f_code.co_name == "__del__":
+      return True
+    frame = frame.f_back
+  return False
+
+
 def install_signal_handlers() -> None:
   """Turns SIGTERM (and SIGHUP) into SystemExit so `finally` and atexit run.
 
   SIGINT already raises KeyboardInterrupt. Must be called from the main thread.
   """
   def handler(signum, frame):
-    del frame
     global TERMINATING_SIGNAL
     TERMINATING_SIGNAL = signum
     stop_all_workers()
+    if _in_finalizer(frame):
+      # Python prints and drops an exception raised in a __del__ (e.g. a TF
+      # object's, when the signal lands there): deliver it again once the
+      # finalizer has returned.
+      again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+      again.daemon = True
+      again.start()
+      return
     sys.exit(128 + signum)
 
   for sig in (signal.SIGTERM, signal.SIGHUP):

@@ -109,3 +109,29 @@ def test_started_worker_gets_its_environment():
       env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
   assert env[b"MALLOC_ARENA_MAX"] == b"2"
   assert b"loopback_bind" in env[b"LD_PRELOAD"]
+
+
+def test_sigterm_inside_a_finalizer_still_exits_quietly(tmp_path):
+  """A SIGTERM handled while a __del__ runs (Python drops exceptions there,
+  printing a traceback) is delivered again after it: exit 143, no output."""
+  script = tmp_path / "child.py"
+  script.write_text(textwrap.dedent("""
+      import os, signal, time
+      from federated_vision import execution
+      execution.install_signal_handlers()
+      class Finalized:
+        def __del__(self):
+          os.kill(os.getpid(), signal.SIGTERM)
+          time.sleep(0.01)  # The handler runs here, inside __del__.
+          print("finalizer done", flush=True)
+      Finalized()
+      time.sleep(10)
+      print("not stopped", flush=True)
+  """))
+  start = time.monotonic()
+  proc = subprocess.run([sys.executable, str(script)], capture_output=True,
+                        text=True, cwd=REPO, timeout=120, check=False)
+  assert proc.returncode == 128 + signal.SIGTERM
+  assert proc.stdout == "finalizer done\n"
+  assert proc.stderr == ""
+  assert time.monotonic() - start < 10
