@@ -811,13 +811,26 @@ def managed_execution_context(
 TERMINATING_SIGNAL: Optional[int] = None
 
 
-def _in_finalizer(frame) -> bool:
-  """Whether `frame` runs inside a `__del__` (where exceptions are dropped)."""
-  while frame is not None:
-    if frame.f_code.co_name == "__del__":
-      return True
-    frame = frame.f_back
-  return False
+def _redeliver_dropped_exit(previous_hook):
+  """A `sys.unraisablehook` that re-sends a dropped termination signal.
+
+  Python drops an exception raised where it cannot propagate (a `__del__`, a
+  gc callback such as jax's, a weakref callback), printing a traceback. When
+  our SIGTERM/SIGHUP handler's SystemExit is dropped there, the process would
+  go on as if never signalled: deliver the signal again, silently, once that
+  code has returned. Anything else goes to `previous_hook`.
+  """
+  def hook(unraisable):
+    signum = TERMINATING_SIGNAL
+    if (signum is not None and isinstance(unraisable.exc_value, SystemExit)
+        and unraisable.exc_value.code == 128 + signum):
+      again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+      again.daemon = True
+      again.start()
+      return
+    previous_hook(unraisable)
+  hook.redelivers_exit = True
+  return hook
 
 
 def install_signal_handlers() -> None:
@@ -826,19 +839,14 @@ def install_signal_handlers() -> None:
   SIGINT already raises KeyboardInterrupt. Must be called from the main thread.
   """
   def handler(signum, frame):
+    del frame
     global TERMINATING_SIGNAL
     TERMINATING_SIGNAL = signum
     stop_all_workers()
-    if _in_finalizer(frame):
-      # Python prints and drops an exception raised in a __del__ (e.g. a TF
-      # object's, when the signal lands there): deliver it again once the
-      # finalizer has returned.
-      again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
-      again.daemon = True
-      again.start()
-      return
     sys.exit(128 + signum)
 
+  if not getattr(sys.unraisablehook, "redelivers_exit", False):
+    sys.unraisablehook = _redeliver_dropped_exit(sys.unraisablehook)
   for sig in (signal.SIGTERM, signal.SIGHUP):
     signal.signal(sig, handler)
 
