@@ -216,6 +216,10 @@ def test_celeba_fixture_two_rounds_of_each_strategy(tmp_path):
     assert m["extra_broadcast_bytes_per_round"] == expected, name
     rows = _rows(out / name / "metrics.csv")
     assert [int(r["extra_broadcast_bytes"]) for r in rows] == [expected] * 2
+  # Every strategy trained a different model from no mixing's.
+  none = _rows(out / "fedavg+none" / "metrics.csv")[-1]["test_loss"]
+  for name in NAMES[1:]:
+    assert _rows(out / name / "metrics.csv")[-1]["test_loss"] != none, name
 
 
 def test_benchmark_checks_and_overrides():

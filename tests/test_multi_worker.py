@@ -177,12 +177,14 @@ class _SignallingSampler:
     return self._inner.round_keys(round_num)
 
 
-def test_hung_remote_worker_stops_run_and_rerun_resumes(tmp_path):
+def test_hung_remote_worker_stops_run_within_seconds(tmp_path, monkeypatch):
+  """Resuming after a lost remote worker is tested through train_main
+  (test_workers_flags.test_lost_remote_worker_stops_run_and_rerun_resumes)."""
+  # 3 unanswered probes of 1 s (5 s in use): the same path, 12 s sooner.
+  monkeypatch.setattr(execution, "_REMOTE_PROBE_TIMEOUT_SEC", 1.0)
   fed, spec, process, sampler, evaluate = _setup()
   config = training_loop.LoopConfig(total_rounds=4, rounds_per_checkpoint=1,
                                     output_dir=str(tmp_path / "run"))
-  reference, _ = _run(tmp_path, "reference", rounds=4, local_workers=2)
-
   hosts = execution.WorkerPool(local_workers=2)  # "Started by hand".
   hosts.start()
   victim = hosts.local[1].pid
@@ -195,21 +197,18 @@ def test_hung_remote_worker_stops_run_and_rerun_resumes(tmp_path):
           local_workers=0, workers=[w.address for w in hosts.local]):
         training_loop.run_federated_training(
             "run", process, fed, spec, hung, evaluate, config, log_fn=None)
-    assert time.monotonic() - hung.signalled_at < 30
+    assert time.monotonic() - hung.signalled_at < 15
   finally:
     os.kill(victim, signal.SIGKILL)
     hosts.stop()
     _remove_logs(hosts.local)
   message = str(info.value)
   assert hosts.local[1].address in message and "not answering" in message
+  assert "probes of 1 s" in message
   assert "\n" not in message
-
-  resumed, _ = _run(tmp_path, "run", rounds=4, local_workers=2)
-  assert resumed.resumed_from == 2
-  assert [r["round"] for r in resumed.rows] == ["1", "2", 3, 4]
-  for a, b in zip(reference.rows, resumed.rows):
-    for key in ("train_loss", "test_accuracy"):
-      assert float(a[key]) == pytest.approx(float(b[key]), rel=1e-6)
+  # Rounds 1-2 finished and were checkpointed before the loss.
+  assert sorted(os.listdir(tmp_path / "run" / "checkpoints"))[:2] == [
+      "round_1", "round_2"]
 
 
 def _listening_addresses(port):

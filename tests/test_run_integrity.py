@@ -12,11 +12,10 @@ import time
 import pytest
 
 from conftest import REPO, run_module
-from conftest import metric_rows
+from conftest import SMALL_RUN, metric_rows
 
 BINARY = "experiments.train_main"
-# rounds_per_eval=1: a run extended from 3 to 5 rounds evaluated round 3 as
-# its last; an uninterrupted run evaluates it too only if every round is.
+# The other tests' runs (`runs` uses conftest's SMALL_RUN and reference_run).
 SMALL = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=3",
          "--client_batch_size=20", "--rounds_per_eval=1",
          "--rounds_per_checkpoint=1", "--centralized_epochs=1", "--seed=3"]
@@ -25,6 +24,12 @@ SMALL = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=3",
 def _run(root, name, *args, **kw):
   return run_module(BINARY, f"--root_output_dir={root}",
                     f"--experiment_name={name}", *SMALL, *args, **kw)
+
+
+def _run_small(root, *args, **kw):
+  """A run of conftest's SMALL_RUN into <root>/ext (see `runs`)."""
+  return run_module(BINARY, f"--root_output_dir={root}",
+                    "--experiment_name=ext", *SMALL_RUN, *args, **kw)
 
 
 def _error_lines(proc):
@@ -39,73 +44,73 @@ def _strict_json(path):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-  """An uninterrupted 5-round run, and a 3-round run later extended to 5
-  after a rerun with another --alpha was refused."""
+def runs(tmp_path_factory, reference_run):
+  """conftest's uninterrupted 6-round run, and a 4-round run of the same
+  settings later extended to 6 after a rerun with another --alpha was
+  refused (evaluated every 2 rounds: both evaluate rounds 2, 4 and 6)."""
   root = tmp_path_factory.mktemp("runs")
-  ref = _run(root, "ref", "--total_rounds=5")
-  assert ref.returncode == 0, ref.stderr[-3000:]
-  first = _run(root, "ext", "--total_rounds=3")
+  first = _run_small(root, "--total_rounds=4")
   assert first.returncode == 0, first.stderr[-3000:]
-  other = _run(root, "ext", "--total_rounds=3", "--alpha=0.1", timeout=120)
-  extended = _run(root, "ext", "--total_rounds=5")
+  other = _run_small(root, "--total_rounds=4", "--alpha=0.1", timeout=120)
+  extended = _run_small(root, "--total_rounds=6")
   assert extended.returncode == 0, extended.stderr[-3000:]
-  return root, other, extended
+  return root, other, extended, reference_run
 
 
 def test_other_settings_refused_extension_runs_only_new_rounds(runs):
-  root, other, extended = runs
+  root, other, extended, ref = runs
   # Acceptance 1: --alpha changed -> exit 2, one line naming alpha.
   assert other.returncode == 2
   assert "Traceback" not in other.stderr
   lines = _error_lines(other)
   assert len(lines) == 1 and "--alpha=0.1 (recorded 0.5)" in lines[0]
   assert "--overwrite" in lines[0] and "--experiment_name" in lines[0]
-  # --total_rounds=5, nothing else changed: rounds 4-5 only, said so.
-  assert "extending" in extended.stdout and "from 3 to 5 rounds" in extended.stdout
-  assert "resuming from the checkpoint of round 3" in extended.stdout
+  # --total_rounds=6, nothing else changed: rounds 5-6 only, said so.
+  assert "extending" in extended.stdout and "from 4 to 6 rounds" in extended.stdout
+  assert "resuming from the checkpoint of round 4" in extended.stdout
   done = [l.split("round")[1].split("/")[0].strip()
           for l in extended.stdout.splitlines() if l.startswith("[fedavg] round")]
-  assert done == ["4", "5"]
-  ext, ref = root / "ext", root / "ref"
+  assert done == ["5", "6"]
+  ext = root / "ext"
   assert (metric_rows(ext / "fedavg" / "metrics.csv")
           == metric_rows(ref / "fedavg" / "metrics.csv"))
   s, r = _strict_json(ext / "summary.json"), _strict_json(ref / "summary.json")
   m = s["methods"]["fedavg"]
   assert m["final_accuracy"] == r["methods"]["fedavg"]["final_accuracy"]
-  assert m["status"] == "completed" and m["rounds"] == 5
+  assert m["status"] == "completed" and m["rounds"] == 6
   assert m["clients_dropped_non_finite"] == 0 and m["non_finite_rounds"] == []
   # seconds accumulates over both invocations (the CSV's round_seconds).
   with open(ext / "fedavg" / "metrics.csv", newline="") as f:
     seconds = [float(x["round_seconds"]) for x in csv.DictReader(f)]
-  assert len(seconds) == 5
+  assert len(seconds) == 6
   assert m["seconds"] == pytest.approx(sum(seconds), abs=0.01)
   record = _strict_json(ext / "experiment.json")
-  assert record["settings"]["total_rounds"] == 5
+  assert record["settings"]["total_rounds"] == 6
   assert record["partition_fingerprint"] == _strict_json(
       ref / "experiment.json")["partition_fingerprint"]
 
 
 def test_truncated_checkpoint_named_then_resumed_from_previous(runs, tmp_path):
-  root, _, _ = runs
+  root, _, _, ref = runs
   # Acceptance 4, on a copy of the extended run (paths are not recorded).
   work = tmp_path / "ext"
   shutil.copytree(root / "ext", work)
-  latest = work / "fedavg" / "checkpoints" / "round_5"
+  latest = work / "fedavg" / "checkpoints" / "round_6"
   data = sorted((latest / "variables").glob("variables.data-*"))[0]
   data.write_bytes(data.read_bytes()[:10])
-  named = _run(tmp_path, "ext", "--total_rounds=5", timeout=200)
+  named = _run_small(tmp_path, "--total_rounds=6", timeout=200)
   assert named.returncode == 1
   lines = _error_lines(named)
   assert len(lines) == 1 and str(latest) in lines[0], named.stderr
   assert "resume_from_last_valid" in lines[0]
   assert "Traceback" not in named.stderr
-  resumed = _run(tmp_path, "ext", "--total_rounds=5", "--resume_from_last_valid")
+  resumed = _run_small(tmp_path, "--total_rounds=6",
+                       "--resume_from_last_valid")
   assert resumed.returncode == 0, resumed.stderr[-3000:]
-  assert "resuming from the checkpoint of round 4" in resumed.stdout
+  assert "resuming from the checkpoint of round 5" in resumed.stdout
   assert (metric_rows(work / "fedavg" / "metrics.csv")
-          == metric_rows(root / "ref" / "fedavg" / "metrics.csv"))
-  assert (work / "fedavg" / "checkpoints" / "corrupt" / "round_5").is_dir()
+          == metric_rows(ref / "fedavg" / "metrics.csv"))
+  assert (work / "fedavg" / "checkpoints" / "corrupt" / "round_6").is_dir()
 
 
 def test_two_concurrent_runs_exactly_one_proceeds(tmp_path):
