@@ -816,14 +816,20 @@ def _redeliver_dropped_exit(previous_hook):
 
   Python drops an exception raised where it cannot propagate (a `__del__`, a
   gc callback such as jax's, a weakref callback), printing a traceback. When
-  our SIGTERM/SIGHUP handler's SystemExit is dropped there, the process would
-  go on as if never signalled: deliver the signal again, silently, once that
-  code has returned. Anything else goes to `previous_hook`.
+  our SIGTERM/SIGHUP handler's SystemExit, or SIGINT's KeyboardInterrupt, is
+  dropped there, the process would go on as if never signalled: deliver the
+  signal again, silently, once that code has returned. Anything else goes to
+  `previous_hook`.
   """
   def hook(unraisable):
     signum = TERMINATING_SIGNAL
-    if (signum is not None and isinstance(unraisable.exc_value, SystemExit)
-        and unraisable.exc_value.code == 128 + signum):
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+      signum = signal.SIGINT  # Ctrl-C (Python's own handler) lost likewise.
+    elif not (signum is not None
+              and isinstance(unraisable.exc_value, SystemExit)
+              and unraisable.exc_value.code == 128 + signum):
+      signum = None
+    if signum is not None:
       again = threading.Timer(0.05, os.kill, (os.getpid(), signum))
       again.daemon = True
       again.start()

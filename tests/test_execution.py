@@ -126,31 +126,40 @@ gc.collect()
 
 @pytest.mark.parametrize("where", [_IN_DEL, _IN_GC_CALLBACK],
                          ids=["__del__", "gc_callback"])
-def test_sigterm_where_python_drops_exceptions_still_exits_quietly(tmp_path,
-                                                                   where):
-  """A SIGTERM handled inside a __del__ or a gc callback (jax has one), where
-  Python drops the handler's SystemExit and prints a traceback, is delivered
-  again afterwards: exit 143, nothing printed, the run does not go on."""
+@pytest.mark.parametrize("sig, code, output", [
+    (signal.SIGTERM, 128 + 15, ""), (signal.SIGINT, 130, "interrupted\n")])
+def test_signal_where_python_drops_exceptions_still_stops(tmp_path, where,
+                                                          sig, code, output):
+  """A SIGTERM (or Ctrl-C) handled inside a __del__ or a gc callback (jax
+  has one), where Python drops the handler's SystemExit (KeyboardInterrupt)
+  and prints a traceback, is delivered again afterwards: the script stops
+  quietly instead of going on."""
   script = tmp_path / "child.py"
   script.write_text(textwrap.dedent("""
       import os, signal, time
       from federated_vision import execution
+      # Ctrl-C: the script is stopped by an uncaught KeyboardInterrupt.
+      signal.signal(signal.SIGINT, signal.default_int_handler)
       execution.install_signal_handlers()
       fired = []
       def signalled():  # Once (the gc callback runs again at exit).
         if not fired:
           fired.append(1)
-          os.kill(os.getpid(), signal.SIGTERM)
+          os.kill(os.getpid(), signal.SIG_NAME)
           time.sleep(1)  # The handler runs here, and raises.
           print("signal not handled", flush=True)
-  """) + where + textwrap.dedent("""
-      time.sleep(10)
-      print("not stopped", flush=True)
+  """).replace("SIG_NAME", sig.name) + where + textwrap.dedent("""
+      try:
+        time.sleep(10)
+        print("not stopped", flush=True)
+      except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        raise SystemExit(130)
   """))
   start = time.monotonic()
   proc = subprocess.run([sys.executable, str(script)], capture_output=True,
                         text=True, cwd=REPO, timeout=120, check=False)
-  assert proc.returncode == 128 + signal.SIGTERM
-  assert proc.stdout == ""
+  assert proc.returncode == code
+  assert proc.stdout == output
   assert proc.stderr == ""
   assert time.monotonic() - start < 10
