@@ -189,6 +189,10 @@ def _child_setup(parent_pid: int):
   def setup():
     if _PRCTL is not None:
       _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+      # `stop` sends SIGINT first: a parent started in the background by a
+      # non-interactive shell has SIGINT ignored, which exec would pass on
+      # (the worker then ignored it and every stop waited its 5 s timeout).
+      _LIBC.signal(signal.SIGINT, 0)  # SIG_DFL
     # The parent may have died between fork and prctl.
     if os.getppid() != parent_pid:
       os._exit(1)  # pylint: disable=protected-access

@@ -163,3 +163,20 @@ def test_signal_where_python_drops_exceptions_still_stops(tmp_path, where,
   assert proc.stdout == output
   assert proc.stderr == ""
   assert time.monotonic() - start < 10
+
+
+def test_worker_stops_at_once_when_sigint_is_ignored_here():
+  """A parent started in the background by a script has SIGINT ignored; the
+  worker must not inherit that (stop's SIGINT would wait out its timeout)."""
+  previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+  try:
+    worker = execution.ManagedWorker()
+    worker.start()
+  finally:
+    signal.signal(signal.SIGINT, previous)
+  with open(f"/proc/{worker.pid}/status") as f:
+    ignored = int(next(l for l in f if l.startswith("SigIgn:")).split()[1], 16)
+  start = time.monotonic()
+  worker.stop()
+  assert not ignored & (1 << (signal.SIGINT - 1))
+  assert time.monotonic() - start < 2

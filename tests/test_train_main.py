@@ -104,9 +104,12 @@ def test_signal_stops_run_and_worker(tmp_path, sig, code):
   before = worker_pids()
   args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
           "--total_rounds=200", *SMALL]
+  # As in a terminal: SIGINT at its default even when this test session was
+  # started in the background by a script (which ignores SIGINT).
   proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                          text=True)
+                          text=True, preexec_fn=lambda: signal.signal(
+                              signal.SIGINT, signal.SIG_DFL))
   try:
     line = ""
     deadline = time.time() + 240
