@@ -15,7 +15,7 @@ Plain Python: importing this module imports neither TensorFlow nor absl.
 import dataclasses
 import math
 import types
-from typing import Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 # Kinds of runs. A centralized run trains the same model on the pooled client
 # data (`--centralized_epochs` > 0); its summary.json["centralized"]["accuracy"]
@@ -44,6 +44,10 @@ ROUNDS_KINDS = (ROUNDS_TO_TARGET, ROUNDS_TO_RELATIVE)
 CONTOUR = "contour"          # best per (alpha, eta_eff) group, contour PNG
 SENSITIVITY = "sensitivity"  # accuracy vs eta_eff, one line per momentum
 STUDY_KINDS = (CONTOUR, SENSITIVITY)
+
+# Prefix of a preset setting's source that is not from the paper
+# (`Preset.sources`): "ours: <why the paper does not give it>".
+OURS = "ours: "
 
 
 def _frozen(mapping: Mapping[str, object]) -> Mapping[str, object]:
@@ -274,6 +278,12 @@ class Preset:
     tables: the paper layouts it fills.
     studies: effective-learning-rate studies.
     notes: which settings are ours, not the paper's (said, never hidden).
+    sources: flag name -> where its value(s) come from: a quote of the paper
+      with section and sentence (e.g. 'Hsu 2020 §6.5: "Unless otherwise
+      stated, the client learning rate is 0.01"') or `OURS` + the reason the
+      value is ours (e.g. 'ours: the extraction lost N_VC'). Every setting a
+      paper preset's runs make (`sourced_settings`) has one; data-location
+      flags (`Run.data_flags`) are paths, not settings.
   """
   name: str
   paper: str
@@ -282,8 +292,14 @@ class Preset:
   tables: Tuple[TableSpec, ...] = ()
   studies: Tuple[StudySpec, ...] = ()
   notes: Tuple[str, ...] = ()
+  sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
+    object.__setattr__(self, "sources", types.MappingProxyType(
+        dict(self.sources)))
+    for flag, source in self.sources.items():
+      if not (isinstance(source, str) and source.strip()):
+        raise ValueError(f"preset {self.name}: source of {flag!r} is empty")
     names = [r.name for r in self.runs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -323,6 +339,21 @@ class Preset:
       if ref_method not in by_name[ref_run].methods():
         raise ValueError(f"{where}: speedup reference {ref_run} has no method "
                          f"{ref_method!r}")
+
+  def settings(self) -> Dict[str, Tuple[object, ...]]:
+    """Flag name -> the distinct values the preset's runs give it (in first
+    use order); data-location flags excluded."""
+    out: Dict[str, list] = {}
+    for r in self.runs:
+      for flag, value in r.flags.items():
+        values = out.setdefault(flag, [])
+        if value not in values:
+          values.append(value)
+    return {k: tuple(v) for k, v in out.items()}
+
+  def unsourced(self) -> Tuple[str, ...]:
+    """Settings of the runs with no entry in `sources`, sorted."""
+    return tuple(sorted(set(self.settings()) - set(self.sources)))
 
   def run(self, name: str) -> Run:
     for r in self.runs:
