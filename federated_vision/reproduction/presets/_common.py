@@ -29,6 +29,16 @@ PRETRAINED = ("pretrained_weights",)
 COMMON = {"seed": 0, "include_plain": True, "fedir": False, "fedvc": False,
           "fedir_target": "uniform", "weight_decay": 0.0}
 
+# Sources (`spec.Preset.sources`) of the COMMON settings; a preset merges
+# these with its own: dict(COMMON_SOURCES, **its_sources).
+COMMON_SOURCES = {
+    "seed": spec.OURS + "no paper reports its seeds; one fixed seed makes "
+            "every run repeatable and lets methods of a run share client "
+            "draws",
+    "weight_decay": spec.OURS + "none of the four papers' texts states a "
+                    "weight decay; 0 adds none",
+}
+
 
 def number(x: float) -> str:
   """Short label of a number: 100.0 -> '100', 0.05 -> '0.05', inf -> 'inf'."""
