@@ -23,12 +23,17 @@ def define_flags() -> None:
                       "directory holding it or its extracted folder), or the "
                       "directory of MNIST's four IDX files.")
   flags.DEFINE_string("partition", "dirichlet", "How training examples are "
-                      "dealt to clients: dirichlet | iid | shards. dirichlet: "
+                      "dealt to clients: dirichlet | iid | shards | "
+                      "dirichlet_per_class. dirichlet: "
                       "Hsu et al. 2019, q_k ~ Dir(alpha p), --num_clients x "
                       "--examples_per_client; iid: a random equal share; "
                       "shards: McMahan et al. 2017, label-sorted examples cut "
                       "into 2 x --num_clients shards, 2 per client (MNIST: 200 "
-                      "shards of 300). digits supports dirichlet only.")
+                      "shards of 300); dirichlet_per_class: NIID-Bench/FedLab/"
+                      "Flower label skew, each class divided over the "
+                      "--num_clients clients by Dir(alpha 1_K), every example "
+                      "used, sizes vary (min 10, re-drawn). digits: all but "
+                      "iid.")
   flags.DEFINE_integer("num_clients", None, "Clients K in the partition "
                        "(default per --dataset: digits 20, cifar10/cifar100/"
                        "mnist 100, synthetic_* 10, synthetic real-world twins "
@@ -43,7 +48,9 @@ def define_flags() -> None:
                       "--num_clients and --examples_per_client. Not for "
                       "digits.")
   flags.DEFINE_float("alpha", 0.5, "Dirichlet concentration of the class "
-                     "distribution per client (0 = one class each, inf = IID).",
+                     "distribution per client (0 = one class each, inf = IID); "
+                     "with dirichlet_per_class, of each class's division over "
+                     "the clients (> 0; inf = even).",
                      lower_bound=0.0)
   flags.DEFINE_float("imbalance_sigma", None, "digits: client sizes are "
                      "log-normal with this sigma (heavy-tailed) instead of "

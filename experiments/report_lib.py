@@ -82,7 +82,9 @@ def _rows_of_run(run_dir, name, target):
           run_target)
     rows.append({
         "point": name, "dataset": data["dataset"], "partition": partition,
-        "alpha": data["alpha"] if partition == "dirichlet" else None,
+        "alpha": (data["alpha"] if partition in ("dirichlet",
+                                                  "dirichlet_per_class")
+                  else None),
         "algorithm": method, "status": status,
         "C": (fraction if fraction is not None
               else per_round / resolved["num_clients"]),

@@ -140,10 +140,13 @@ def write_partition_report(exp: Experiment) -> dict:
   counts = fed.class_counts
   names = fed.info.get("label_names")
   info = {k: v for k, v in fed.info.items() if k != "label_names"}
-  alpha = (info.get("alpha") if info.get("partition", "dirichlet") == "dirichlet"
+  scheme = info.get("partition", "dirichlet")
+  alpha = (info.get("alpha") if scheme in ("dirichlet", "dirichlet_per_class")
            else None)
+  # The two conventions' alphas differ: the file name and title say which.
+  name = "partition_per_class" if scheme == "dirichlet_per_class" else "partition"
   return partition_report.write_counts_report(
-      exp.output_dir, "partition", counts, list(fed.client_data.client_ids),
+      exp.output_dir, name, counts, list(fed.client_data.client_ids),
       alpha=alpha,
       class_names=names if names and len(names) == counts.shape[1] else None,
       metadata={"dataset": fed.name, "seed": exp.config.training.seed, **info},

@@ -3,7 +3,8 @@
 1,797 8x8 grey-scale images of the digits 0-9 ship inside scikit-learn. A fixed
 stratified split holds out 20% for centralized testing; the training part is
 partitioned over clients with the Dirichlet scheme of Hsu et al. 2019
-(q_k ~ Dir(alpha p)), with equal client sizes or heavy-tailed ones.
+(q_k ~ Dir(alpha p)), with equal client sizes or heavy-tailed ones, McMahan's
+shards, or the per-class Dirichlet (`partition_per_class`).
 """
 
 from typing import Optional
@@ -13,6 +14,7 @@ import tensorflow as tf
 
 from federated_vision.data import client_data as client_data_lib
 from federated_vision.data import partition as partition_lib
+from federated_vision.data import partition_per_class
 
 NUM_CLASSES = 10
 INPUT_SHAPE = (8, 8, 1)
@@ -76,7 +78,9 @@ def load_federated(num_clients: int = 20, alpha: float = 0.5,
       only).
     partition: 'dirichlet', or 'shards': McMahan et al.'s pathological
       non-IID split (label-sorted examples cut into 2K shards, 2 per client;
-      `partition.client_shard_partition`).
+      `partition.client_shard_partition`), or 'dirichlet_per_class': each
+      class divided over the clients by Dir(alpha 1_K), all training
+      examples, sizes vary (`partition_per_class`).
 
   Returns:
     A `FederatedDataset` named 'digits'.
@@ -103,9 +107,17 @@ def load_federated(num_clients: int = 20, alpha: float = 0.5,
     part = partition_lib.dirichlet_partition_with_sizes(
         y_tr, sizes, alpha, seed=seed)
     info.update(alpha=alpha, imbalance_sigma=imbalance_sigma)
+  elif partition == "dirichlet_per_class":
+    if imbalance_sigma is not None:
+      raise ValueError("imbalance_sigma: the per-class Dirichlet partition "
+                       "sets the client sizes itself")
+    part, draw_info = partition_per_class.dirichlet_per_class_partition(
+        y_tr, num_clients, alpha, seed=seed)
+    info.update(draw_info, alpha=alpha, partition=partition,
+                partition_seed=seed)
   else:
-    raise ValueError(f"partition must be dirichlet or shards, got "
-                     f"{partition!r}")
+    raise ValueError(f"partition must be dirichlet, shards or "
+                     f"dirichlet_per_class, got {partition!r}")
   return from_arrays("digits", x_tr, y_tr, x_te, y_te, part, NUM_CLASSES,
                      info=info)
 

@@ -25,6 +25,7 @@ from federated_vision.errors import ConfigError, bad
 from federated_vision.registry import Registry
 from federated_vision.tasks import models as model_registry
 from federated_vision.tasks.partitions import SCHEMES as _SCHEMES
+from federated_vision.tasks.partitions import SIZED_BY_DATA as _SIZED_BY_DATA
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,11 +38,12 @@ class DataConfig:
       (the canonical files) for the real CIFAR / MNIST.
     data_dir: tensorflow-datasets data_dir.
     archive_path: canonical archive file or directory.
-    partition: dirichlet | iid | shards (see `tasks.partitions`).
+    partition: dirichlet | iid | shards | dirichlet_per_class (see
+      `tasks.partitions`).
     num_clients: K; None = the task's default.
     examples_per_client: n; None = the task's default.
     split_csv: a published user_id,image_id,class split instead of a scheme.
-    alpha: Dirichlet concentration.
+    alpha: Dirichlet concentration (dirichlet, dirichlet_per_class).
     imbalance_sigma: log-normal client sizes (digits).
     test_csv .. image_size: real-world image splits (Hsu, Qi & Brown 2020),
       see `federated_vision.realworld.image_data`.
@@ -139,7 +141,7 @@ class Task:
   num_clients: Optional[int] = None
   examples_per_client: Optional[int] = None
   image_size: Optional[int] = None
-  partitions: Tuple[str, ...] = ("dirichlet", "iid", "shards")
+  partitions: Tuple[str, ...] = _SCHEMES
   model_defaults: Tuple[Tuple[str, object], ...] = ()
   check: Callable[["Task", DataConfig, FrozenSet[str]], None] = _no_checks
   description: str = ""
@@ -170,8 +172,8 @@ class Task:
                                    else self.examples_per_client),
            "partition": ("csv" if data.split_csv is not None
                          else self.fixed_partition or data.partition)}
-    if out["partition"] == "shards":
-      out["examples_per_client"] = None  # Shard size = N / (2K).
+    if out["partition"] in _SIZED_BY_DATA:
+      out["examples_per_client"] = None  # N / (2K) shards; or sizes vary.
     if self.image_size is not None:
       out["image_size"] = data.image_size or self.image_size
     spec = model_registry.get_model(out["model"])
@@ -202,6 +204,16 @@ class Task:
       raise bad("examples_per_client", data.examples_per_client,
                 "not used by --partition=shards (shard size = training "
                 "examples / (2 x --num_clients)); leave it unset")
+    if data.partition == "dirichlet_per_class" and data.split_csv is None:
+      if data.examples_per_client is not None:
+        raise bad("examples_per_client", data.examples_per_client,
+                  "not used by --partition=dirichlet_per_class (every "
+                  "training example is dealt; client sizes vary); leave it "
+                  "unset")
+      if not data.alpha > 0:
+        raise bad("alpha", data.alpha, "must be > 0 (or inf) for "
+                  "--partition=dirichlet_per_class (Dir(alpha 1_K) over the "
+                  "clients, per class)")
     self.check(self, data, given)
     for name in DATA_FIELDS:
       if name == "dataset" or name in self.reads:

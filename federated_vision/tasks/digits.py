@@ -10,13 +10,15 @@ def _check(task, data, given):
                       "(its 1,438 training examples are shared by the clients)",
                       "examples_per_client")
   k = data.num_clients if data.num_clients is not None else task.num_clients
-  if data.partition == "shards":
-    for name in ("alpha", "imbalance_sigma"):
-      if name in given or getattr(data, name) != getattr(base.DataConfig(),
-                                                         name):
-        raise ConfigError(f"--{name}: not used by --partition=shards (2 "
-                          "label-sorted shards of equal size per client)",
-                          name)
+  unused = {"shards": (("alpha", "imbalance_sigma"), "2 label-sorted shards "
+                       "of equal size per client"),
+            "dirichlet_per_class": (("imbalance_sigma",), "it sets the "
+                                    "client sizes itself")}
+  names, why = unused.get(data.partition, ((), ""))
+  for name in names:
+    if name in given or getattr(data, name) != getattr(base.DataConfig(), name):
+      raise ConfigError(f"--{name}: not used by --partition={data.partition} "
+                        f"({why})", name)
   if not 1 <= k <= 300:
     raise bad("num_clients", k, "must be in [1, 300] for --dataset=digits "
               "(1,438 training examples)")
@@ -57,9 +59,10 @@ def _scenario(task, data, resolved, context, missing_classes):
 base.register_task(base.Task(
     "digits", "digits", "digits_cnn", _data,
     reads=frozenset({"partition", "num_clients", "alpha", "imbalance_sigma"}),
-    num_clients=20, partitions=("dirichlet", "shards"), check=_check,
+    num_clients=20, partitions=("dirichlet", "shards", "dirichlet_per_class"),
+    check=_check,
     description="scikit-learn's 8x8 digits, Dirichlet(alpha) over K clients "
-                "(equal or log-normal sizes) or McMahan's 2 shards per "
-                "client; no download; --mixing: --missing_classes held by the "
-                "server",
+                "(equal or log-normal sizes), per-class Dirichlet or "
+                "McMahan's 2 shards per client; no download; --mixing: "
+                "--missing_classes held by the server",
     scenario_fn=_scenario))
