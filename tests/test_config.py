@@ -90,7 +90,7 @@ def test_validation_errors_name_the_flag():
        "--imbalance_sigma: not used by --dataset=synthetic_cifar10"),
       ({"dataset": "digits", "partition": "iid"},
        "--partition=iid: --dataset=digits supports --partition=dirichlet|"
-       "shards only"),
+       "shards|dirichlet_per_class only"),
       ({"partition": "shards", "alpha": 0.1},
        "--alpha: not used by --partition=shards"),
       ({"partition": "shards", "imbalance_sigma": 1.0},

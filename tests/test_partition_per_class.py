@@ -8,11 +8,14 @@ numpy in-process.
 
 import json
 import math
+import os
+import re
 
 import numpy as np
 import pytest
 
-from conftest import run_module
+from benchmarks import bench_dirichlet_conventions as conventions
+from conftest import REPO, run_module
 from experiments import config as config_lib
 from experiments import report_lib
 from experiments import sweeps
@@ -246,3 +249,22 @@ def test_sweep_over_alpha(tmp_path):
   assert sorted((r["point"], r["partition"], r["alpha"]) for r in rows) == [
       ("fedavg_alpha_0.1", "dirichlet_per_class", 0.1),
       ("fedavg_alpha_10", "dirichlet_per_class", 10.0)]
+
+
+def test_readme_table_is_the_packages_numbers():
+  """The README's EMD table, recomputed at its shapes (CIFAR-10: 10 x 5,000,
+  K = 100, seed 0; about 0.1 s)."""
+  with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+    text = f.read()
+  section = text.split("### Two Dirichlet conventions", 1)[1].split("\n#", 1)[0]
+  rows = [line for line in section.splitlines()
+          if re.match(r"\| [0-9.]+ \|", line)]
+  expected = conventions.markdown(conventions.table(seed=0)).splitlines()
+  assert section.count("| α | EMD, `dirichlet`") == 1
+  assert expected[0] in section
+  assert rows == expected[2:]
+  numbers = conventions.table(seed=0)
+  assert [r["alpha"] for r in numbers] == [0.1, 0.5, 1.0, 10.0]
+  # Same alpha, less skew per class than per client, at every alpha.
+  assert all(r["emd_per_class"] < r["emd_dirichlet"] for r in numbers)
+  assert all(r["per_class_min_size"] >= 10 for r in numbers)
