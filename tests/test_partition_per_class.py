@@ -2,8 +2,8 @@
 FedLab / Flower, against a numpy reference written here; its errors; a
 2-round train_main run and an alpha sweep on the synthetic CIFAR-10 twin.
 
-Budget: two TFF binary runs (train_main, a 2-point sweep_main); the rest is
-numpy in-process.
+Budget: two TFF binary runs (train_main, a 2-point sweep_main) and one
+train_main that stops at its flags; the rest is numpy in-process.
 """
 
 import json
@@ -160,6 +160,20 @@ def test_config_errors_name_the_flag(values, message):
     config_lib.from_values(values)
   assert message in str(e.value)
   assert "\n" not in str(e.value)
+
+
+def test_train_main_bad_alpha_exits_2_with_one_line(tmp_path):
+  proc = run_module("experiments.train_main", "--dataset=synthetic_cifar10",
+                    "--partition=dirichlet_per_class", "--alpha=0",
+                    f"--root_output_dir={tmp_path}", "--experiment_name=x",
+                    timeout=120)
+  assert proc.returncode == 2
+  assert "Traceback" not in proc.stderr
+  errors = [l for l in proc.stderr.splitlines() if "error:" in l]
+  assert errors == ["train_main.py: error: --alpha=0.0: must be > 0 (or inf) "
+                    "for --partition=dirichlet_per_class (Dir(alpha 1_K) over "
+                    "the clients, per class)"]
+  assert not (tmp_path / "x").exists()
 
 
 def test_too_many_clients_for_the_minimum_names_num_clients():
