@@ -109,6 +109,25 @@ def test_alpha_inf_divides_every_class_evenly():
   assert partition_lib.emd_noniidness(counts) == 0.0
 
 
+def test_no_mass_on_open_clients_divides_by_the_unbalanced_draw():
+  """Ours (the references divide 0 by 0): at alpha = 1e-6 numpy's draws are
+  exactly one-hot; with seed 0 both classes' draws are [1, 0], so when class 1
+  comes client 0 is full (6 >= 12 / 2) and the open client 1 has no mass."""
+  labels = np.array([0] * 6 + [1] * 6)
+  rng = np.random.default_rng(0)
+  rng.shuffle(np.arange(6))
+  first = rng.dirichlet([1e-6, 1e-6])
+  rng.shuffle(np.arange(6))
+  second = rng.dirichlet([1e-6, 1e-6])
+  assert first.tolist() == second.tolist() == [1.0, 0.0]
+  part, _ = pc.dirichlet_per_class_partition(labels, 2, 1e-6,
+                                             min_client_size=0, seed=0)
+  unbalanced, _ = pc.dirichlet_per_class_partition(
+      labels, 2, 1e-6, min_client_size=0, balance=False, seed=0)
+  assert part["0"].tolist() == unbalanced["0"].tolist() == list(range(12))
+  assert part["1"].tolist() == unbalanced["1"].tolist() == []
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"alpha": 0.0}, "alpha must be > 0 (or inf)"),
     ({"alpha": -1.0}, "alpha must be > 0 (or inf)"),
