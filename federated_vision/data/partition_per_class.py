@@ -41,7 +41,8 @@ from federated_vision.data.partition import Partition, _check_labels, client_ids
 MIN_CLIENT_SIZE = 10
 # Ours: NIID-Bench and FedLab re-draw without bound (an unattainable minimum
 # hangs), Flower stops after 11 draws (which fails about 4% of CIFAR-10,
-# K = 100, alpha = 0.1 splits: P(min size >= 10) ~ 0.25 per draw, measured).
+# K = 100, alpha = 0.1 splits: P(min size >= 10) ~ 0.25 per balanced draw,
+# measured over 200 draws).
 MAX_DRAWS = 1000
 
 
@@ -76,8 +77,9 @@ def dirichlet_per_class_partition(labels: Sequence[int], num_clients: int,
   open by balancing (floating-point underflow at tiny alpha; the references
   would divide 0 by 0), that class is divided by the unbalanced draw;
   `alpha = inf` is the limit q = 1/K (every class divided evenly, no draw).
-  Flower's current default is `self_balancing=False` (use `balance=False`)
-  and it does not shuffle idx_c.
+  Flower's current default is `self_balancing=False` (use `balance=False`);
+  with balancing it closes a client only above N / K, and it does not
+  shuffle idx_c, so its splits differ from these in detail.
 
   Args:
     labels: integer class label of every example.
