@@ -153,17 +153,17 @@ CIFAR_SOURCES = {
                            "each into 100 clients, with 500 training "
                            "examples each\"",
     "model": "Hsu 2020 §6.5: \"For CIFAR-10 and CIFAR-100 experiments, we "
-             "use a CNN similar to LeNet-5 [16] which has two 5x5, 64-channel "
-             "convolution layers, each precedes a 2x2 max-pooling layer, "
+             "use a CNN similar to LeNet-5 [16] which has two [...] 64-channel "
+             "convolution layers, each precedes a [...] max-pooling layer, "
              "followed by two fully-connected layers with 384 and 192 "
              "channels respectively and finally a softmax linear "
-             "classifier.\" (cifar_cnn)",
+             "classifier.\" (two 5x5 convolutions, 2x2 pooling: cifar_cnn)",
     "client_batch_size": "Hsu 2020 §6.5: \"The client batch size is 32 for "
                          "Landmarks-User-160k and 64 for others.\"",
     "client_learning_rate": "Hsu 2020 §6.5: \"Unless otherwise stated, the "
                             "client learning rate is 0.01\". Its footnote "
                             "to §A.1 (\"CIFAR experiments in the main text "
-                            "are tuned over the same grid\") says Figure 4 "
+                            "are tuned over the [...] same grid\") says Figure 4 "
                             "shows the best of a grid whose values the "
                             "extraction lost; we train 0.01 only (ours)",
     "server_momentum": spec.OURS + "Hsu 2020 §6.5 says \"momentum is used "
@@ -174,7 +174,7 @@ CIFAR_SOURCES = {
                             "extraction); 1.0 is McMahan's plain average",
     "clients_per_round": spec.OURS + "Hsu 2020 §6.1 compares report goals "
                          "(\"Using more clients per round (larger report "
-                         "goal C) is also beneficial\"); their values are in "
+                         "goal [...]) is also beneficial\"); their values are in "
                          "Figure 4, which the extraction lost; 10",
     "client_epochs": spec.OURS + "Hsu 2020 states no E for Figure 4 (§A.1's "
                      "E values are Figure 8's panels, lost in the "
@@ -191,7 +191,7 @@ CIFAR_SOURCES = {
                              "setting of the paper",
     "centralized_epochs": spec.OURS + "0 = no centralized training in the "
                           "federated runs; the baselines' epoch count is not "
-                          "stated (§6.0.1: \"The centralized training "
+                          "stated (Hsu 2020 §6.0.1: \"The centralized training "
                           "baseline uses the same configurations and "
                           "hyperparameters\"): 100",
     "weight_decay": spec.OURS + "Hsu 2020 §6.5: \"Weight decay is set to\" "
@@ -288,8 +288,9 @@ MCMAHAN_SOURCES = {
     "num_clients": _MCMAHAN_PARTITION_QUOTE,
     "examples_per_client": _MCMAHAN_PARTITION_QUOTE + " (IID runs only; "
                            "shards fix the client size)",
-    "algorithm": "McMahan 2017 §2: \"we can take B=∞ and E=1 which "
-                 "corresponds exactly to FedSGD\"; every other (E, B) is "
+    "algorithm": "McMahan 2017 §2: \"at one endpoint of this algorithm "
+                 "family, we can take [...] which corresponds exactly to "
+                 "FedSGD\" (B = ∞, E = 1); every other (E, B) is "
                  "FedAvg (\"We term this approach FederatedAveraging (or "
                  "FedAvg)\"); fedsgd for E = 1, B = ∞, else fedavg",
     "client_learning_rate": spec.OURS + "McMahan 2017 §3 tunes it per "

@@ -25,9 +25,8 @@ SENSITIVITY_CLIENTS_PER_ROUND = 5
 
 _POSTER_POPULATION = ("Hsu 2019 poster §Synthetic Non-Identical Data: \"We "
                       "synthesize 100 federated learning clients from "
-                      "CIFAR-10\", \"Assign (500 x q_c) examples from class c "
-                      "for all classes\", \"50,000 training examples / 100 "
-                      "clients\"")
+                      "CIFAR-10\", \"50,000 training examples / 100 clients\" "
+                      "(500 examples each)")
 _FROM_HSU2020 = ("the poster's text states no {what}; Hsu 2020, which follows "
                  "this protocol (§6.1: \"We follow the protocol described in "
                  "[11]\"), says: ")
@@ -38,10 +37,10 @@ _SOURCES = {
     "examples_per_client": _POSTER_POPULATION,
     "partition": "Hsu 2019 poster §Synthetic Non-Identical Data: \"Draw "
                  "class-marginal distribution from Dirichlet distribution "
-                 "q ~ Dir(alpha p), where p is uniform.\"",
+                 "[...], where p is uniform.\" (q ~ Dir(alpha p))",
     "algorithm": "Hsu 2019 poster §Methods: \"Federated Averaging (FedAvg)\" "
                  "and \"Federated Averaging with Momentum (FedAvgM) updates "
-                 "server weights by w <- w - v, where v <- beta v + Delta w.\"",
+                 "server weights by\" w <- w - v, v <- beta v + Delta w",
     "alpha": spec.OURS + _FROM_HSU2020.format(what="alpha grid") + c.CIFAR_SOURCES[
         "alpha"],
     "model": spec.OURS + _FROM_HSU2020.format(what="model") + c.CIFAR_SOURCES[

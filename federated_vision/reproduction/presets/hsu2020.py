@@ -241,8 +241,8 @@ APPENDIX_A_LRS = (0.01, 0.03, 0.1, 0.3)
 APPENDIX_A_MOMENTA = (0.0, 0.5, 0.9, 0.97)
 APPENDIX_A_PANELS = ((10, 1), (10, 5), (50, 1))  # (clients per round, E)
 _APPENDIX_A_LOST = (spec.OURS + "Hsu 2020 §A.1 sweeps it (\"For all values of "
-                    "Dirichlet concentration alpha, we sweep over learning "
-                    "rate eta and momentum beta\"), but the extraction lost "
+                    "Dirichlet concentration [...], we sweep over learning "
+                    "rate [...] and momentum [...]\"), but the extraction lost "
                     "the grid's values; ")
 
 
@@ -285,11 +285,11 @@ def appendix_a() -> spec.Preset:
       "client_learning_rate": _APPENDIX_A_LOST + f"eta in {APPENDIX_A_LRS}",
       "server_momentum": _APPENDIX_A_LOST + f"beta in {APPENDIX_A_MOMENTA}",
       "clients_per_round": spec.OURS + "Hsu 2020 §A.1 varies it (\"Across "
-                           "different report goals C\"); Figure 8's values "
+                           "different report goals\"); Figure 8's values "
                            "were lost in the extraction; (C, E) panels "
                            f"{APPENDIX_A_PANELS}",
       "client_epochs": spec.OURS + "Hsu 2020 §A.1 varies it (\"The number "
-                       "of local epochs E does not affect the choice of "
+                       "of local epochs [...] does not affect the choice of "
                        "hyperparameters much in our experiments (see last "
                        "two rows of Figure 8)\"); the values were lost in "
                        f"the extraction; (C, E) panels {APPENDIX_A_PANELS}",

@@ -25,14 +25,14 @@ _TRANSCRIBED = ("as the transcription published.py cites reads Table {} (the "
                 "tables are lost in this extraction)")
 _TABLE1_SOURCES = {
     "client_fraction": "McMahan 2017 §3: \"Table 1 shows the impact of "
-                       "varying C for both MNIST models\"; rows C in {0.0, "
+                       "varying [...] for both MNIST models\"; rows C in {0.0, "
                        "0.1, 0.2, 0.5, 1.0} " + _TRANSCRIBED.format(1),
     "client_epochs": "McMahan 2017 §3: \"Table 1 shows the impact of "
-                     "varying C for both MNIST models\"; 2NN E = 1, CNN "
+                     "varying [...] for both MNIST models\"; 2NN E = 1, CNN "
                      "E = 5 " + _TRANSCRIBED.format(1),
     "client_batch_size": "McMahan 2017 §3: \"Comparing the number of rounds "
-                         "for the B=∞ and B=10 columns in Table 1\" "
-                         "(0 = B = inf)",
+                         "for the [...] columns in Table 1\" (B = ∞ and "
+                         "B = 10; 0 = B = ∞)",
 }
 _TABLE2_SOURCES = {
     "client_fraction": "McMahan 2017 §3: \"Based on these results, for most "
@@ -40,12 +40,13 @@ _TABLE2_SOURCES = {
     "client_epochs": "McMahan 2017 §3 (\"Increasing computation per "
                      "client\"): \"using more computation per client "
                      "decreases the number of rounds to reach the target "
-                     "accuracy by 35× for the CNN\"; rows E in {1, 5, 20} "
+                     "accuracy by [...] for the CNN\" (35x); rows E in {1, 5, 20} "
                      + _TRANSCRIBED.format(2),
-    "client_batch_size": "McMahan 2017 §3: \"the B=∞,E=1 FedSGD model "
-                         "eventually reaches 99.22% accuracy after 1200 "
-                         "rounds [...] while the B=10,E=20 FedAvg model "
-                         "reaches an accuracy of 99.44% after 300 rounds\"; "
+    "client_batch_size": "McMahan 2017 §3: \"for the CNN the [...] FedSGD "
+                         "model eventually reaches 99.22% accuracy after "
+                         "1200 rounds [...] FedAvg model reaches an accuracy "
+                         "of 99.44% after 300 rounds\" (B = ∞, E = 1 vs "
+                         "B = 10, E = 20); "
                          "rows B in {∞, 50, 10} (0 = B = ∞) "
                          + _TRANSCRIBED.format(2),
 }
