@@ -130,8 +130,8 @@ PAPER_TEXT = {
         "Increasing computation per client",
         "For the IID partition of the MNIST data, using more computation per "
         r"client decreases the number of rounds to reach the target accuracy "
-        r"by 35×35\times for the CNN and 46×46\times for the 2NN (see Table 4 "
-        "in Appendix A for details for the 2NN).",
+        r"by 35×35\times for the CNN and 46×46\times for the 2NN (see "
+        "Table 4 in Appendix A for details for the 2NN).",
         r"For example, for the CNN the B=,E=1B=\infty,E=1 FedSGD model "
         "eventually reaches 99.22% accuracy after 1200 rounds (and had not "
         "improved further after 6000 rounds), while the B=10,E=20B=10,E=20 "
@@ -152,8 +152,8 @@ PAPER_TEXT = {
         "clients (along with the latest version of the global model).",
         "During each step of client training, we calculate a gradient w.r.t. "
         "batches of client data examples, sum this gradient with the "
-        "‘augmenting’ datacenter gradient, and then use the summed gradient "
-        "when performing client optimization.",
+        "‘augmenting’ datacenter gradient, and then use the summed "
+        "gradient when performing client optimization.",
         "We use the federated and centralized datasets to learn a smiling "
         "classifier, under five scenarios:",
         "Of the 9343 total clients in federated CelebA, we train on a "
@@ -171,7 +171,8 @@ def _norm(text: str) -> str:
   return re.sub(r"[^a-z0-9]+", "", text.lower())
 
 
-_PAPERS = {name: [_norm(t) for t in texts] for name, texts in PAPER_TEXT.items()}
+_PAPERS = {name: [_norm(t) for t in texts]
+           for name, texts in PAPER_TEXT.items()}
 
 
 def source_problems(source: str, paper: str) -> list:
@@ -309,7 +310,8 @@ def test_hsu2020_appendix_a_covers_cifar10_and_cifar100():
     assert {r.methods() for r in runs} == {("fedavgm",)}
   studies = {s.key: s for s in p.studies}
   assert {k: s.baseline for k, s in studies.items()} == {
-      "appendix_a": "central_cifar10", "appendix_a_cifar100": "central_cifar100"}
+      "appendix_a": "central_cifar10",
+      "appendix_a_cifar100": "central_cifar100"}
   for key, dataset in (("appendix_a", "cifar10"),
                        ("appendix_a_cifar100", "cifar100")):
     assert {p.run(n).flags["dataset"] for n in studies[key].runs} == {dataset}

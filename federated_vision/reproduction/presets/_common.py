@@ -163,7 +163,8 @@ CIFAR_SOURCES = {
     "client_learning_rate": "Hsu 2020 §6.5: \"Unless otherwise stated, the "
                             "client learning rate is 0.01\". Its footnote "
                             "to §A.1 (\"CIFAR experiments in the main text "
-                            "are tuned over the [...] same grid\") says Figure 4 "
+                            "are tuned over the [...] same grid\") says "
+                            "Figure 4 "
                             "shows the best of a grid whose values the "
                             "extraction lost; we train 0.01 only (ours)",
     "server_momentum": spec.OURS + "Hsu 2020 §6.5 says \"momentum is used "
@@ -174,8 +175,8 @@ CIFAR_SOURCES = {
                             "extraction); 1.0 is McMahan's plain average",
     "clients_per_round": spec.OURS + "Hsu 2020 §6.1 compares report goals "
                          "(\"Using more clients per round (larger report "
-                         "goal [...]) is also beneficial\"); their values are in "
-                         "Figure 4, which the extraction lost; 10",
+                         "goal [...]) is also beneficial\"); their values "
+                         "are in Figure 4, which the extraction lost; 10",
     "client_epochs": spec.OURS + "Hsu 2020 states no E for Figure 4 (§A.1's "
                      "E values are Figure 8's panels, lost in the "
                      "extraction); 1",
@@ -191,7 +192,8 @@ CIFAR_SOURCES = {
                              "setting of the paper",
     "centralized_epochs": spec.OURS + "0 = no centralized training in the "
                           "federated runs; the baselines' epoch count is not "
-                          "stated (Hsu 2020 §6.0.1: \"The centralized training "
+                          "stated (Hsu 2020 §6.0.1: \"The centralized "
+                          "training "
                           "baseline uses the same configurations and "
                           "hyperparameters\"): 100",
     "weight_decay": spec.OURS + "Hsu 2020 §6.5: \"Weight decay is set to\" "

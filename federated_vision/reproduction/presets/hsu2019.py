@@ -41,8 +41,8 @@ _SOURCES = {
     "algorithm": "Hsu 2019 poster §Methods: \"Federated Averaging (FedAvg)\" "
                  "and \"Federated Averaging with Momentum (FedAvgM) updates "
                  "server weights by\" w <- w - v, v <- beta v + Delta w",
-    "alpha": spec.OURS + _FROM_HSU2020.format(what="alpha grid") + c.CIFAR_SOURCES[
-        "alpha"],
+    "alpha": spec.OURS + _FROM_HSU2020.format(what="alpha grid")
+             + c.CIFAR_SOURCES["alpha"],
     "model": spec.OURS + _FROM_HSU2020.format(what="model") + c.CIFAR_SOURCES[
         "model"],
     "client_batch_size": spec.OURS + _FROM_HSU2020.format(
@@ -54,8 +54,15 @@ _SOURCES = {
     "server_momentum": spec.OURS + "the poster's text names FedAvgM's beta "
                        "without a value (its figures are lost); 0.9 (Hsu 2020 "
                        "§6.5's value is lost too). Set on FedAvgM runs only",
+    "client_epochs": spec.OURS + "the poster's text states no E (its "
+                     "figures are lost); 1",
+    "clients_per_round": spec.OURS + "the poster's text states no report "
+                         "goal C (its figures are lost); 10 of 100",
     "weight_decay": spec.OURS + "the poster states no weight decay; 0",
 }
+# Where the sensitivity grid comes from (not the paper's text).
+_GRID_ORIGIN = ("carried over from this preset's first version, which took it "
+                "from Flower's FedAvgM baseline; not read in the paper")
 
 
 def cifar10_alpha() -> spec.Preset:
@@ -100,12 +107,13 @@ def sensitivity() -> spec.Preset:
                    "(the same update)",
       "alpha": grid + "alpha = 1 (the centralized baseline's 1 too: see "
                "CIFAR's source)",
-      "client_learning_rate": grid + f"eta in {SENSITIVITY_LRS} (Flower's "
-                              "FedAvgM baseline grid, not read in the paper)",
-      "server_momentum": grid + f"beta in {SENSITIVITY_MOMENTA} (Flower's "
-                         "FedAvgM baseline grid plus beta = 0, FedAvg)",
+      "client_learning_rate": grid + f"eta in {SENSITIVITY_LRS}, "
+                              + _GRID_ORIGIN,
+      "server_momentum": grid + f"beta in {SENSITIVITY_MOMENTA}: 0 "
+                         "(FedAvg) and the momenta " + _GRID_ORIGIN,
       "clients_per_round": grid + f"{SENSITIVITY_CLIENTS_PER_ROUND} of 100 "
-                           "(C = 0.05; the centralized run's 10 is unused)",
+                           "(C = 0.05), " + _GRID_ORIGIN + "; the "
+                           "centralized run's 10 is unused",
   }
   return spec.Preset(
       "hsu2019_sensitivity", PAPER,

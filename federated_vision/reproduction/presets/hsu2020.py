@@ -262,7 +262,8 @@ def _appendix_a_runs(dataset: str):
 
 
 def appendix_a() -> spec.Preset:
-  """Hsu 2020 §A.1 Figure 8: the effective-learning-rate study, CIFAR-10/100."""
+  """Hsu 2020 §A.1 Figure 8: the effective-learning-rate study on CIFAR-10
+  and CIFAR-100 (one contour study each)."""
   runs, studies = [], []
   for dataset in APPENDIX_A_DATASETS:
     sweep = _appendix_a_runs(dataset)

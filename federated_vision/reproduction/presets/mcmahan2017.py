@@ -40,7 +40,8 @@ _TABLE2_SOURCES = {
     "client_epochs": "McMahan 2017 §3 (\"Increasing computation per "
                      "client\"): \"using more computation per client "
                      "decreases the number of rounds to reach the target "
-                     "accuracy by [...] for the CNN\" (35x); rows E in {1, 5, 20} "
+                     "accuracy by [...] for the CNN\" (35x); rows E in "
+                     "{1, 5, 20} "
                      + _TRANSCRIBED.format(2),
     "client_batch_size": "McMahan 2017 §3: \"for the CNN the [...] FedSGD "
                          "model eventually reaches 99.22% accuracy after "
