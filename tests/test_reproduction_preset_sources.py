@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from experiments import reproduce_lib
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common
@@ -406,3 +407,26 @@ def test_no_fedavg_only_run_sets_server_momentum(name):
   for r in presets.get_preset(name).runs:
     if "fedavgm" not in r.flags["algorithm"]:
       assert "server_momentum" not in r.flags, r.name
+
+
+def _dry_run_line(preset_name: str, run_name: str) -> str:
+  """The run's line of the dry-run listing (its full resolved config)."""
+  p = presets.get_preset(preset_name)
+  lines = reproduce_lib.describe_runs(p, runs=[p.run(run_name)])
+  return lines[1]
+
+
+def test_dry_run_shows_the_papers_values():
+  line = _dry_run_line("hsu2020_figure4", "cifar100_alpha_0.5")
+  for flag in ("--total_rounds=20000", "--client_learning_rate=0.01",
+               "--client_batch_size=64", "--num_clients=100",
+               "--examples_per_client=500", "--algorithm=fedavg,fedavgm"):
+    assert f" {flag} " in line, flag
+  line = _dry_run_line("augenstein_figure1", "celeba_mixing_parallel")
+  for flag in ("--clients_per_round=100", "--total_rounds=5000",
+               "--merge_weight=0.5", "--mixing=parallel"):
+    assert f" {flag} " in line, flag
+  line = _dry_run_line("mcmahan2017_table2", "mnist_cnn_shards_C0.1_E1_Binf")
+  for flag in ("--algorithm=fedsgd", "--client_fraction=0.1",
+               "--partition=shards", "--target_accuracy=0.99"):
+    assert f" {flag} " in line, flag
