@@ -134,7 +134,7 @@ _CIFAR_FEDERATED_ONLY = ("server_momentum", "total_rounds", "rounds_per_eval",
                          "rounds_per_checkpoint")
 
 # Sources (`spec.Preset.sources`) of the CIFAR runs' settings, from Hsu 2020's
-# text (the poster of Hsu 2019 states none of them; see hsu2019.py).
+# text (hsu2019.py overrides those the Hsu 2019 poster states or omits).
 CIFAR_SOURCES = {
     "dataset": "Hsu 2020 §6.1: \"Our experiments use CIFAR10/100 datasets "
                "to characterize classification accuracy with a continuous "
@@ -161,10 +161,10 @@ CIFAR_SOURCES = {
     "client_batch_size": "Hsu 2020 §6.5: \"The client batch size is 32 for "
                          "Landmarks-User-160k and 64 for others.\"",
     "client_learning_rate": "Hsu 2020 §6.5: \"Unless otherwise stated, the "
-                            "client learning rate is 0.01\". Its footnote "
-                            "to §A.1 (\"CIFAR experiments in the main text "
-                            "are tuned over the [...] same grid\") says "
-                            "Figure 4 "
+                            "client learning rate is 0.01\" (the centralized "
+                            "baselines' too). The footnote of §A.1 "
+                            "(\"CIFAR experiments in the main text are "
+                            "tuned over the [...] same grid\") says Figure 4 "
                             "shows the best of a grid whose values the "
                             "extraction lost; we train 0.01 only (ours)",
     "server_momentum": spec.OURS + "Hsu 2020 §6.5 says \"momentum is used "
@@ -193,9 +193,8 @@ CIFAR_SOURCES = {
     "centralized_epochs": spec.OURS + "0 = no centralized training in the "
                           "federated runs; the baselines' epoch count is not "
                           "stated (Hsu 2020 §6.0.1: \"The centralized "
-                          "training "
-                          "baseline uses the same configurations and "
-                          "hyperparameters\"): 100",
+                          "training baseline uses the same configurations "
+                          "and hyperparameters\"): 100",
     "weight_decay": spec.OURS + "Hsu 2020 §6.5: \"Weight decay is set to\" "
                     "a value the extraction lost; 0",
 }
