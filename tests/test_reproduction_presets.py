@@ -93,7 +93,7 @@ def test_runs_use_known_flags_and_are_all_used(name):
 
 def test_one_name_one_config_across_presets():
   runs = presets.all_runs()
-  assert len(runs) == 551
+  assert len(runs) == 943  # 551 + 384 (Appendix A on CIFAR-100) + 8 (beta = 0)
   assert runs["central_cifar10"].kind == spec.CENTRALIZED
 
 
@@ -284,7 +284,7 @@ def test_every_run_on_todays_data_sets_passes_config_validation(parse,
     except Exception as e:  # pylint: disable=broad-except
       pytest.fail(f"{run.name}: {e}")
     checked += 1
-  assert checked == 551
+  assert checked == 943
 
 
 def test_validation_catches_a_bad_run(parse, data_files):
