@@ -328,3 +328,45 @@ def test_flags_only_where_read(inat, gld, parse, tmp_path):
           f"--gld_metadata_csv={tmp_path}/none.csv", dataset="landmarks")
   assert str(e.value) == (f"--gld_metadata_csv={tmp_path}/none.csv: no such "
                           "file")
+
+
+def _rows(path, lines):
+  """Writes a per-split train (rows of 3) or test (rows of 2) file, no label."""
+  train = len(lines[0]) == 3
+  path = fixtures._write_text_csv(  # pylint: disable=protected-access
+      path, split_io.COLUMNS if train else split_io.TEST_COLUMNS, lines)
+  return (split_io.read_split_rows(path) if train
+          else split_io.read_test_rows(path))
+
+
+def test_check_with_metadata_exact(tmp_path):
+  src = cn.source_ids([("a", 7), ("b", 8), ("c", 7), ("t1", 8), ("t2", 7),
+                       ("t3", 9)], "landmark", ["m.csv"])
+  train = _rows(tmp_path / "train.csv", [("u", "a", 0), ("u", "b", 1),
+                                         ("v", "c", 0), ("v", "x", 2)])
+  # Agreeing; class 2 has no image in the metadata (x): unchecked.
+  test = _rows(tmp_path / "test.csv", [("t1", 1), ("t2", 0), ("y", 2)])
+  assert cn.check_with_metadata(train, test, src) == (2,)
+  # Landmark 9 (t3) never occurs in train: nothing to compare, unchecked.
+  test = _rows(tmp_path / "test2.csv", [("t1", 1), ("t3", 2)])
+  assert cn.check_with_metadata(train, test, src) == (2,)
+  # Landmark 8 is class 1 in train, class 2 in test (class 2's train image x
+  # is not in the metadata, so only the landmark -> class direction sees it).
+  test = _rows(tmp_path / "test3.csv", [("t2", 0), ("t1", 2)])
+  with pytest.raises(split_io.SplitFormatError) as e:
+    cn.check_with_metadata(train, test, src)
+  assert str(e.value) == (
+      f"{train.path} and {test.path} number classes differently: landmark 8 "
+      f"is class 1 in {train.path}:3 (image b) but class 2 in {test.path}:3 "
+      "(image t1), per m.csv")
+  # Inside one file: a class that is two landmarks, a landmark two classes.
+  bad = _rows(tmp_path / "bad1.csv", [("u", "a", 0), ("u", "b", 0)])
+  with pytest.raises(split_io.SplitFormatError) as e:
+    cn.check_with_metadata(bad, test, src)
+  assert str(e.value) == (f"{bad.path}:3: class 0 is landmark 8 (image b) but "
+                          "landmark 7 on line 2 (image a), per m.csv")
+  bad = _rows(tmp_path / "bad2.csv", [("u", "a", 0), ("u", "c", 1)])
+  with pytest.raises(split_io.SplitFormatError) as e:
+    cn.check_with_metadata(bad, test, src)
+  assert str(e.value) == (f"{bad.path}:3: landmark 7 is class 1 (image c) but "
+                          "class 0 on line 2 (image a), per m.csv")

@@ -165,8 +165,15 @@ def check_labels(train: split_io.SplitRows, test: split_io.SplitRows) -> None:
 
 def _source_map(rows: split_io.SplitRows, source: SourceIds
                 ) -> Dict[int, Tuple[int, int, str]]:
-  """class -> (source id, line, image) of one file; consistent within it."""
+  """class -> (source id, line, image) of one file, one-to-one within it.
+
+  Raises:
+    SplitFormatError: `path:line:` when a class of the file is two source
+      ids, or a source id two classes (a class is one source category).
+  """
   out: Dict[int, Tuple[int, int, str]] = {}
+  class_of: Dict[int, Tuple[int, int, str]] = {}
+  via = f"per {','.join(source.files)}"
   for c, image, line in zip(rows.classes.tolist(), rows.image_ids,
                             rows.lines.tolist()):
     s = source.of_image.get(str(image))
@@ -177,7 +184,13 @@ def _source_map(rows: split_io.SplitRows, source: SourceIds
       raise SplitFormatError(
           f"{rows.path}:{line}: class {c} is {source.what} {s} (image "
           f"{image}) but {source.what} {first[0]} on line {first[1]} (image "
-          f"{first[2]}), per {','.join(source.files)}")
+          f"{first[2]}), {via}")
+    first = class_of.setdefault(s, (c, line, image))
+    if first[0] != c:
+      raise SplitFormatError(
+          f"{rows.path}:{line}: {source.what} {s} is class {c} (image "
+          f"{image}) but class {first[0]} on line {first[1]} (image "
+          f"{first[2]}), {via}")
   return out
 
 
