@@ -8,11 +8,13 @@ train_main subprocesses that stop before any training; the rest in-process.
 
 import logging
 import os
+import subprocess
+import sys
 
 import pytest
 
 import realworld_fixtures as fixtures
-from conftest import run_module
+from conftest import REPO, run_module
 from experiments import config as config_lib
 from federated_vision import tasks
 from federated_vision.data import class_numbering as cn
@@ -370,3 +372,22 @@ def test_check_with_metadata_exact(tmp_path):
     cn.check_with_metadata(bad, test, src)
   assert str(e.value) == (f"{bad.path}:3: landmark 7 is class 1 (image c) but "
                           "class 0 on line 2 (image a), per m.csv")
+
+
+def test_convert_to_tfrecords_checks_the_numbering_too(gld, tmp_path):
+  res = subprocess.run(
+      [sys.executable, os.path.join(REPO, "datasets", "convert_to_tfrecords.py"),
+       "--dataset=landmarks", f"--split_csv={gld['train']}",
+       f"--test_csv={gld['bad']}", f"--image_root={tmp_path}",
+       f"--gld_metadata_csv={gld['root'] / 'train.csv'}",
+       f"--output_dir={tmp_path / 'out'}"],
+      capture_output=True, text=True, timeout=300, check=False,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert res.returncode == 2, res.stderr[-2000:]
+  images = gld["images"]
+  assert res.stderr.strip().splitlines() == [
+      f"error: {gld['train']} and {gld['bad']} number classes differently: "
+      f"class 0 is GLD-v2 landmark 100 in {gld['train']}:2 (image "
+      f"{images[0].image_id}) but GLD-v2 landmark 110 in {gld['bad']}:3 "
+      f"(image {images[7].image_id}), per {gld['root'] / 'train.csv'}"]
+  assert not (tmp_path / "out").exists()

@@ -13,7 +13,7 @@ number classes alike (`federated_vision.data.class_numbering`):
     GLD-v2-clean").
 """
 
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence
 
 from federated_vision.data import class_numbering
 from federated_vision.data import split_io
@@ -82,3 +82,20 @@ def gld_landmarks(csv_paths: Sequence[str]) -> class_numbering.SourceIds:
             f"{where[image]} gives it landmark_id {previous}")
       where.setdefault(image, f"{path}:{line}")
   return class_numbering.SourceIds(of_image, GLD_WHAT, tuple(csv_paths))
+
+
+def for_dataset(family: str, files: Sequence[str]
+                ) -> Optional[class_numbering.SourceIds]:
+  """`inaturalist_categories` or `gld_landmarks` of `files` (None if none).
+
+  Args:
+    family: 'inaturalist' or 'landmarks'.
+    files: the metadata files (--metadata_json / --gld_metadata_csv).
+  """
+  if family not in ("inaturalist", "landmarks"):
+    raise ValueError(f"no source metadata for {family!r}")
+  if not files:
+    return None
+  if family == "inaturalist":
+    return inaturalist_categories(list(files))
+  return gld_landmarks(list(files))

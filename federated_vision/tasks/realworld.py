@@ -125,10 +125,8 @@ def check_class_numbering(task, data) -> str:
   """
   flag = _METADATA_FLAG[task.family]
   files = list(getattr(data, flag))
-  read = (source_ids.inaturalist_categories if task.family == "inaturalist"
-          else source_ids.gld_landmarks)
   try:
-    source = read(files) if files else None
+    source = source_ids.for_dataset(task.family, files)
   except (FileNotFoundError, ValueError) as e:
     raise bad(flag, files, one_line(e)) from None
   try:
