@@ -391,3 +391,35 @@ def test_convert_to_tfrecords_checks_the_numbering_too(gld, tmp_path):
       f"{images[0].image_id}) but GLD-v2 landmark 110 in {gld['bad']}:3 "
       f"(image {images[7].image_id}), per {gld['root'] / 'train.csv'}"]
   assert not (tmp_path / "out").exists()
+
+
+def test_inaturalist_categories_from_json(inat, tmp_path):
+  src = source_ids.inaturalist_categories(inat["jsons"])
+  # 10 train + 6 val images; stems as in the split files, categories 0..2.
+  expected = {i: c for _, i, c in inat["tff_rows"]}  # Numbering A = identity.
+  expected.update({i: lbl for i, _, lbl in inat["agree_rows"]})
+  assert dict(src.of_image) == expected and len(expected) == 16
+  assert src.files == tuple(inat["jsons"]) and src.what == INAT
+  # A file without annotations (like test2017.json) adds no image.
+  test_json = tmp_path / "test2017.json"
+  test_json.write_text('{"images": [{"id": 1, "file_name": "x/abc.jpg"}]}')
+  assert dict(source_ids.inaturalist_categories(
+      [str(test_json)]).of_image) == {}
+  # One stem in two files (train and a copy of it).
+  copy = tmp_path / "copy.json"
+  copy.write_text((inat["root"] / "train2017.json").read_text())
+  first = fixtures.small_inaturalist_records((4, 3, 3))[0]
+  with pytest.raises(ValueError) as e:
+    source_ids.inaturalist_categories([inat["jsons"][0], str(copy)])
+  assert str(e.value) == (
+      f"{copy}: image {first.image_id} has file stem "
+      f"{fixtures.image_stem(first.image_id)}, like image {first.image_id} of "
+      f"{inat['jsons'][0]}; the stem is the published image_id, so it must "
+      "be unique")
+  bad = tmp_path / "bad.json"
+  bad.write_text('{"images": [{"id": 1, "file_name": "a.jpg"}], "annotations"'
+                 ': [{"image_id": 1, "category_id": "x"}]}')
+  with pytest.raises(ValueError) as e:
+    source_ids.inaturalist_categories([str(bad)])
+  assert str(e.value) == (f"{bad}: annotations[0].category_id = 'x' is not "
+                          "an integer")
