@@ -361,6 +361,11 @@ def test_check_with_metadata_exact(tmp_path):
       f"{train.path} and {test.path} number classes differently: landmark 8 "
       f"is class 1 in {train.path}:3 (image b) but class 2 in {test.path}:3 "
       "(image t1), per m.csv")
+  # An empty test file (valid): nothing to number, no warning.
+  empty = tmp_path / "empty.csv"
+  empty.write_text("image_id,class\n")
+  assert cn.check_class_numbering(
+      train, split_io.read_test_rows(str(empty))) == cn.Result(cn.NO_TEST_ROWS)
   # Inside one file: a class that is two landmarks, a landmark two classes.
   bad = _rows(tmp_path / "bad1.csv", [("u", "a", 0), ("u", "b", 0)])
   with pytest.raises(split_io.SplitFormatError) as e:

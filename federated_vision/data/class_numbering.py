@@ -59,6 +59,7 @@ LABELS = "labels"            # Rule 1: class <-> label agree across files.
 SAME_WRITER = "same_writer"  # Rule 2.
 METADATA = "metadata"        # Rule 3, every test class checked.
 UNCHECKED = "unchecked"      # Rule 3, not (fully) checked: see `warning`.
+NO_TEST_ROWS = "no_test_rows"  # An empty test file: nothing to number.
 
 
 class Form(NamedTuple):
@@ -92,7 +93,7 @@ class Result(NamedTuple):
   """Outcome of `check_class_numbering`.
 
   Attributes:
-    how: LABELS, SAME_WRITER, METADATA or UNCHECKED.
+    how: LABELS, SAME_WRITER, METADATA, UNCHECKED or NO_TEST_ROWS.
     warning: for UNCHECKED without acceptance, the one line to log; else
       None.
   """
@@ -260,6 +261,8 @@ def check_class_numbering(train: split_io.SplitRows,
   Raises:
     SplitFormatError: one line naming both files on a mismatch.
   """
+  if not test.classes.size:
+    return Result(NO_TEST_ROWS)
   if train.labels is not None and test.labels is not None:
     check_labels(train, test)
     return Result(LABELS)
