@@ -14,7 +14,10 @@
 Every image is decoded first (--check_images=decode). Missing or corrupt
 images are listed in --report_path; --on_bad_image=fail (default) stops with
 exit status 3, --on_bad_image=skip drops them with a warning per split.
-Bad flags or inputs: one `error:` line, exit status 2.
+Bad flags or inputs: one `error:` line, exit status 2, e.g. a --split_csv and
+--test_csv that number classes differently (checked as train_main does:
+federated_vision/data/class_numbering.py; one warning line when it cannot be
+checked, unless --accept_unchecked_class_numbering).
 """
 
 import glob
@@ -24,9 +27,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
+from absl import logging
 
+from federated_vision.data import class_numbering
 from federated_vision.data import split_io
 from federated_vision.realworld import cli
+from federated_vision.realworld import source_ids
 
 # Kept in sync with image_data.CHECK_MODES / BAD_IMAGE_POLICIES; TensorFlow is
 # imported only after the flags are validated.
@@ -45,6 +51,14 @@ flags.DEFINE_string("image_paths", None, "Optional image_id,path CSV.")
 flags.DEFINE_list("metadata_json", [], "iNaturalist train2017.json,val2017.json "
                   "(to find image paths when --image_paths is not given).")
 flags.DEFINE_list("tar_shards", [], "GLD-v2 images_NNN.tar shards (globs ok).")
+flags.DEFINE_list("gld_metadata_csv", [], "landmarks: GLD-v2 train.csv / "
+                  "train_clean.csv, to check that --split_csv and --test_csv "
+                  "number classes alike (--metadata_json does it for "
+                  "inaturalist).")
+flags.DEFINE_bool("accept_unchecked_class_numbering", False, "Accept, without "
+                  "the warning, a --split_csv / --test_csv pair whose class "
+                  "numbering cannot be checked (see federated_vision/data/"
+                  "class_numbering.py).")
 flags.DEFINE_string("output_dir", None, "Output directory.")
 flags.DEFINE_enum("check_images", "decode", CHECK_MODES,
                   "Image check before conversion.")
@@ -74,6 +88,19 @@ def main(argv):
     cli.fail(f"--image_size={size} must be >= 8")
   # Bad split files fail here, in a second, before TensorFlow is imported.
   split_io.read_split_files(FLAGS.split_csv, FLAGS.split, FLAGS.test_csv)
+  if FLAGS.dataset == "inaturalist" and FLAGS.gld_metadata_csv:
+    cli.fail("--gld_metadata_csv: only for --dataset=landmarks")
+  if FLAGS.test_csv:
+    metadata = (FLAGS.metadata_json if FLAGS.dataset == "inaturalist"
+                else FLAGS.gld_metadata_csv)
+    flag = ("--metadata_json" if FLAGS.dataset == "inaturalist"
+            else "--gld_metadata_csv")
+    warning = class_numbering.check_files(
+        FLAGS.split_csv, FLAGS.test_csv, FLAGS.split,
+        source_ids.for_dataset(FLAGS.dataset, metadata),
+        FLAGS.accept_unchecked_class_numbering, metadata_flag=flag).warning
+    if warning:
+      logging.warning("%s", warning)
   from federated_vision.realworld import image_data, tfrecords  # pylint: disable=g-import-not-at-top
   assert tuple(CHECK_MODES) == image_data.CHECK_MODES
   assert tuple(BAD_IMAGE_POLICIES) == image_data.BAD_IMAGE_POLICIES

@@ -74,6 +74,17 @@ def define_flags() -> None:
   flags.DEFINE_list("tar_shards", [], "landmarks: GLD-v2 images_NNN.tar "
                     "shards (comma-separated paths or globs) instead of "
                     "--image_root.")
+  flags.DEFINE_list("gld_metadata_csv", [], "landmarks: GLD-v2 train.csv "
+                    "(id,url,landmark_id) and/or train_clean.csv "
+                    "(landmark_id,images), to check that --split_csv and "
+                    "--test_csv number classes alike (as --metadata_json "
+                    "does for inaturalist).")
+  flags.DEFINE_bool("accept_unchecked_class_numbering", False,
+                    "inaturalist/landmarks: when the class numbering of "
+                    "--split_csv and --test_csv cannot be checked (files from "
+                    "different writers, or neither with a label column, and "
+                    "no --metadata_json / --gld_metadata_csv), accept it "
+                    "without the warning; a mismatch found is still an error.")
   flags.DEFINE_string("check_images", "exists", "inaturalist/landmarks: check "
                       "images when opening the split: none | exists (stat "
                       "calls) | decode (slow).")

@@ -269,3 +269,63 @@ def write_published_splits(root: str) -> Dict[str, dict]:
         f.write(",".join(f'"{v}"' if "," in v else v for v in r) + "\n")
     out[name] = {"path": path, "rows": rows}
   return out
+
+
+# ----------------------------------------------------------------------------
+# Split files of different writers (class-numbering checks).
+
+
+TFF_INAT_TRAIN = "iNaturalist_train.csv"
+TFF_INAT_TEST = "iNaturalist_test.csv"
+
+
+def _write_text_csv(path: str, header: Sequence[str], rows) -> str:
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with open(path, "w", newline="") as f:
+    f.write(",".join(header) + "\n")
+    for r in rows:
+      f.write(",".join(str(v) for v in r) + "\n")
+  return path
+
+
+def write_tff_inaturalist(directory: str, train_rows, test_rows=None):
+  """TFF's iNaturalist cache files, in its on-disk forms.
+
+  `iNaturalist_train.csv`: `user_120k,geo_100,geo_300,geo_1k,geo_3k,geo_10k,
+  geo_30k,image_id,class` (one row per image, `NA` where an image is not in a
+  split; here every geo column is NA); `iNaturalist_test.csv`:
+  `image_id,class` (no `label`).
+
+  Args:
+    directory: created.
+    train_rows: (user_120k client, image_id, class).
+    test_rows: optional (image_id, class).
+
+  Returns:
+    (train path, test path or None).
+  """
+  geo = len(split_io.TFF_INAT_SPLITS) - 1
+  train = _write_text_csv(
+      os.path.join(directory, TFF_INAT_TRAIN), split_io.TFF_INAT_COLUMNS,
+      ((u, *[split_io.NA] * geo, i, c) for u, i, c in train_rows))
+  test = None
+  if test_rows is not None:
+    test = _write_text_csv(os.path.join(directory, TFF_INAT_TEST),
+                           split_io.TEST_COLUMNS, test_rows)
+  return train, test
+
+
+def write_published_test(directory: str, rows, with_label: bool = True) -> str:
+  """The published `test.csv`: `image_id,class,label` (iNaturalist) or
+  `image_id,class` (Landmarks); rows are (image_id, class[, label])."""
+  return _write_text_csv(os.path.join(directory, "test.csv"),
+                         split_io.INAT_TEST_COLUMNS if with_label
+                         else split_io.TEST_COLUMNS, rows)
+
+
+def write_published_train(directory: str, rows, with_label: bool = True) -> str:
+  """The published `federated_train.csv`: `user_id,image_id,class[,label]`;
+  rows are (user_id, image_id, class[, label])."""
+  return _write_text_csv(os.path.join(directory, "federated_train.csv"),
+                         split_io.INAT_COLUMNS if with_label
+                         else split_io.COLUMNS, rows)

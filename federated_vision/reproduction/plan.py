@@ -21,7 +21,7 @@ from federated_vision.reproduction import spec
 # Data flags that name inputs, and what they must be.
 FILE_FLAGS = ("split_csv", "test_csv", "image_paths_csv", "pretrained_weights")
 DIR_FLAGS = ("image_root", "data_dir", "celeba_cache_dir")
-LIST_FILE_FLAGS = ("metadata_json",)
+LIST_FILE_FLAGS = ("metadata_json", "gld_metadata_csv")
 GLOB_FLAGS = ("tar_shards",)
 EXISTS_FLAGS = ("archive_path",)  # A file or a directory.
 

@@ -46,7 +46,9 @@ class DataConfig:
     alpha: Dirichlet concentration (dirichlet, dirichlet_per_class).
     imbalance_sigma: log-normal client sizes (digits).
     test_csv .. image_size: real-world image splits (Hsu, Qi & Brown 2020),
-      see `federated_vision.realworld.image_data`.
+      see `federated_vision.realworld.image_data`; gld_metadata_csv and
+      accept_unchecked_class_numbering: the class-numbering check of
+      --split_csv against --test_csv (`federated_vision.data.class_numbering`).
     celeba_cache_dir: directory holding TFF's `celeba.sqlite` (celeba).
   """
   dataset: str = "digits"
@@ -65,6 +67,8 @@ class DataConfig:
   metadata_json: Tuple[str, ...] = ()
   inat_split: Optional[str] = None
   tar_shards: Tuple[str, ...] = ()
+  gld_metadata_csv: Tuple[str, ...] = ()
+  accept_unchecked_class_numbering: bool = False
   check_images: str = "exists"
   on_bad_image: str = "fail"
   image_report_path: Optional[str] = None

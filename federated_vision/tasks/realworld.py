@@ -8,10 +8,13 @@ minimum, so smoke runs are fast).
 """
 
 import glob
+import logging
 import os
 from typing import List
 
+from federated_vision.data import class_numbering
 from federated_vision.errors import ConfigError, bad, one_line
+from federated_vision.realworld import source_ids
 from federated_vision.tasks import base
 
 CHECK_IMAGES = ("none", "exists", "decode")
@@ -21,7 +24,13 @@ SYNTHETIC_IMAGE_SIZE = 32
 _LOADER = frozenset({"check_images", "on_bad_image", "image_report_path",
                      "index_cache_dir", "image_size"})
 _INAT_ONLY = ("image_paths_csv", "metadata_json", "inat_split")
-_SPLIT = ("split_csv", "test_csv", "image_root", "tar_shards") + _INAT_ONLY
+_LANDMARKS_ONLY = ("tar_shards", "gld_metadata_csv")
+_SPLIT = ("split_csv", "test_csv", "image_root", "gld_metadata_csv",
+          "accept_unchecked_class_numbering", "tar_shards") + _INAT_ONLY
+_METADATA_FLAG = {"inaturalist": "metadata_json",
+                  "landmarks": "gld_metadata_csv"}
+
+log = logging.getLogger(__name__)
 
 
 def expand_tar_shards(patterns) -> List[str]:
@@ -70,9 +79,10 @@ def _check(task, data, given):
       raise ConfigError(f"--dataset={task.name} needs --{name} ({what})", name)
     _existing(name, getattr(data, name))
   if task.family == "inaturalist":
-    if data.tar_shards:
-      raise ConfigError("--tar_shards: only for --dataset=landmarks (GLD-v2)",
-                        "tar_shards")
+    for name in _LANDMARKS_ONLY:
+      if getattr(data, name):
+        raise ConfigError(f"--{name}: only for --dataset=landmarks (GLD-v2)",
+                          name)
     if data.image_root is None:
       raise ConfigError("--dataset=inaturalist needs --image_root (the "
                         "directory holding train_val_images/)", "image_root")
@@ -92,8 +102,42 @@ def _check(task, data, given):
                         "(a/b/c/<id>.jpg tree) and --tar_shards", "image_root")
     if data.tar_shards:
       expand_tar_shards(data.tar_shards)
+    for path in data.gld_metadata_csv:
+      _existing("gld_metadata_csv", path)
   if data.image_root is not None:
     _existing("image_root", data.image_root, "directory")
+
+
+def check_class_numbering(task, data) -> str:
+  """--split_csv and --test_csv number classes alike (or are accepted).
+
+  The rule is `federated_vision.data.class_numbering`'s; the metadata is
+  --metadata_json (inaturalist) or --gld_metadata_csv (landmarks). Logs the
+  one warning line of an unchecked pair unless
+  --accept_unchecked_class_numbering.
+
+  Returns:
+    How the numbering was established (`class_numbering.Result.how`).
+
+  Raises:
+    ConfigError: a mismatch (`--split_csv=...: <train> and <test> number
+      classes differently: ...`), or unreadable metadata (naming its flag).
+  """
+  flag = _METADATA_FLAG[task.family]
+  files = list(getattr(data, flag))
+  try:
+    source = source_ids.for_dataset(task.family, files)
+  except (FileNotFoundError, ValueError) as e:
+    raise bad(flag, files, one_line(e)) from None
+  try:
+    result = class_numbering.check_files(
+        data.split_csv, data.test_csv, data.inat_split, source,
+        data.accept_unchecked_class_numbering, metadata_flag=f"--{flag}")
+  except (FileNotFoundError, ValueError) as e:
+    raise bad("split_csv", data.split_csv, one_line(e)) from None
+  if result.warning:
+    log.warning("%s", result.warning)
+  return result.how
 
 
 def _data(task, data, resolved, context):
@@ -106,6 +150,9 @@ def _data(task, data, resolved, context):
              on_bad_image=data.on_bad_image, report_path=report,
              cache_dir=data.index_cache_dir or os.path.join(context.cache_dir,
                                                             ".image_index"))
+  numbering = None
+  if not task.name.startswith("synthetic_"):  # The twins write both files.
+    numbering = check_class_numbering(task, data)
   try:
     if task.name.startswith("synthetic_"):
       root = os.path.join(context.cache_dir, ".synthetic_data", task.name)
@@ -140,6 +187,8 @@ def _data(task, data, resolved, context):
               num_classes=fed.num_classes)
   if data.inat_split:
     info["inat_split"] = data.inat_split
+  if numbering:
+    info["class_numbering"] = numbering
   names = fed.info.get("class_names")
   if names and all(n is not None for n in names):
     info["label_names"] = [str(n) for n in names]
@@ -154,7 +203,7 @@ for _family, _size in (("inaturalist", 299), ("landmarks", 224)):
   _defaults = (("bottleneck_dim", 64),) if _family == "landmarks" else ()
   base.register_task(base.Task(
       _family, _family, "mobilenet_v2_gn", _data,
-      reads=_REAL - ({"tar_shards"} if _family == "inaturalist" else
+      reads=_REAL - (set(_LANDMARKS_ONLY) if _family == "inaturalist" else
                      set(_INAT_ONLY)),
       image_size=_size, partitions=("csv",), model_defaults=_defaults,
       check=_check,

@@ -16,10 +16,12 @@ TFDS_DATA = ("data_source", "data_dir", "archive_path")
 _IMAGE_CHECKS = ("check_images", "on_bad_image", "image_report_path",
                  "index_cache_dir")
 INAT_DATA = ("split_csv", "test_csv", "image_root", "image_paths_csv",
-             "metadata_json") + _IMAGE_CHECKS
+             "metadata_json", "accept_unchecked_class_numbering"
+             ) + _IMAGE_CHECKS
 INAT_REQUIRED = (("split_csv",), ("test_csv",), ("image_root",))
-LANDMARKS_DATA = ("split_csv", "test_csv", "image_root",
-                  "tar_shards") + _IMAGE_CHECKS
+LANDMARKS_DATA = ("split_csv", "test_csv", "image_root", "tar_shards",
+                  "gld_metadata_csv", "accept_unchecked_class_numbering"
+                  ) + _IMAGE_CHECKS
 LANDMARKS_REQUIRED = (("split_csv",), ("test_csv",),
                       ("image_root", "tar_shards"))
 PRETRAINED = ("pretrained_weights",)
