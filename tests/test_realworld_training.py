@@ -37,13 +37,18 @@ def test_synthetic_inaturalist_mobilenet_two_rounds(tmp_path):
   assert 0 <= summary["emd"] <= 2
   counts = json.loads((out / "partition_class_counts.json").read_text())
   assert "emd" in json.dumps(counts)
-  # The EMD of the counts written beside it; the accuracy is the last round's.
+  # The EMD of the class counts written beside it.
   assert summary["emd"] == pytest.approx(emd_of_counts(
       [c["class_counts"] for c in counts["clients"]]), abs=1e-9)
-  check_method_run(out / "fedavg", m, loss_falls=False)
   assert (out / "partition_class_counts.png").read_bytes()[:4] == b"\x89PNG"
   hparams = json.loads((out / "hparams.json").read_text())
   assert hparams["dataset"] == "synthetic_inaturalist"
+  # The accuracy is the last round's, a count over the test set (3/8 when
+  # measured); two rounds of MobileNetV2 need not lower the loss (1.04 ->
+  # 3.01 when measured), so that is not asserted.
+  check_method_run(out / "fedavg", m,
+                   num_test=hparams["data"]["num_test_examples"],
+                   loss_falls=False)
   assert hparams["mobilenet_alpha"] == 0.35
   assert hparams["check_images"] == "exists"
   assert hparams["resolved"]["model"] == "mobilenet_v2_gn"
