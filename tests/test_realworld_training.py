@@ -19,6 +19,7 @@ from run_checks import check_method_run, emd_of_counts
 
 
 
+@pytest.mark.timeout(1800)  # Tracing MobileNetV2's client update: minutes.
 def test_synthetic_inaturalist_mobilenet_two_rounds(tmp_path):
   proc = run_module(
       "experiments.train_main", "--dataset=synthetic_inaturalist",
