@@ -5,8 +5,10 @@ fails if one does (CI would hang on its open pipes).
 """
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -67,6 +69,70 @@ def pytest_sessionfinish(session, exitstatus):
     print(f"\nERROR: TFF worker processes outlived the tests: {sorted(left)}",
           file=sys.stderr)
     session.exitstatus = 1
+
+
+# pytest-timeout (pytest.ini: `timeout`, `timeout_method = signal`) fails a
+# test that overruns by raising in its main thread, so its fixtures tear down
+# and stop the TFF workers it started. A thread blocked outside Python (in
+# TFF's C++ runtime, waiting on a worker) never sees that SIGALRM; this second
+# timer then names the test, kills this session's workers and exits non-zero.
+_HARD_TIMER = pytest.StashKey[threading.Timer]()
+
+
+def _hard_timeout_grace(timeout: float) -> float:
+  return 5.0 + timeout / 10.0
+
+
+def _hard_timeout(item, timeout: float) -> None:
+  grace = _hard_timeout_grace(timeout)
+  capman = item.config.pluginmanager.getplugin("capturemanager")
+  if capman is not None:  # Write to the real terminal, not the capture file.
+    capman.suspend_global_capture(in_=True)
+  terminal = item.config.get_terminal_writer()
+  terminal.line(
+      f"\nTIMEOUT: {item.nodeid} still running {grace:g} s after its "
+      f"{timeout:g} s timeout (blocked outside Python); killing its TFF "
+      "workers and exiting", red=True)
+  terminal.flush()
+  sys.stdout.flush()
+  sys.stderr.flush()
+  for pid in worker_pids() - _BEFORE:
+    try:
+      os.kill(pid, signal.SIGKILL)
+    except OSError:
+      pass
+  os._exit(1)  # pylint: disable=protected-access
+
+
+def pytest_timeout_set_timer(item, settings):
+  """Arms the hard stop beside pytest-timeout's own timer (which still runs:
+  returning None lets the next implementation of this firstresult hook run)."""
+  if settings.timeout and settings.timeout > 0:
+    timer = threading.Timer(
+        settings.timeout + _hard_timeout_grace(settings.timeout),
+        _hard_timeout, (item, settings.timeout))
+    timer.daemon = True
+    item.stash[_HARD_TIMER] = timer
+    timer.start()
+
+
+def pytest_timeout_cancel_timer(item):
+  timer = item.stash.get(_HARD_TIMER, None)
+  if timer is not None:
+    timer.cancel()
+    del item.stash[_HARD_TIMER]
+
+
+# Every test using the session's reference run may be the one whose setup
+# trains it (a 6-round train_main run): it gets the slow tests' timeout.
+REFERENCE_RUN_TIMEOUT = 1800
+
+
+def pytest_collection_modifyitems(items):
+  for item in items:
+    if ("reference_run" in getattr(item, "fixturenames", ())
+        and item.get_closest_marker("timeout") is None):
+      item.add_marker(pytest.mark.timeout(REFERENCE_RUN_TIMEOUT))
 
 
 def run_module(module: str, *args: str, timeout: float = 300,

@@ -83,6 +83,9 @@ def test_smiling_split_through_tffs_loader(cache):
   assert scenario.groups == {"smiling": [1], "unsmiling": [0]}
   x = celeba.eval_map_fn(test[0])["x"]
   assert x.dtype == tf.float32 and float(tf.reduce_max(x)) <= 1.0
+  # Exactly the stored uint8 pixels / 255 (a scaling bug keeps them <= 1).
+  np.testing.assert_allclose(x.numpy(), test[0]["x"].astype(np.float32) / 255,
+                             rtol=1e-7)
   # The index is cached beside the file and reused.
   assert os.path.exists(os.path.join(cache_dir, "celeba.sqlite.smile_index.npz"))
 

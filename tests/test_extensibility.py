@@ -17,6 +17,7 @@ from experiments import cli
 from federated_vision import methods
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
+from run_checks import check_method_run
 
 NUM_CLASSES = 3
 
@@ -82,6 +83,7 @@ def test_train_main_runs_a_task_and_method_registered_here(parse, tmp_path):
                                         "toy_avg+fedprox"]
   for name, m in summary["methods"].items():
     assert m["rounds"] == 2 and 0 <= m["final_accuracy"] <= 1
+    check_method_run(out / name, m, num_test=30)  # _toy_data's 30 held out.
     assert (out / name / "metrics.csv").is_file()
   toy = summary["methods"]["toy_avg+fedprox"]["settings"]
   assert toy["toy"] is True and toy["client_learning_rate"] == 0.1

@@ -76,6 +76,10 @@ DIGITS = ["--dataset=digits", "--missing_classes=8,9", f"--mixing={FIVE}",
           "--central_steps=2", "--central_batch_size=8", "--seed=1"]
 
 
+# A test may train the module's fixture (its own timeout 900 s) and its run.
+pytestmark = pytest.mark.timeout(2400)
+
+
 @pytest.fixture(scope="module")
 def digits_run(tmp_path_factory):
   root = tmp_path_factory.mktemp("mixing_digits")

@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 
@@ -15,6 +17,7 @@ def _library_api_snippets():
   return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
+@pytest.mark.timeout(1200)  # Its snippets' subprocess may take 600 s.
 def test_library_api_snippets_run(tmp_path):
   snippets = _library_api_snippets()
   assert len(snippets) == 4

@@ -114,3 +114,15 @@ def test_readme_command_names_existing_program_and_flags(line, argv):
   if module and any(a in CHEAP for a in args):
     proc = run_module(module, *args, timeout=300)
     assert proc.returncode == 0, f"{where}: {proc.stderr[-2000:]}"
+    # The plan of what was asked: 'sweep|preset NAME: N points|runs', then
+    # one indented line per point or run.
+    names = [a.split("=", 1)[1] for a in args
+             if a.startswith(("--sweep=", "--preset="))]
+    assert len(names) == 1, f"{where}: a --dry_run of what?"
+    lines = proc.stdout.splitlines()
+    head = re.match(rf"(sweep|preset) {re.escape(names[0])}: (\d+) "
+                    r"(points|runs)\b", lines[0])
+    assert head, f"{where}: {lines[0]!r}"
+    listed = [l for l in lines[1:]
+              if l.startswith("  ") and not l.startswith("  base:")]
+    assert len(listed) == int(head.group(2)) > 0, f"{where}: {proc.stdout}"

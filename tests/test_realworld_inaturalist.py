@@ -1,5 +1,6 @@
 """iNaturalist-User-120k / -Geo builders (Hsu, Qi & Brown 2020) on fixtures."""
 
+import collections
 import csv
 import dataclasses
 import json
@@ -14,6 +15,7 @@ import s2sphere
 import realworld_fixtures as fixtures
 from federated_vision.data import split_io
 from federated_vision.realworld import inaturalist
+from run_checks import emd_of_counts
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = sys.executable
@@ -212,9 +214,15 @@ def test_stats_json(built):
   _, out, *_ = built
   stats = json.load(open(out / "stats.json"))
   assert set(stats["splits"]) == {"user_120k", "geo_10", "geo_4", "geo_2"}
-  for s in stats["splits"].values():
+  for name, s in stats["splits"].items():
     assert 0 <= s["emd"] <= 2
     assert s["num_classes"] == 4
+    # The EMD of the split file's per-user class counts.
+    counts = collections.defaultdict(lambda: np.zeros(4))
+    for r in _rows(out / f"inaturalist_{name}.csv"):
+      counts[r["user_id"]][int(r["class"])] += 1
+    assert s["emd"] == pytest.approx(emd_of_counts(list(counts.values())),
+                                     abs=1e-9), name
 
 
 def test_balance_classes_exact():

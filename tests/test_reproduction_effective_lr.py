@@ -68,6 +68,7 @@ def test_rates_equal_up_to_rounding_are_one_group():
   assert g.best.run == "y" and len(g.members) == 2
 
 
+@pytest.mark.timeout(1800)  # One of the suite's slowest: a digits sweep.
 def test_digits_sweep_writes_contour_png_and_grouped_table(tmp_path):
   p = presets.get_preset("digits_effective_lr")
   (study,) = p.studies

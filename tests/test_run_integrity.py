@@ -43,6 +43,10 @@ def _strict_json(path):
     return json.load(f, parse_constant=refuse)
 
 
+# Several train_main runs per test, the module's fixture included.
+pytestmark = pytest.mark.timeout(1800)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, reference_run):
   """conftest's uninterrupted 6-round run, and a 4-round run of the same

@@ -13,6 +13,7 @@ from conftest import REPO, run_module, worker_pids
 from conftest import SMALL_RUN as SMALL
 from conftest import TRAIN_MAIN as BINARY
 from conftest import metric_rows as _metric_rows
+from run_checks import DIGITS_NUM_TEST, check_method_run
 
 
 def test_smoke_two_rounds_writes_every_output(tmp_path):
@@ -26,6 +27,9 @@ def test_smoke_two_rounds_writes_every_output(tmp_path):
   for name, m in summary["methods"].items():
     assert m["rounds"] == 2
     assert 0 <= m["final_accuracy"] <= 1
+    # A count over the test set, the last round's, and training lowered the
+    # loss (1.755 -> 1.394 for both methods when measured).
+    check_method_run(out / name, m, num_test=DIGITS_NUM_TEST)
     assert m["relative_accuracy"] == pytest.approx(
         m["final_accuracy"] / summary["centralized"]["accuracy"])
     rows = _metric_rows(out / name / "metrics.csv")

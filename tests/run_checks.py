@@ -1,0 +1,54 @@
+"""Checks on a finished train_main run that a wrong result would fail.
+
+`0 <= accuracy <= 1` holds for any number an evaluation could print; these
+tie a run's summary to its per-round log, the accuracy to a count of test
+examples, the loss to training, and the EMD to the class counts.
+"""
+
+import numpy as np
+import pytest
+
+from conftest import metric_rows
+
+# train_main's digits test set: sklearn's 1,797 digits, 20 % of each class
+# held out (federated_vision.data.digits.load_arrays; test_fedvc checks it).
+DIGITS_NUM_TEST = 359
+
+
+def check_method_run(method_dir, method_summary, num_test=None,
+                     loss_falls=True):
+  """One method's summary entry against its metrics.csv.
+
+  Args:
+    method_dir: the method's output directory (holds metrics.csv).
+    method_summary: its entry of summary.json's "methods".
+    num_test: the test set's size; the final accuracy must then be a whole
+      number of correct examples over it.
+    loss_falls: the last round's train loss is below the first's.
+  """
+  rows = metric_rows(method_dir / "metrics.csv")
+  assert [int(r["round"]) for r in rows] == list(
+      range(1, method_summary["rounds"] + 1))
+  evaluated = [float(r["test_accuracy"]) for r in rows if r["test_accuracy"]]
+  assert evaluated, "no evaluated round"
+  assert method_summary["final_accuracy"] == pytest.approx(evaluated[-1],
+                                                           abs=1e-7)
+  if num_test is not None:
+    correct = evaluated[-1] * num_test
+    assert correct == pytest.approx(round(correct), abs=1e-3), (
+        f"accuracy {evaluated[-1]} is not k / {num_test}")
+  losses = np.array([float(r["train_loss"]) for r in rows])
+  assert np.isfinite(losses).all()
+  if loss_falls:
+    assert losses[-1] < losses[0], losses
+
+
+def emd_of_counts(counts) -> float:
+  """Hsu, Qi & Brown 2020 Sec. 3: sum_k n_k / n * ||q_k - p||_1, with p the
+  clients' pooled class distribution (numpy reference)."""
+  counts = np.asarray(counts, np.float64)
+  n_k = counts.sum(axis=1)
+  q = counts / n_k[:, None]
+  p = counts.sum(axis=0) / counts.sum()
+  return float(np.sum(n_k / n_k.sum() * np.abs(q - p).sum(axis=1)))
+
