@@ -17,6 +17,8 @@ import math
 import types
 from typing import Dict, Mapping, Optional, Tuple
 
+from federated_vision import method_names
+
 # Kinds of runs. A centralized run trains the same model on the pooled client
 # data (`--centralized_epochs` > 0); its summary.json["centralized"]["accuracy"]
 # is the denominator of relative accuracy (Hsu, Qi & Brown 2020).
@@ -107,10 +109,19 @@ def expected_methods(flags: Mapping[str, object]) -> Tuple[str, ...]:
   """Method names train_main gives `flags`: algorithm[+fedir][+fedvc]
   [+<mixing strategy>].
 
-  Mirrors train_main: each algorithm plain (unless include_plain is False),
-  with FedIR, with FedVC, and with both when both are on; with --mixing,
-  each of those once per strategy.
+  Mirrors train_main: with `methods`, exactly those (canonical names,
+  `method_names.canonical_names`, in order); else each algorithm plain
+  (unless include_plain is False), with FedIR, with FedVC, and with both
+  when both are on; with --mixing, each of those once per strategy.
+
+  Raises:
+    ConfigError: a bad `methods` entry (naming --methods).
   """
+  strategies = tuple((s,) for s in flags.get("mixing", ())) or ((),)
+  if flags.get("methods"):
+    return tuple("+".join((name,) + s)
+                 for name in method_names.canonical_names(flags["methods"])
+                 for s in strategies)
   algorithms = tuple(flags.get("algorithm", ("fedavg", "fedavgm")))
   fedir, fedvc = bool(flags.get("fedir")), bool(flags.get("fedvc"))
   variants = []
@@ -122,7 +133,6 @@ def expected_methods(flags: Mapping[str, object]) -> Tuple[str, ...]:
     variants.append(("fedvc",))
   if fedir and fedvc:
     variants.append(("fedir", "fedvc"))
-  strategies = tuple((s,) for s in flags.get("mixing", ())) or ((),)
   return tuple("+".join((a,) + v + s) for a in algorithms for v in variants
                for s in strategies)
 
