@@ -191,6 +191,9 @@ class CellSpec:
       the target of rounds_to_relative); None = no relative accuracy.
     speedup_reference: (run, method) whose rounds-to-target divided by this
       cell's gives McMahan's speedup; None = no speedup.
+    ratio_to: a column of the same row: this cell's rounds divided by that
+      cell's are shown beside it (Hsu 2020 Table 5's "(k.k)", recomputed
+      for ours and the paper's alike); None = no ratio.
   """
   row: str
   column: str
@@ -199,6 +202,7 @@ class CellSpec:
   method: Optional[str] = None
   baseline: Optional[str] = None
   speedup_reference: Optional[Tuple[str, str]] = None
+  ratio_to: Optional[str] = None
 
   def __post_init__(self):
     if self.metric.kind == ROUNDS_TO_RELATIVE and self.baseline is None:
@@ -211,6 +215,9 @@ class CellSpec:
                        f"{self.metric.kind}")
     if self.speedup_reference is not None and self.metric.kind not in ROUNDS_KINDS:
       raise ValueError(f"cell ({self.row}, {self.column}): a speedup needs a "
+                       "rounds metric")
+    if self.ratio_to is not None and self.metric.kind not in ROUNDS_KINDS:
+      raise ValueError(f"cell ({self.row}, {self.column}): a ratio needs a "
                        "rounds metric")
 
 
@@ -240,6 +247,10 @@ class TableSpec:
       if (c.row, c.column) in seen:
         raise ValueError(f"table {self.key}: two cells at ({c.row}, {c.column})")
       seen.add((c.row, c.column))
+    for c in self.cells:
+      if c.ratio_to is not None and (c.row, c.ratio_to) not in seen:
+        raise ValueError(f"table {self.key}: cell ({c.row}, {c.column}) "
+                         f"divides by ({c.row}, {c.ratio_to}), not a cell")
 
 
 @dataclasses.dataclass(frozen=True)
