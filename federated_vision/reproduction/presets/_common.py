@@ -92,29 +92,37 @@ LANDMARKS_MODEL = {"image_size": 224, "bottleneck_dim": 64,
 CENTRALIZED_EPOCHS_REALWORLD = 30
 
 
+def without(run: spec.Run, *names: str) -> spec.Run:
+  """`run` without the flags `names` (e.g. COMMON's fedir_target where no
+  method uses FedIR)."""
+  return spec.Run(run.name, {k: v for k, v in run.flags.items()
+                             if k not in names}, run.kind, run.data_flags,
+                  run.required_data_flags)
+
+
 def inat_centralized(pretrained: bool) -> spec.Run:
   """Centralized MobileNetV2-GN on the pooled iNaturalist training images.
 
   Every iNaturalist split holds the same 120,300 training images, so one
   baseline (read through the User-120k column) serves User-120k and Geo-k.
   """
-  return centralized(
+  return without(centralized(
       f"central_inat_{'pretrained' if pretrained else 'scratch'}",
       CENTRALIZED_EPOCHS_REALWORLD,
       INAT_DATA + (PRETRAINED if pretrained else ()),
       INAT_REQUIRED + ((PRETRAINED,) if pretrained else ()),
       dataset="inaturalist", inat_split="user_120k", **INAT_MODEL,
-      **REALWORLD_TRAINING)
+      **REALWORLD_TRAINING), "fedir_target")
 
 
 def landmarks_centralized(two_layers: bool) -> spec.Run:
   """Centralized baseline on Landmarks-User-160k (all or last two layers)."""
   extra = {"trainable_last_layers": 2} if two_layers else {}
-  return centralized(
+  return without(centralized(
       f"central_landmarks_{'two_layers' if two_layers else 'all_layers'}",
       CENTRALIZED_EPOCHS_REALWORLD, LANDMARKS_DATA + PRETRAINED,
       LANDMARKS_REQUIRED + (PRETRAINED,), dataset="landmarks",
-      **LANDMARKS_MODEL, **REALWORLD_TRAINING, **extra)
+      **LANDMARKS_MODEL, **REALWORLD_TRAINING, **extra), "fedir_target")
 
 
 # ---------------------------------------------------------------------- CIFAR

@@ -20,8 +20,8 @@ REALWORLD_SOURCES = {
     "fedir_target": H + "§4.1: \"we create class-balanced training and test "
                     "sets with uniform distributions\" (§4.2: the Landmarks "
                     "test split \"is well-balanced among classes\"): FedIR's "
-                    "target p(y) (§5.2) is uniform (stated by every run, used "
-                    "by the FedIR methods)",
+                    "target p(y) (§5.2) is uniform (set only in runs training "
+                    "FedIR)",
     "model": H + "§6.5: \"We use MobileNetV2 [26] pre-trained on ImageNet [4] "
              "for both iNaturalist and Landmarks-User-160k experiments\" ... "
              "\"We replaced BatchNorm with GroupNorm [34] due to its superior "
@@ -82,7 +82,8 @@ CENTRAL_SOURCES = {
     "total_rounds": OURS + "centralized runs: 1 (the FedAvg round above)",
     "rounds_per_eval": OURS + "centralized runs: 1 (the FedAvg round "
                        "above)",
-    "rounds_per_checkpoint": OURS + "centralized runs: 1",
+    "rounds_per_checkpoint": OURS + "centralized runs: 1 (checkpoints change "
+                             "no result; one FedAvg round)",
     "client_learning_rate": H + "§6.0.1: \"The centralized training baseline "
                             "uses the same configurations and hyperparameters "
                             "for a fair comparison.\" (centralized runs: "
