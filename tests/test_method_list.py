@@ -180,3 +180,20 @@ def test_a_variant_from_extra_modules_is_reachable_through_methods(
   assert (half["halved"], half["data_side"], half["B"]) == (
       True, "halfbatch", 4)
   assert summary["methods"]["fedavg"]["settings"]["B"] == 8
+
+
+def test_run_record_keeps_old_records_and_names_a_methods_change(tmp_path):
+  from experiments import run_record  # pylint: disable=g-import-not-at-top
+  base = config_lib.from_values({"total_rounds": 3})
+  settings = run_record.recorded_settings(base)
+  assert "methods" not in settings  # Shorthands: recorded as before.
+  (tmp_path / ".lock").write_text("")
+  (tmp_path / run_record.RECORD_FILE).write_text(json.dumps(
+      {"settings": settings, "partition_fingerprint": "f"}))
+  assert run_record.check(str(tmp_path), base)["settings"] == settings
+  listed = config_lib.replace_fields(base, {"methods": ["fedavg"]})
+  assert run_record.recorded_settings(listed)["methods"] == ["fedavg"]
+  with pytest.raises(ConfigError) as e:
+    run_record.check(str(tmp_path), listed)
+  assert e.value.field == "methods"
+  assert "--methods=fedavg (recorded unset)" in str(e.value)

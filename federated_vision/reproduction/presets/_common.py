@@ -81,7 +81,7 @@ def centralized(name: str, epochs: int, data: Sequence[str] = (),
 # Hsu, Qi & Brown 2020 §6.5: ImageNet-pretrained MobileNetV2 with GroupNorm,
 # 299 px crops for iNaturalist, 224 px and a 64-d bottleneck for Landmarks,
 # client learning rate 0.01, batch 32 (Landmarks) / 64 (others). The sources
-# of every value are `presets/hsu2020.py`'s REALWORLD_SOURCES.
+# of every value are `presets/hsu2020_sources.py`'s REALWORLD_SOURCES.
 INAT_SPLITS = {"User-120k": "user_120k", "Geo-3k": "geo_3k"}
 REALWORLD_TRAINING = {"client_epochs": 1, "client_learning_rate": 0.01,
                       "model": "mobilenet_v2_gn", "mobilenet_alpha": 1.0,
