@@ -49,6 +49,9 @@ DataConfig = tasks.DataConfig
 MethodConfig = methods_lib.MethodConfig
 MixingConfig = methods_lib.MixingSettings
 
+# The shorthands of --methods (`MethodsConfig.expand`).
+METHOD_SHORTHANDS = ("algorithm", "fedir", "fedprox", "fedvc", "include_plain")
+
 
 @dataclasses.dataclass(frozen=True)
 class MethodsConfig(methods_lib.HyperParameters):
@@ -67,6 +70,11 @@ class MethodsConfig(methods_lib.HyperParameters):
   fedvc: bool = False
   include_plain: bool = True
   methods: Tuple[str, ...] = ()
+
+  def unused_fields(self) -> Tuple[str, ...]:
+    """The shorthands when --methods chose the methods: they had no effect,
+    so the recorded config (`ExperimentConfig.to_dict`) leaves them out."""
+    return METHOD_SHORTHANDS if self.methods else ()
 
   def expand(self) -> Tuple[MethodConfig, ...]:
     """The methods: --methods in its order, else (shorthands) in the order
@@ -197,9 +205,12 @@ class ExperimentConfig:
                         self.output.experiment_name)
 
   def to_dict(self) -> Dict[str, Dict[str, object]]:
-    """{section: {field: value}}, JSON-safe (tuples -> lists, inf -> 'inf')."""
+    """{section: {field: value}}, JSON-safe (tuples -> lists, inf -> 'inf');
+    without the fields a section says had no effect (`unused_fields`)."""
     return {name: {f.name: _json_value(name, f.name, getattr(section, f.name))
-                   for f in dataclasses.fields(section)}
+                   for f in dataclasses.fields(section)
+                   if f.name not in getattr(section, "unused_fields",
+                                            tuple)()}
             for name, section in self.sections().items()}
 
   def sections(self) -> Dict[str, object]:
@@ -303,10 +314,6 @@ def check_execution(e: ExecutionConfig) -> None:
   if e.local_workers == 0 and not e.workers:
     raise ConfigError("--local_workers=0 needs --workers=host:port,...: no "
                       "worker to run on", "local_workers")
-
-
-# The shorthands of --methods (`MethodsConfig.expand`).
-METHOD_SHORTHANDS = ("algorithm", "fedir", "fedprox", "fedvc", "include_plain")
 
 
 def check_method_selection(m: MethodsConfig, given: Iterable[str]) -> None:

@@ -148,6 +148,7 @@ def test_train_main_trains_exactly_the_listed_methods(parse, tmp_path):
       "server_momentum"] == 0.9
   assert summary["config"]["methods"]["methods"] == ["fedavgm+fedvc",
                                                      "fedavg+fedvc+fedir"]
+  assert "algorithm" not in summary["config"]["methods"]  # Had no effect.
 
 
 _EXTRA_MODULE = '''
@@ -197,3 +198,13 @@ def test_run_record_keeps_old_records_and_names_a_methods_change(tmp_path):
     run_record.check(str(tmp_path), listed)
   assert e.value.field == "methods"
   assert "--methods=fedavg (recorded unset)" in str(e.value)
+
+
+def test_the_recorded_config_leaves_out_the_unused_shorthands():
+  listed = config_lib.from_values({"methods": ["fedavgm+fedvc"]})
+  flat = config_lib.flat(listed)
+  assert flat["methods"] == ["fedavgm+fedvc"]
+  assert not set(config_lib.METHOD_SHORTHANDS) & set(flat)
+  assert "algorithm" not in listed.to_dict()["methods"]
+  short = config_lib.flat(config_lib.from_values({"algorithm": ["fedavg"]}))
+  assert short["algorithm"] == ["fedavg"] and short["methods"] == []
