@@ -38,6 +38,7 @@ import os
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from federated_vision import execution
+from federated_vision import method_names
 from federated_vision import methods as methods_lib
 from federated_vision import tasks
 from federated_vision.errors import ConfigError, bad
@@ -48,28 +49,43 @@ DataConfig = tasks.DataConfig
 MethodConfig = methods_lib.MethodConfig
 MixingConfig = methods_lib.MixingSettings
 
+# The shorthands of --methods (`MethodsConfig.expand`).
+METHOD_SHORTHANDS = ("algorithm", "fedir", "fedprox", "fedvc", "include_plain")
+
 
 @dataclasses.dataclass(frozen=True)
 class MethodsConfig(methods_lib.HyperParameters):
   """Which methods run side by side, and their shared hyper-parameters
   (`methods.HyperParameters`, keyword-only).
 
-  `expand()` gives one `MethodConfig` per method: every --algorithm, plain
-  (unless not --include_plain) and with each requested client-work variant
-  (--fedir, --fedprox), each of those also with --fedvc if requested.
+  `expand()` gives one `MethodConfig` per method: with --methods exactly
+  those (`method_names.parse_methods`, in order); else the shorthands: every
+  --algorithm, plain (unless not --include_plain) and with each requested
+  client-work variant (--fedir, --fedprox), each of those also with --fedvc
+  if requested.
   """
   algorithm: Tuple[str, ...] = ("fedavg", "fedavgm")
   fedir: bool = False
   fedprox: bool = False
   fedvc: bool = False
   include_plain: bool = True
+  methods: Tuple[str, ...] = ()
+
+  def unused_fields(self) -> Tuple[str, ...]:
+    """The shorthands when --methods chose the methods: they had no effect,
+    so the recorded config (`ExperimentConfig.to_dict`) leaves them out."""
+    return METHOD_SHORTHANDS if self.methods else ()
 
   def expand(self) -> Tuple[MethodConfig, ...]:
-    """The methods, in the order algorithm > data side > client work."""
-    works = [()] + [(v,) for v in ("fedir", "fedprox") if getattr(self, v)]
-    sides = [()] + ([("fedvc",)] if self.fedvc else [])
+    """The methods: --methods in its order, else (shorthands) in the order
+    algorithm > data side > client work."""
     shared = {f.name: getattr(self, f.name)
               for f in dataclasses.fields(methods_lib.HyperParameters)}
+    if self.methods:
+      return tuple(MethodConfig(a, v, **shared)
+                   for a, v in method_names.parse_methods(self.methods))
+    works = [()] + [(v,) for v in ("fedir", "fedprox") if getattr(self, v)]
+    sides = [()] + ([("fedvc",)] if self.fedvc else [])
     out = []
     for algorithm in self.algorithm:
       for side in sides:
@@ -189,9 +205,12 @@ class ExperimentConfig:
                         self.output.experiment_name)
 
   def to_dict(self) -> Dict[str, Dict[str, object]]:
-    """{section: {field: value}}, JSON-safe (tuples -> lists, inf -> 'inf')."""
+    """{section: {field: value}}, JSON-safe (tuples -> lists, inf -> 'inf');
+    without the fields a section says had no effect (`unused_fields`)."""
     return {name: {f.name: _json_value(name, f.name, getattr(section, f.name))
-                   for f in dataclasses.fields(section)}
+                   for f in dataclasses.fields(section)
+                   if f.name not in getattr(section, "unused_fields",
+                                            tuple)()}
             for name, section in self.sections().items()}
 
   def sections(self) -> Dict[str, object]:
@@ -297,6 +316,28 @@ def check_execution(e: ExecutionConfig) -> None:
                       "worker to run on", "local_workers")
 
 
+def check_method_selection(m: MethodsConfig, given: Iterable[str]) -> None:
+  """--methods (parsed once, errors naming it) and its shorthands: with
+  --methods, a shorthand given on the command line or set to a non-default
+  value is an error naming both flags (it would be ignored).
+
+  Raises:
+    ConfigError: naming --methods.
+  """
+  if not m.methods:
+    if "methods" in given:
+      raise ConfigError("--methods: give at least one method", "methods")
+    return
+  method_names.parse_methods(m.methods)
+  default = MethodsConfig()
+  for name in METHOD_SHORTHANDS:
+    if name in given or getattr(m, name) != getattr(default, name):
+      raise ConfigError(f"--methods and --{name}: give only one (--methods "
+                        "lists exactly the methods trained; --algorithm, "
+                        "--fedir, --fedprox, --fedvc and --include_plain are "
+                        "its shorthands)", "methods")
+
+
 def validate(config: ExperimentConfig,
              given: Iterable[str] = ()) -> Dict[str, object]:
   """Checks the whole config before any data is loaded.
@@ -333,9 +374,10 @@ def validate(config: ExperimentConfig,
                       "max(C*K, 1))", "client_fraction")
   if t.target_accuracy is not None and not 0 < t.target_accuracy <= 1:
     raise bad("target_accuracy", t.target_accuracy, "must be in (0, 1]")
-  if not m.algorithm:
+  check_method_selection(m, given)
+  if not m.methods and not m.algorithm:
     raise ConfigError("--algorithm: give at least one", "algorithm")
-  for a in m.algorithm:
+  for a in () if m.methods else m.algorithm:
     if a not in methods_lib.algorithm_names():
       raise bad("algorithm", list(m.algorithm), "each must be one of "
                 f"{', '.join(methods_lib.algorithm_names())}")

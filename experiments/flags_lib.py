@@ -46,6 +46,12 @@ def _define_methods() -> None:
                        lower_bound=1)
   flags.DEFINE_bool("include_plain", True, "With --fedir/--fedprox/--fedvc, "
                     "also run the plain algorithms for comparison.")
+  flags.DEFINE_list("methods", [], "Comma-separated methods to train, exactly "
+                    "these in this order: <algorithm>[+<variant>...], e.g. "
+                    "fedavg+fedvc,fedavgm+fedir+fedvc (any algorithm or "
+                    "variant registered, also by --extra_modules). Replaces "
+                    "--algorithm/--fedir/--fedprox/--fedvc/--include_plain "
+                    "(its shorthands; giving both is an error).")
   flags.DEFINE_integer("client_epochs", 1, "Local epochs E.", lower_bound=1)
   flags.DEFINE_integer("client_batch_size", 10, "Local batch size B; 0 means "
                        "the whole local data set as one batch (B = inf).",

@@ -32,9 +32,11 @@ _KEEP_ON_CLEAR = (".lock",)
 
 
 def recorded_settings(config: config_lib.ExperimentConfig) -> Dict[str, object]:
-  """{flag name: value} of every setting that changes results."""
+  """{flag name: value} of every setting that changes results (an empty
+  --methods is left out: the shorthands chose the methods, as in records
+  made before --methods existed, which therefore still resume)."""
   return {k: v for k, v in config_lib.flat(config).items()
-          if k not in NOT_RECORDED}
+          if k not in NOT_RECORDED and not (k == "methods" and not v)}
 
 
 def partition_fingerprint(fed_data) -> str:

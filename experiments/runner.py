@@ -113,7 +113,7 @@ def hparams(exp: Experiment) -> dict:
   """hparams.json: every config field at the top level (== its flag), the
   config by section, resolved defaults, data info, partition statistics
   (`partition_stats`: not `partition`, which is the flag) and each method's
-  resolved settings."""
+  resolved settings (`method_settings`: not `methods`, which is the flag)."""
   s = exp.partition_stats
   extras = dict(
       config=exp.config.to_dict(), resolved=exp.resolved,
@@ -124,7 +124,7 @@ def hparams(exp: Experiment) -> dict:
           "examples_per_client_max": s["examples_per_client"]["max"],
           "classes_per_client_mean": s["classes_per_client"]["mean"],
           "emd": s["emd"], "emd_reference": s.get("emd_reference")},
-      methods={m.name: dict(m.settings) for m in exp.methods})
+      method_settings={m.name: dict(m.settings) for m in exp.methods})
   flags = config_lib.flat(exp.config)
   clash = sorted(set(flags) & set(extras))
   if clash:  # A flag's recorded value must never be overwritten.

@@ -10,6 +10,8 @@ import json
 import os
 from typing import Mapping, Optional, Sequence, Tuple
 
+from experiments import config as config_lib
+
 # training_loop.CSV_COLUMNS (not imported: that module imports TensorFlow).
 CSV_COLUMNS = ("round", "clients", "train_loss", "train_accuracy", "test_loss",
                "test_accuracy", "batch_budget", "cumulative_batch_budget",
@@ -17,8 +19,12 @@ CSV_COLUMNS = ("round", "clients", "train_loss", "train_accuracy", "test_loss",
 
 
 def write_hparams(run_dir: str, flags: Mapping[str, object], **overrides):
+  """hparams.json as runner.py writes it: every config field at the top
+  level (the defaults, overridden by `flags` and `overrides`)."""
   os.makedirs(run_dir, exist_ok=True)
-  values = {k: list(v) if isinstance(v, tuple) else v for k, v in flags.items()}
+  values = config_lib.flat(config_lib.ExperimentConfig())
+  values.update({k: list(v) if isinstance(v, tuple) else v
+                 for k, v in flags.items()})
   values.update(overrides)
   values["resolved"] = {"num_clients": 20}
   with open(os.path.join(run_dir, "hparams.json"), "w") as f:

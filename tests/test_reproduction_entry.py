@@ -87,8 +87,8 @@ def test_binary_dry_run_and_one_line_errors(tmp_path):
   bad = _binary("--preset=hsu2020_table3", f"--results_root={root}")
   assert bad.returncode == 2
   assert bad.stderr.strip().splitlines() == [
-      "reproduce.py: error: run inat_user_120k_fedavgm_c10_fedvc_fedir_r5000 "
-      "needs --split_csv (data is never downloaded)"]
+      "reproduce.py: error: run inat_user_120k_fedavg_c10_fedvc_fedir_off_on_"
+      "r5000 needs --split_csv (data is never downloaded)"]
   assert not root.exists()
   # A data file that does not exist is named.
   bad = _binary("--preset=hsu2020_table3", f"--results_root={root}",

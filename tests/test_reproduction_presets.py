@@ -73,9 +73,11 @@ def test_runs_use_known_flags_and_are_all_used(name):
       used.update(x for x in (c.baseline,) if x)
       if c.speedup_reference:
         used.add(c.speedup_reference[0])
-    # Every (row, column) of a layout is filled.
-    assert {(c.row, c.column) for c in t.cells} == {
-        (r, col) for r in t.rows for col in t.columns}
+    # Every (row, column) of a layout is filled (but a "Centralized" row
+    # Hsu 2020 prints with one number per table or layer mode).
+    assert {(c.row, c.column) for c in t.cells
+            if c.row != "Centralized"} == {
+        (r, col) for r in t.rows for col in t.columns if r != "Centralized"}
   for s in p.studies:
     used.update(s.runs + ((s.baseline,) if s.baseline else ()))
   assert used == {r.name for r in p.runs}
@@ -84,16 +86,20 @@ def test_runs_use_known_flags_and_are_all_used(name):
     assert not unknown, (run.name, unknown)
     assert set(run.data_flags) <= FLAG_NAMES, run.name
     assert not set(run.data_flags) & set(run.flags), run.name
-    for required in ("dataset", "algorithm", "total_rounds", "seed",
+    for required in ("dataset", "total_rounds", "seed",
                      "client_epochs", "client_batch_size",
                      "client_learning_rate", "centralized_epochs"):
       assert required in run.flags, (run.name, required)
+    # The methods: an explicit list or the shorthands, never both.
+    assert ("algorithm" in run.flags) != ("methods" in run.flags), run.name
     assert (run.kind == spec.CENTRALIZED) == (run.flags["centralized_epochs"] > 0)
 
 
 def test_one_name_one_config_across_presets():
   runs = presets.all_runs()
-  assert len(runs) == 943  # 551 + 384 (Appendix A on CIFAR-100) + 8 (beta = 0)
+  # 551 + 384 (Appendix A on CIFAR-100) + 8 (beta = 0) + 8 (Hsu 2020 Tables
+  # 1-5: every row of the paper)
+  assert len(runs) == 951
   assert runs["central_cifar10"].kind == spec.CENTRALIZED
 
 
@@ -114,16 +120,16 @@ def test_describe_lists_every_run_with_its_full_config():
   p = presets.get_preset("hsu2020_table5")
   text = presets.describe(p)
   lines = text.splitlines()
-  assert lines[0].startswith("preset hsu2020_table5: 6 runs")
+  assert lines[0].startswith("preset hsu2020_table5: 10 runs")
   assert len(lines) == 1 + len(p.runs)
   for run, line in zip(p.runs, lines[1:]):
     assert f" {run.name}: " in line
     for k in run.flags:
       assert f"--{k}=" in line
-  scratch = next(l for l in lines if "scratch_r10000:" in l)
+  scratch = next(l for l in lines if "c10_scratch_r50000:" in l)
   assert "pretrained_weights" not in scratch
   assert "split_csv*" in scratch and "image_paths_csv," in scratch
-  pretrained = next(l for l in lines if "fedavg_c10_r10000:" in l)
+  pretrained = next(l for l in lines if "fedavg_c10_r50000:" in l)
   assert "pretrained_weights*" in pretrained
 
 
@@ -136,46 +142,55 @@ def test_hsu2020_table2_layout():
   (t,) = p.tables
   assert t.columns == ("Acc@Round 1k", "Acc@Round 2.5k", "Acc@Round 5k",
                        "Acc@Batch 10k", "Acc@Batch 25k", "Acc@Batch 50k")
-  assert len(t.rows) == 8 and t.rows[1] == "Geo-3k, FedAvg + FedVC"
+  assert len(t.rows) == 8 + 1 and t.rows[2] == "Geo-3k, FedAvg, FedVC ✓, C = 10"
   args = [c.metric.arg for c in t.cells[:6]]
   assert args == [1000, 2500, 5000, 10000, 25000, 50000]
   for run in p.runs[:-1]:
     f = run.flags
-    assert (f["dataset"], f["clients_per_round"], f["client_batch_size"]) == (
-        "inaturalist", 10, 64)
+    assert (f["dataset"], f["clients_per_round"], f["client_batch_size"],
+            f["client_learning_rate"]) == ("inaturalist", 10, 64, 0.01)
     assert f["inat_split"] in ("geo_3k", "user_120k")
-    if f["fedvc"]:
-      assert f["virtual_client_size"] == 256 and f["total_rounds"] == 12_500
-      assert not f["include_plain"]
+    # FedVC off and on of one algorithm: one run, 12,500 rounds.
+    algorithm = f["methods"][0]
+    assert f["methods"] == (algorithm, f"{algorithm}+fedvc")
+    assert f["virtual_client_size"] == 256 and f["total_rounds"] == 12_500
+    assert ("server_momentum" in f) == (algorithm == "fedavgm")
   assert p.runs[-1].name == "central_inat_pretrained"
 
 
 def test_hsu2020_tables_3_4_5_layouts():
   t3 = presets.get_preset("hsu2020_table3")
-  assert [r.flags["clients_per_round"] for r in t3.runs[:2]] == [10, 100]
+  assert [r.flags["clients_per_round"] for r in t3.runs[:4]] == [10, 100] * 2
   assert {c.method for c in t3.tables[0].cells} == {
-      "fedavgm+fedvc", "fedavgm+fedir+fedvc"}
+      "fedavg+fedvc", "fedavg+fedir+fedvc", "fedavgm+fedvc",
+      "fedavgm+fedir+fedvc", None}
   t4 = presets.get_preset("hsu2020_table4")
   (table,) = t4.tables
-  assert len(table.rows) == 12 and table.rows[0] == "two layers, C = 10, FedIR off"
-  for run in t4.runs[:6]:
+  assert len(table.rows) == 12 + 1
+  assert table.rows[0] == "FedAvg, FedIR ✗, C = 10"
+  for run in t4.runs[:12]:
     assert run.flags["client_batch_size"] == 32
     assert run.flags.get("trainable_last_layers") == (
         2 if "two_layers" in run.name else None)
-  assert {r.flags["clients_per_round"] for r in t4.runs[:6]} == {10, 50, 100}
-  base = {c.row: c.baseline for c in table.cells}
-  assert base["two layers, C = 50, FedIR on"] == "central_landmarks_two_layers"
-  assert base["all layers, C = 50, FedIR on"] == "central_landmarks_all_layers"
+  assert {r.flags["clients_per_round"] for r in t4.runs[:12]} == {10, 50, 100}
+  base = {(c.row, c.column): c.baseline for c in table.cells}
+  assert base[("FedAvgM, FedIR ✓, C = 50", "Two layers, Acc@Round 1k")] == (
+      "central_landmarks_two_layers")
+  assert base[("FedAvgM, FedIR ✓, C = 50", "All layers, Acc@Round 5k")] == (
+      "central_landmarks_all_layers")
   t5 = presets.get_preset("hsu2020_table5")
   (table,) = t5.tables
-  assert table.columns == ("10% relative accuracy", "50% relative accuracy",
-                           "90% relative accuracy")
+  assert table.columns == ("Rounds@10% relative accuracy",
+                           "Rounds@50% relative accuracy",
+                           "Rounds@90% relative accuracy")
   cells = {(c.row, c.column): c for c in table.cells}
-  c = cells[("scratch, C = 100", "90% relative accuracy")]
+  c = cells[("Geo-3k, FedAvg, scratch, C = 100",
+             "Rounds@90% relative accuracy")]
   assert (c.metric.kind, c.metric.arg, c.baseline) == (
       spec.ROUNDS_TO_RELATIVE, 0.9, "central_inat_scratch")
   scratch = t5.run(c.run)
   assert scratch.flags["inat_split"] == "geo_3k"
+  assert scratch.flags["total_rounds"] == 20_000
   assert "pretrained_weights" not in scratch.data_flags
 
 
@@ -284,7 +299,7 @@ def test_every_run_on_todays_data_sets_passes_config_validation(parse,
     except Exception as e:  # pylint: disable=broad-except
       pytest.fail(f"{run.name}: {e}")
     checked += 1
-  assert checked == 943
+  assert checked == 951
 
 
 def test_validation_catches_a_bad_run(parse, data_files):

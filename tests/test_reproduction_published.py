@@ -25,11 +25,13 @@ def test_every_published_number_has_a_source_and_a_cell():
     assert key[0] in published.PAPERS
     assert v.quote and v.via and v.text, key
     assert v.unit in ("%", "rounds")
-    if v.value is None:
-      assert v.text == "—"
+    if v.value is None:  # McMahan's "—"; Hsu 2020 Table 5's "50k" / "20k".
+      assert v.text == "—" or v.text == f"{v.not_reached_within // 1000}k"
     else:
-      assert v.text.split()[0] == f"{v.value:g}"
-  assert len(published.PUBLISHED) == 20 + 20 + 18 + 2
+      assert float(v.text.split()[0].rstrip("%")) == v.value
+  # McMahan 20 + 20 + 18, Hsu 2019 2, Hsu 2020 Tables 1-5: 5 + (48 + 1) +
+  # (24 + 1) + (72 + 2) + 24 (each + its printed "Centralized" row).
+  assert len(published.PUBLISHED) == 20 + 20 + 18 + 2 + 5 + 49 + 25 + 74 + 24
 
 
 def test_mcmahan_printed_speedups_agree_with_printed_rounds():
@@ -58,14 +60,16 @@ def test_known_values():
                               "IID, B = ∞")].value is None
   hsu = published.PUBLISHED[("hsu2019", "cifar10_alpha", "α = 0", "FedAvgM")]
   assert hsu.value == 76.9 and "from 30.1% to 76.9%" in hsu.quote
-  assert published.UNVERIFIED[("hsu2020", "table1", "CIFAR-100",
-                               "centralized accuracy")].value == 55.21
+  cifar = published.PUBLISHED[("hsu2020", "table1", "CIFAR-100",
+                                "Centralized Accuracy")]
+  assert (cifar.value, cifar.text, cifar.unit) == (55.21, "55.21%", "%")
 
 
-def test_unverified_values_are_footnotes_not_cells(tmp_path):
+def test_hsu2020_table1_cells_show_the_printed_numbers(tmp_path):
+  # Read in the paper's text now (they were issue 12's unverified quotes).
+  assert not published.UNVERIFIED
   rep = report.build_report(presets.get_preset("hsu2020_table1"), str(tmp_path))
   md = report.format_markdown(rep)
-  assert "| iNaturalist | missing / n/a (not transcribed) † |" in md
-  assert ("- † (iNaturalist, centralized accuracy): 57.9% quoted by issue 12"
-          in md)
+  assert "| iNaturalist-User-120k | not run / 57.90% |" in md
+  assert "| CIFAR-100 | not run / 55.21% |" in md
   assert all(c.difference is None for c in rep.cells)

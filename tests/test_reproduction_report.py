@@ -56,12 +56,15 @@ def _curve(fn, last, every):
   return [(r, fn(r)) for r in range(every, last + 1, every)]
 
 
-T3_ACC = {"fedavgm+fedvc": lambda r: 0.20 + r / 20_000,
-          "fedavgm+fedir+fedvc": lambda r: 0.25 + r / 20_000,
-          "fedavgm+fedir": lambda r: 0.10 + r / 20_000}
-T3_PAPER = {("C = 10, FedIR off", "Acc@1k"): 41.5,
-            ("C = 10, FedIR on", "Acc@2.5k"): 47.25,
-            ("C = 100, FedIR on", "Acc@5k"): 60.0}
+# Table 3's runs: one per (algorithm, C), FedIR off and on (FedVC on).
+T3_ACC = {"fedvc": lambda r: 0.20 + r / 20_000,
+          "fedir+fedvc": lambda r: 0.25 + r / 20_000}
+T3 = "FedAvgM, FedVC ✓, FedIR {}, C = {}"
+OFF10, ON10 = T3.format("✗", 10), T3.format("✓", 10)
+OFF100, ON100 = T3.format("✗", 100), T3.format("✓", 100)
+T3_PAPER = {(OFF10, "Acc@Round 1k"): 41.5,
+            (ON10, "Acc@Round 2.5k"): 47.25,
+            (ON100, "Acc@Round 5k"): 60.0}
 
 
 def _published_t3():
@@ -72,12 +75,21 @@ def _published_t3():
   return out
 
 
+def _t3(p):
+  """{(algorithm, C): run} and the centralized run of Table 3's preset."""
+  fed = {(r.flags["methods"][0].split("+")[0], r.flags["clients_per_round"]):
+         r for r in p.runs if "methods" in r.flags}
+  return fed, p.run("central_inat_pretrained")
+
+
 def _table3_runs(root, c100_scale=1.0):
   p = presets.get_preset("hsu2020_table3")
-  c10, c100, central = p.runs
-  for run, scale in ((c10, 1.0), (c100, c100_scale)):
-    finished_run(root, run, {m: _curve(lambda r, f=f: scale * f(r), 5000, 250)
-                             for m, f in T3_ACC.items()})
+  fed, central = _t3(p)
+  for (algorithm, clients), run in fed.items():
+    scale = c100_scale if clients == 100 else 1.0
+    finished_run(root, run, {
+        f"{algorithm}+{v}": _curve(lambda r, f=f: scale * f(r), 5000, 250)
+        for v, f in T3_ACC.items()})
   centralized_run(root, central, 0.625)
   return p
 
@@ -87,40 +99,46 @@ def test_table3_layout_has_published_and_our_numbers(tmp_path):
   rep = report.build_report(p, str(tmp_path / "runs"), _published_t3())
   paths = report.write_report(rep, str(tmp_path / "out"))
   md = open(paths["markdown"]).read()
-  title = "Table 3: FedIR on iNaturalist-User-120k (FedVC on)"
+  title = "Table 3: iNaturalist-User-120k benchmark (FedVC on)"
   cells = grid(md, title)
   assert set(cells) == {(r, c) for r in p.tables[0].rows
                         for c in p.tables[0].columns}
   for (row, col), paper in T3_PAPER.items():
-    clients = 100 if "100" in row else 10
-    method = "fedavgm+fedir+fedvc" if "on" in row else "fedavgm+fedvc"
-    n = {"Acc@1k": 1000, "Acc@2.5k": 2500, "Acc@5k": 5000}[col]
-    ours = 100 * (1.2 if clients == 100 else 1.0) * T3_ACC[method](n)
+    clients = 100 if "C = 100" in row else 10
+    variant = "fedir+fedvc" if "FedIR ✓" in row else "fedvc"
+    n = {"Acc@Round 1k": 1000, "Acc@Round 2.5k": 2500,
+         "Acc@Round 5k": 5000}[col]
+    ours = 100 * (1.2 if clients == 100 else 1.0) * T3_ACC[variant](n)
     assert cells[(row, col)] == f"{ours:.2f} / {paper:g} (Δ {ours - paper:+.2f})"
-  ours = 100 * T3_ACC["fedavgm+fedvc"](2500)
-  assert cells[("C = 10, FedIR off", "Acc@2.5k")] == (
-      f"{ours:.2f} / n/a (not transcribed)")
+  # Cells not overridden show the paper's printed number (Table 3: 43.7).
+  ours = 100 * T3_ACC["fedvc"](2500)
+  assert cells[(OFF10, "Acc@Round 2.5k")] == (
+      f"{ours:.2f} / 43.7 (Δ {ours - 43.7:+.2f})")
   rel = grid(md, title, which=1)
-  assert rel[("C = 10, FedIR on", "Acc@5k")] == (
-      f"{T3_ACC['fedavgm+fedir+fedvc'](5000) / 0.625:.3f}")
+  assert rel[(ON10, "Acc@Round 5k")] == (
+      f"{T3_ACC['fedir+fedvc'](5000) / 0.625:.3f}")
   rows = rows_by_cell(paths)
-  r = rows[("hsu2020/table3", "C = 100, FedIR on", "Acc@5k")]
-  ours = 100 * 1.2 * T3_ACC["fedavgm+fedir+fedvc"](5000)
+  r = rows[("hsu2020/table3", ON100, "Acc@Round 5k")]
+  ours = 100 * 1.2 * T3_ACC["fedir+fedvc"](5000)
   assert float(r["ours"]) == pytest.approx(ours, abs=1e-12)
   assert float(r["paper"]) == 60.0
   assert float(r["difference"]) == pytest.approx(ours - 60.0, abs=1e-12)
   assert float(r["relative"]) == pytest.approx(ours / 100 / 0.625, abs=1e-12)
-  assert r["run"] == "inat_user_120k_fedavgm_c100_fedvc_fedir_r5000"
+  assert r["run"] == "inat_user_120k_fedavgm_c100_fedvc_fedir_off_on_r5000"
   assert r["method"] == "fedavgm+fedir+fedvc" and r["paper_quote"] == "test quote"
 
 
-def test_table3_with_the_real_registry_says_not_transcribed(tmp_path):
+def test_table3_with_the_real_registry_shows_every_printed_number(tmp_path):
   p = _table3_runs(str(tmp_path))
   rep = report.build_report(p, str(tmp_path))
-  assert all(c.paper is None and c.difference is None for c in rep.cells)
+  assert all(c.paper is not None and c.difference is not None
+             for c in rep.cells)
   md = report.format_markdown(rep)
   cells = grid(md, p.tables[0].title)
-  assert all(t.endswith(" / n/a (not transcribed)") for t in cells.values())
+  assert "not transcribed" not in md
+  assert cells[(ON100, "Acc@Round 5k")].endswith(" / 56.2 (Δ " + format(
+      100 * T3_ACC["fedir+fedvc"](5000) - 56.2, "+.2f") + ")")
+  assert cells[("Centralized", "Acc@Round 1k")] == "62.50 / 57.9 (Δ +4.60)"
 
 
 def _rounds_to(rounds, accs, target):
@@ -139,81 +157,100 @@ def _rounds_to(rounds, accs, target):
 T5_CENTRAL = {"pretrained": 0.6, "scratch": 0.5}
 
 
+def _t5_init(row):
+  return "pretrained" if "pretrained" in row else "scratch"
+
+
 def _t5_acc(row):
-  pretrained = row.startswith("pretrained")
+  pretrained = _t5_init(row) == "pretrained"
   speed = 300.0 if pretrained else 900.0
   top = 0.62 if pretrained else 0.44
   return lambda r: top * (1 - math.exp(-r / speed))
+
+
+T5_PRE10 = "Geo-3k, FedAvg, pretrained, C = 10"
+T5_SCRATCH10 = "Geo-3k, FedAvg, scratch, C = 10"
+T5_COLS = ("Rounds@10% relative accuracy", "Rounds@50% relative accuracy",
+           "Rounds@90% relative accuracy")
 
 
 def test_table5_rounds_to_relative_accuracy(tmp_path):
   p = presets.get_preset("hsu2020_table5")
   (table,) = p.tables
   root = str(tmp_path)
-  row_run = {c.row: p.run(c.run) for c in table.cells}
-  for row, run in row_run.items():
-    finished_run(root, run, {"fedavg": _curve(_t5_acc(row), 1000, 50)})
+  row_run = {c.row: (p.run(c.run), c.method) for c in table.cells}
+  for row, (run, method) in row_run.items():
+    finished_run(root, run, {method: _curve(_t5_acc(row), 1000, 50)})
   centralized_run(root, p.run("central_inat_pretrained"), T5_CENTRAL["pretrained"])
   centralized_run(root, p.run("central_inat_scratch"), T5_CENTRAL["scratch"])
   pub = dict(published.PUBLISHED)
-  pub[("hsu2020", "table5", "pretrained, C = 10", "50% relative accuracy")] = (
+  pub[("hsu2020", "table5", T5_PRE10, T5_COLS[1])] = (
       published.PublishedValue(200.0, "200", "rounds", "q", "v"))
   rep = report.build_report(p, root, pub)
   cells = grid(report.format_markdown(rep), table.title)
   for row in table.rows:
     curve = _curve(_t5_acc(row), 1000, 50)
-    central = T5_CENTRAL[row.split(",")[0]]
+    central = T5_CENTRAL[_t5_init(row)]
+    first = None
     for col, frac in zip(table.columns, (0.1, 0.5, 0.9)):
       want = _rounds_to([r for r, _ in curve], [a for _, a in curve],
                         frac * central)
       got = next(c for c in rep.cells if (c.cell.row, c.cell.column) == (row, col))
+      first = want if first is None else first
       if want is None:
         assert got.ours.status == report.NOT_REACHED
-        assert cells[(row, col)] == "not reached / n/a (not transcribed)"
+        assert cells[(row, col)].startswith("not reached / ")
         assert "not reached in 1000 rounds" in got.ours.detail
       else:
         assert got.ours.value == pytest.approx(want, abs=1e-9)
-        assert cells[(row, col)].startswith(f"{want:.0f} / ")
+        # Ours with its ratio to the 10% column, recomputed.
+        assert cells[(row, col)].startswith(
+            f"{want:.0f} ({want / first:.1f}) / ")
+        assert got.ratio.value == pytest.approx(want / first, abs=1e-12)
   # scratch, 90%: 0.45 is above the curve's 0.44 ceiling -> not reached.
-  assert cells[("scratch, C = 10", "90% relative accuracy")].startswith(
-      "not reached")
+  assert cells[(T5_SCRATCH10, T5_COLS[2])] == (
+      "not reached / not reached within 50k rounds")
   want = _rounds_to(*zip(*_curve(_t5_acc("pretrained"), 1000, 50)), 0.3)
-  assert cells[("pretrained, C = 10", "50% relative accuracy")] == (
-      f"{want:.0f} / 200 (Δ {want - 200:+.0f})")
+  first = _rounds_to(*zip(*_curve(_t5_acc("pretrained"), 1000, 50)), 0.06)
+  assert cells[(T5_PRE10, T5_COLS[1])] == (
+      f"{want:.0f} ({want / first:.1f}) / 200 (1.2) (Δ {want - 200:+.0f})")
 
 
 def test_statuses_missing_running_diverged(tmp_path):
   p = presets.get_preset("hsu2020_table3")
-  c10, c100, central = p.runs
+  fed, _ = _t3(p)
+  c10, c100 = fed[("fedavgm", 10)], fed[("fedavgm", 100)]
   root = str(tmp_path)
   entries = {"fedavgm+fedir+fedvc": {"status": "diverged",
                                       "final_accuracy": None}}
-  finished_run(root, c10, {m: _curve(f, 5000, 250) for m, f in T3_ACC.items()},
-               entries=entries)
+  finished_run(root, c10, {f"fedavgm+{v}": _curve(f, 5000, 250)
+                           for v, f in T3_ACC.items()}, entries=entries)
   # c100: started, no summary.json yet.
   write_hparams(os.path.join(root, c100.name), c100.flags)
   write_metrics(os.path.join(root, c100.name), "fedavgm+fedvc",
                 [(250, 0.2), (500, 0.3)])
   rep = report.build_report(p, root)
   by = {(c.cell.row, c.cell.column): c for c in rep.cells}
-  on = by[("C = 10, FedIR on", "Acc@1k")]
+  on = by[(ON10, "Acc@Round 1k")]
   assert (on.ours.status, on.relative.status) == ("diverged", "diverged")
   assert on.relative.value is None
-  off = by[("C = 10, FedIR off", "Acc@1k")]
+  off = by[(OFF10, "Acc@Round 1k")]
   assert off.ours.status == "ok"
   assert off.relative.status == "missing"  # No centralized run yet.
   assert "central_inat_pretrained" in off.relative.detail
-  assert by[("C = 100, FedIR off", "Acc@1k")].ours.status == "running"
+  assert by[(OFF100, "Acc@Round 1k")].ours.status == "running"
   md = report.format_markdown(rep)
   cells = grid(md, p.tables[0].title)
-  assert cells[("C = 10, FedIR on", "Acc@5k")] == "diverged / n/a (not transcribed)"
-  assert cells[("C = 100, FedIR on", "Acc@1k")] == "running / n/a (not transcribed)"
+  assert cells[(ON10, "Acc@Round 5k")] == "diverged / 47.0"
+  assert cells[(ON100, "Acc@Round 1k")] == "running / 51.3"
+  assert cells[(T3.replace("FedAvgM", "FedAvg").format("✗", 10),
+                "Acc@Round 1k")] == "not run / 31.3"
   assert "- running: " in md and "no summary.json yet" in md
 
 
 def test_mismatched_config_is_never_reported_as_the_preset_run(tmp_path):
   p = _table3_runs(str(tmp_path))
-  c10 = p.runs[0]
+  c10 = _t3(p)[0][("fedavgm", 10)]
   write_hparams(os.path.join(str(tmp_path), c10.name), c10.flags,
                 clients_per_round=20)
   rep = report.build_report(p, str(tmp_path))
@@ -226,15 +263,18 @@ def test_mismatched_config_is_never_reported_as_the_preset_run(tmp_path):
 
 def test_diverged_baseline_gives_no_relative_accuracy(tmp_path):
   p = _table3_runs(str(tmp_path))
-  centralized_run(str(tmp_path), p.runs[2], float("nan"))
+  centralized_run(str(tmp_path), _t3(p)[1], float("nan"))
   rep = report.build_report(p, str(tmp_path))
   for c in rep.cells:
+    if c.cell.row == "Centralized":
+      assert c.ours.status == "diverged" and c.relative is None
+      continue
     assert c.ours.status == "ok"
     assert c.relative.status == "diverged" and c.relative.value is None
   t5 = presets.get_preset("hsu2020_table5")
   root = str(tmp_path / "t5")
-  for run in t5.runs[:4]:
-    finished_run(root, run, {"fedavg": [(50, 0.3), (100, 0.5)]})
+  for cell in t5.tables[0].cells:
+    finished_run(root, t5.run(cell.run), {cell.method: [(50, 0.3), (100, 0.5)]})
   centralized_run(root, t5.run("central_inat_pretrained"), float("nan"))
   rep = report.build_report(t5, root)
   pre = [c for c in rep.cells if c.cell.baseline == "central_inat_pretrained"]
@@ -248,9 +288,9 @@ def test_diverged_baseline_gives_no_relative_accuracy(tmp_path):
 
 def test_acc_at_round_needs_the_run_to_reach_it(tmp_path):
   p = _table3_runs(str(tmp_path))
-  c10 = p.runs[0]
-  finished_run(str(tmp_path), c10, {m: _curve(f, 750, 250)
-                                    for m, f in T3_ACC.items()})
+  c10 = _t3(p)[0][("fedavgm", 10)]
+  finished_run(str(tmp_path), c10, {f"fedavgm+{v}": _curve(f, 750, 250)
+                                    for v, f in T3_ACC.items()})
   rep = report.build_report(p, str(tmp_path))
   c = next(c for c in rep.cells if c.cell.run == c10.name)
   assert c.ours.status == report.UNAVAILABLE
@@ -259,12 +299,13 @@ def test_acc_at_round_needs_the_run_to_reach_it(tmp_path):
 
 def test_acc_at_batch_and_nan_evaluation(tmp_path):
   p = presets.get_preset("hsu2020_table2")
-  run = p.runs[1]  # Geo-3k FedAvg + FedVC: 4 batches a round.
-  assert run.methods() == ("fedavg+fedvc",)
+  run = p.runs[0]  # Geo-3k FedAvg, FedVC off and on; FedVC: 4 batches a round.
+  assert run.methods() == ("fedavg", "fedavg+fedvc")
   finished_run(str(tmp_path), run, {"fedavg+fedvc": [
       (2500, 0.3), (6250, float("nan")), (12_500, 0.5)]})
   rep = report.build_report(p, str(tmp_path))
-  by = {c.cell.column: c for c in rep.cells if c.cell.run == run.name}
+  by = {c.cell.column: c for c in rep.cells if c.cell.run == run.name
+        and c.cell.method == "fedavg+fedvc"}
   assert by["Acc@Batch 10k"].ours.value == pytest.approx(30.0)  # round 2500
   assert by["Acc@Batch 25k"].ours.status == "diverged"  # NaN at round 6250
   assert by["Acc@Batch 50k"].ours.value == pytest.approx(50.0)  # round 12500
@@ -273,8 +314,8 @@ def test_acc_at_batch_and_nan_evaluation(tmp_path):
   finished_run(str(tmp_path), run, {"fedavg+fedvc": [
       (2500, 0.3), (12_500, float("nan"))]})
   rep = report.build_report(p, str(tmp_path))
-  assert {c.ours.status for c in rep.cells if c.cell.run == run.name} == {
-      "diverged"}
+  assert {c.ours.status for c in rep.cells if c.cell.run == run.name
+          and c.cell.method == "fedavg+fedvc"} == {"diverged"}
 
 
 def test_mcmahan_speedups_next_to_the_paper(tmp_path):
@@ -294,8 +335,8 @@ def test_mcmahan_speedups_next_to_the_paper(tmp_path):
   assert cells[("FedSGD E=1 B=∞", "IID")] == "626 (1.0×) / 626 (Δ +0)"
   assert cells[("FedAvg E=5 B=∞", "IID")] == "179 (3.5×) / 179 (3.5×) (Δ +0)"
   assert cells[("FedAvg E=1 B=50", "IID")] == "70 (8.9×) / 65 (9.6×) (Δ +5)"
-  assert cells[("FedAvg E=5 B=10", "IID")] == "missing / 20 (31.3×)"
+  assert cells[("FedAvg E=5 B=10", "IID")] == "not run / 20 (31.3×)"
   c = next(c for c in rep.cells if (c.cell.row, c.cell.column) ==
            ("FedAvg E=1 B=50", "IID"))
   assert c.speedup.value == 626 / 70
-  assert cells[("FedSGD E=1 B=∞", "non-IID")] == "missing / 483"
+  assert cells[("FedSGD E=1 B=∞", "non-IID")] == "not run / 483"

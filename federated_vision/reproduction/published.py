@@ -16,14 +16,17 @@ Transcription status (see each entry's `via`):
     50 / 18 = 2.8x) is not used: speedups are always recomputed from rounds.
   * Hsu, Qi & Brown 2019: the abstract's "from 30.1% to 76.9% in the most
     skewed settings" (FedAvg -> FedAvgM, CIFAR-10).
-  * Hsu, Qi & Brown 2020, Tables 1-5 and Figures 4 and 8: not transcribed.
-    Only the first page of the paper's stored copies could be read here; the
-    centralized accuracies of Table 1 quoted in issue 12 are in UNVERIFIED.
+  * Hsu, Qi & Brown 2020, Tables 1-5: every printed number, read in the
+    paper's text (`published_hsu2020`, with the table rows as printed);
+    Table 5's "(k.k)" ratios are recomputed by the report, its "50k" / "20k"
+    cells carry `not_reached_within`. Figures 4 and 8: plots (no numbers).
   * Augenstein et al., Figure 1: a plot (no printed numbers).
 """
 
 import dataclasses
 from typing import Dict, Optional, Tuple
+
+from federated_vision.reproduction import published_hsu2020
 
 PAPERS = {
     "hsu2020": ("Hsu, Qi & Brown 2020, Federated Visual Classification with "
@@ -80,12 +83,16 @@ class PublishedValue:
     unit: '%', 'rounds' or ''.
     quote: the printed context the value was read from.
     via: where it was read.
+    not_reached_within: for a cell printed as a rounds budget ('50k' in Hsu
+      2020 Table 5): the target was not reached within this many rounds
+      (value None).
   """
   value: Optional[float]
   text: str
   unit: str
   quote: str
   via: str
+  not_reached_within: Optional[int] = None
 
 
 def _mcmahan_table(table: str, caption: str, rows, columns, printed,
@@ -156,15 +163,12 @@ class UnverifiedValue:
   claimed_by: str
 
 
-_ISSUE12 = ("issue 12 ('Every table and figure of the four papers as a "
-            "runnable preset'), not checked against the paper's Table 1")
-HSU2020_TABLE1_ROWS = ("iNaturalist", "Landmarks (all layers)",
-                       "Landmarks (two layers)", "CIFAR-10", "CIFAR-100")
-UNVERIFIED: Dict[Key, UnverifiedValue] = {
-    ("hsu2020", "table1", row, "centralized accuracy"):
-        UnverifiedValue(value, "%", _ISSUE12)
-    for row, value in zip(HSU2020_TABLE1_ROWS,
-                          (57.90, 67.05, 40.27, 86.16, 55.21))}
+# Numbers quoted to us but not read in a copy of the paper (none today).
+UNVERIFIED: Dict[Key, UnverifiedValue] = {}
+
+for _key, _value, _text, _unit, _quote, _budget in published_hsu2020.entries():
+  PUBLISHED[_key] = PublishedValue(_value, _text, _unit, _quote,
+                                   published_hsu2020.VIA, _budget)
 
 
 def lookup(key: Key) -> Optional[PublishedValue]:

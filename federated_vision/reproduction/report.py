@@ -58,6 +58,8 @@ class CellResult:
   speedup: Optional[Value]
   paper: Optional[published_lib.PublishedValue]
   unverified: Optional[published_lib.UnverifiedValue]
+  ratio: Optional[Value] = None        # ours / ours at `cell.ratio_to`
+  paper_ratio: Optional[float] = None  # the paper's, recomputed likewise
 
   @property
   def difference(self) -> Optional[float]:
@@ -204,14 +206,29 @@ def _speedup(ctx, cell: spec.CellSpec, ours: Value) -> Optional[Value]:
 def fill(table: spec.TableSpec, ctx: _Context,
          lookup: Callable[[tuple], Optional[published_lib.PublishedValue]],
          ) -> List[CellResult]:
-  out = []
+  out = {}
   for cell in table.cells:
     ours = _ours(ctx, cell)
     key = table.key + (cell.row, cell.column)
-    out.append(CellResult(table, cell, ours, _relative(ctx, cell, ours),
-                          _speedup(ctx, cell, ours), lookup(key),
-                          published_lib.UNVERIFIED.get(key)))
-  return out
+    out[cell.row, cell.column] = CellResult(
+        table, cell, ours, _relative(ctx, cell, ours),
+        _speedup(ctx, cell, ours), lookup(key),
+        published_lib.UNVERIFIED.get(key))
+  return [_with_ratio(r, out.get((r.cell.row, r.cell.ratio_to)))
+          for r in out.values()]
+
+
+def _with_ratio(r: CellResult, ref: Optional[CellResult]) -> CellResult:
+  """Hsu 2020 Table 5's "(k.k)": rounds / rounds at `ratio_to`, recomputed
+  for ours and for the paper's printed rounds (never copied)."""
+  if ref is None:
+    return r
+  ratio = (_ok(r.ours.value / ref.ours.value) if OK == r.ours.status ==
+           ref.ours.status and ref.ours.value > 0 else None)
+  p, q = r.paper, ref.paper
+  paper = (p.value / q.value if p and q and p.value is not None and
+           q.value else None)
+  return dataclasses.replace(r, ratio=ratio, paper_ratio=paper)
 
 
 def build_report(preset: spec.Preset, root: str,
@@ -249,6 +266,8 @@ def _number(v: float, unit: str) -> str:
 def _status_text(v: Value) -> str:
   if v.status == NOT_REACHED:
     return "not reached"
+  if v.status == results.MISSING:
+    return "not run"
   return "n/a" if v.status == UNAVAILABLE else v.status
 
 
@@ -258,6 +277,8 @@ def ours_text(r: CellResult) -> str:
           else _status_text(r.ours))
   if r.speedup is not None and r.speedup.status == OK:
     text += f" ({r.speedup.value:.1f}×)"
+  if r.ratio is not None:
+    text += f" ({r.ratio.value:.1f})"
   return text
 
 
@@ -265,6 +286,11 @@ def paper_text(r: CellResult) -> str:
   if r.paper is None:
     return ("" if r.table.key[0] in published_lib.NO_PRINTED_NUMBERS
             else NOT_TRANSCRIBED)
+  if r.paper.not_reached_within is not None:
+    return f"not reached within {r.paper.text} rounds"
+  if r.cell.ratio_to is not None and r.paper.value is not None:
+    ratio = "" if r.paper_ratio is None else f" ({r.paper_ratio:.1f})"
+    return f"{r.paper.value:.0f}{ratio}"
   return r.paper.text.replace("x)", "×)")
 
 
@@ -347,7 +373,8 @@ def _footnotes(cells) -> List[str]:
 CSV_COLUMNS = ("preset", "table", "row", "column", "run", "method", "metric",
                "metric_arg", "unit", "ours", "ours_status", "ours_detail",
                "paper", "paper_text", "difference", "relative",
-               "relative_status", "speedup", "baseline", "paper_quote",
+               "relative_status", "speedup", "ratio", "paper_ratio",
+               "baseline", "paper_quote",
                "paper_via", "unverified_value", "unverified_source")
 
 
@@ -370,6 +397,8 @@ def csv_rows(report: Report) -> List[Dict[str, object]]:
         "relative": _raw(rel.value) if rel else "",
         "relative_status": rel.status if rel else "",
         "speedup": _raw(sp.value) if sp else "",
+        "ratio": _raw(r.ratio.value) if r.ratio else "",
+        "paper_ratio": _raw(r.paper_ratio),
         "baseline": r.cell.baseline or "",
         "paper_quote": r.paper.quote if r.paper else "",
         "paper_via": r.paper.via if r.paper else "",

@@ -17,6 +17,8 @@ import math
 import types
 from typing import Dict, Mapping, Optional, Tuple
 
+from federated_vision import method_names
+
 # Kinds of runs. A centralized run trains the same model on the pooled client
 # data (`--centralized_epochs` > 0); its summary.json["centralized"]["accuracy"]
 # is the denominator of relative accuracy (Hsu, Qi & Brown 2020).
@@ -107,10 +109,19 @@ def expected_methods(flags: Mapping[str, object]) -> Tuple[str, ...]:
   """Method names train_main gives `flags`: algorithm[+fedir][+fedvc]
   [+<mixing strategy>].
 
-  Mirrors train_main: each algorithm plain (unless include_plain is False),
-  with FedIR, with FedVC, and with both when both are on; with --mixing,
-  each of those once per strategy.
+  Mirrors train_main: with `methods`, exactly those (canonical names,
+  `method_names.canonical_names`, in order); else each algorithm plain
+  (unless include_plain is False), with FedIR, with FedVC, and with both
+  when both are on; with --mixing, each of those once per strategy.
+
+  Raises:
+    ConfigError: a bad `methods` entry (naming --methods).
   """
+  strategies = tuple((s,) for s in flags.get("mixing", ())) or ((),)
+  if flags.get("methods"):
+    return tuple("+".join((name,) + s)
+                 for name in method_names.canonical_names(flags["methods"])
+                 for s in strategies)
   algorithms = tuple(flags.get("algorithm", ("fedavg", "fedavgm")))
   fedir, fedvc = bool(flags.get("fedir")), bool(flags.get("fedvc"))
   variants = []
@@ -122,7 +133,6 @@ def expected_methods(flags: Mapping[str, object]) -> Tuple[str, ...]:
     variants.append(("fedvc",))
   if fedir and fedvc:
     variants.append(("fedir", "fedvc"))
-  strategies = tuple((s,) for s in flags.get("mixing", ())) or ((),)
   return tuple("+".join((a,) + v + s) for a in algorithms for v in variants
                for s in strategies)
 
@@ -181,6 +191,9 @@ class CellSpec:
       the target of rounds_to_relative); None = no relative accuracy.
     speedup_reference: (run, method) whose rounds-to-target divided by this
       cell's gives McMahan's speedup; None = no speedup.
+    ratio_to: a column of the same row: this cell's rounds divided by that
+      cell's are shown beside it (Hsu 2020 Table 5's "(k.k)", recomputed
+      for ours and the paper's alike); None = no ratio.
   """
   row: str
   column: str
@@ -189,6 +202,7 @@ class CellSpec:
   method: Optional[str] = None
   baseline: Optional[str] = None
   speedup_reference: Optional[Tuple[str, str]] = None
+  ratio_to: Optional[str] = None
 
   def __post_init__(self):
     if self.metric.kind == ROUNDS_TO_RELATIVE and self.baseline is None:
@@ -201,6 +215,9 @@ class CellSpec:
                        f"{self.metric.kind}")
     if self.speedup_reference is not None and self.metric.kind not in ROUNDS_KINDS:
       raise ValueError(f"cell ({self.row}, {self.column}): a speedup needs a "
+                       "rounds metric")
+    if self.ratio_to is not None and self.metric.kind not in ROUNDS_KINDS:
+      raise ValueError(f"cell ({self.row}, {self.column}): a ratio needs a "
                        "rounds metric")
 
 
@@ -230,6 +247,10 @@ class TableSpec:
       if (c.row, c.column) in seen:
         raise ValueError(f"table {self.key}: two cells at ({c.row}, {c.column})")
       seen.add((c.row, c.column))
+    for c in self.cells:
+      if c.ratio_to is not None and (c.row, c.ratio_to) not in seen:
+        raise ValueError(f"table {self.key}: cell ({c.row}, {c.column}) "
+                         f"divides by ({c.row}, {c.ratio_to}), not a cell")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,8 +28,10 @@ PRETRAINED = ("pretrained_weights",)
 
 # Settings every run states explicitly (a preset never leans on defaults, and
 # a results directory made with other values is reported as a mismatch).
-COMMON = {"seed": 0, "include_plain": True, "fedir": False, "fedvc": False,
-          "fedir_target": "uniform", "weight_decay": 0.0}
+# Method selection is a run's own (--methods, or --algorithm and its
+# variants): giving --methods with --fedir/--fedvc/--include_plain is an
+# error, so none of them is common.
+COMMON = {"seed": 0, "weight_decay": 0.0}
 
 # Sources (`spec.Preset.sources`) of the COMMON settings; a preset merges
 # these with its own: dict(COMMON_SOURCES, **its_sources).
@@ -78,13 +80,17 @@ def centralized(name: str, epochs: int, data: Sequence[str] = (),
 
 
 # ---------------------------------------------------------------- iNaturalist
-# Hsu, Qi & Brown 2020: MobileNetV2 with GroupNorm (train_main's default model
-# for the real-world sets), crop 299 for iNaturalist, 224 for Landmarks.
+# Hsu, Qi & Brown 2020 §6.5: ImageNet-pretrained MobileNetV2 with GroupNorm,
+# 299 px crops for iNaturalist, 224 px and a 64-d bottleneck for Landmarks,
+# client learning rate 0.01, batch 32 (Landmarks) / 64 (others). The sources
+# of every value are `presets/hsu2020_sources.py`'s REALWORLD_SOURCES.
 INAT_SPLITS = {"User-120k": "user_120k", "Geo-3k": "geo_3k"}
-REALWORLD_TRAINING = {"client_epochs": 1, "client_learning_rate": 0.05,
-                      "server_learning_rate": 1.0, "server_momentum": 0.9,
+REALWORLD_TRAINING = {"client_epochs": 1, "client_learning_rate": 0.01,
                       "model": "mobilenet_v2_gn", "mobilenet_alpha": 1.0,
                       "gn_groups": 32}
+INAT_MODEL = {"image_size": 299, "bottleneck_dim": 0, "client_batch_size": 64}
+LANDMARKS_MODEL = {"image_size": 224, "bottleneck_dim": 64,
+                   "client_batch_size": 32}
 CENTRALIZED_EPOCHS_REALWORLD = 30
 
 
@@ -99,7 +105,7 @@ def inat_centralized(pretrained: bool) -> spec.Run:
       CENTRALIZED_EPOCHS_REALWORLD,
       INAT_DATA + (PRETRAINED if pretrained else ()),
       INAT_REQUIRED + ((PRETRAINED,) if pretrained else ()),
-      dataset="inaturalist", inat_split="user_120k", client_batch_size=64,
+      dataset="inaturalist", inat_split="user_120k", **INAT_MODEL,
       **REALWORLD_TRAINING)
 
 
@@ -110,7 +116,7 @@ def landmarks_centralized(two_layers: bool) -> spec.Run:
       f"central_landmarks_{'two_layers' if two_layers else 'all_layers'}",
       CENTRALIZED_EPOCHS_REALWORLD, LANDMARKS_DATA + PRETRAINED,
       LANDMARKS_REQUIRED + (PRETRAINED,), dataset="landmarks",
-      client_batch_size=32, **REALWORLD_TRAINING, **extra)
+      **LANDMARKS_MODEL, **REALWORLD_TRAINING, **extra)
 
 
 # ---------------------------------------------------------------------- CIFAR
@@ -200,21 +206,6 @@ CIFAR_SOURCES = {
     "weight_decay": spec.OURS + "Hsu 2020 §6.5: \"Weight decay is set to\" "
                     "a value the extraction lost; 0",
 }
-
-
-def method_sources(methods: str) -> dict:
-  """Sources of the method switches (`COMMON`'s include_plain, fedir, fedvc,
-  fedir_target) of a preset whose table/figure shows `methods` only."""
-  return {
-      "include_plain": spec.OURS + f"method switch: the figure/table shows "
-                       f"{methods}, each trained plain",
-      "fedir": spec.OURS + f"method switch: off, {methods} only (no FedIR, "
-               "Hsu 2020 §5.2)",
-      "fedvc": spec.OURS + f"method switch: off, {methods} only (no FedVC, "
-               "Hsu 2020 §5.3)",
-      "fedir_target": spec.OURS + "not read: FedIR is off (train_main's "
-                      "default recorded explicitly)",
-  }
 
 
 def cifar_alpha_run(dataset: str, alpha: float) -> spec.Run:

@@ -127,7 +127,7 @@ def figure1() -> spec.Preset:
       "training celebrities a round for 5,000 rounds.",
       tuple(runs), (table,),
       notes=("The figure is a plot: no published numbers.",),
-      sources={**c.COMMON_SOURCES, **c.method_sources("FedAvg"), **SOURCES})
+      sources={**c.COMMON_SOURCES, **SOURCES})
 
 
 PRESETS = (figure1,)

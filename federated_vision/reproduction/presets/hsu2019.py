@@ -77,8 +77,7 @@ def cifar10_alpha() -> spec.Preset:
       runs + (c.cifar_centralized("cifar10"),), (table,),
       notes=("The paper's 30.1% / 76.9% at alpha = 0 come from tuned "
              "hyper-parameters; ours trains one setting per alpha.",),
-      sources={**c.COMMON_SOURCES, **c.method_sources("FedAvg / FedAvgM"),
-               **_SOURCES})
+      sources={**c.COMMON_SOURCES, **_SOURCES})
 
 
 def sensitivity() -> spec.Preset:
@@ -101,8 +100,7 @@ def sensitivity() -> spec.Preset:
   grid = (spec.OURS + "the poster's \"Hyperparam Sensitivity\" panels are "
           "figures, lost in its text; ")
   sources = {
-      **c.COMMON_SOURCES, **c.method_sources("FedAvgM (beta = 0: FedAvg)"),
-      **_SOURCES,
+      **c.COMMON_SOURCES, **_SOURCES,
       "algorithm": _SOURCES["algorithm"] + "; FedAvg as FedAvgM with beta = 0 "
                    "(the same update)",
       "alpha": grid + "alpha = 1 (the centralized baseline's 1 too: see "

@@ -54,8 +54,7 @@ _TABLE2_SOURCES = {
 
 
 def _sources(table_sources) -> dict:
-  return {**c.COMMON_SOURCES, **c.method_sources("FedSGD / FedAvg"),
-          **c.MCMAHAN_SOURCES, **table_sources}
+  return {**c.COMMON_SOURCES, **c.MCMAHAN_SOURCES, **table_sources}
 
 
 def _column(partition_label: str, b) -> str:
