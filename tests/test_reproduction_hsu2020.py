@@ -351,3 +351,18 @@ def test_table5_report_recomputes_ratios_and_says_not_reached(tmp_path):
       "not run / 420 (7.0)")
   assert cells[("Geo-3k, FedAvg, scratch, C = 100", col(50))] == (
       "not run / not reached within 20k rounds")
+
+
+def test_report_lists_every_setting_with_its_source(tmp_path):
+  """The report ends with each setting of the preset and where it comes
+  from, so a reader sees which values are the paper's and which are ours."""
+  p = presets.get_preset("hsu2020_table3")
+  md = report.format_markdown(report.build_report(p, str(tmp_path)))
+  section = md.split("## Settings and their sources\n\n", 1)[1]
+  lines = section.strip().splitlines()
+  assert len(lines) == len(p.settings())
+  assert ("- `--client_learning_rate` = 0.01: Hsu 2020 §6.5: \"Unless "
+          "otherwise stated, the client learning rate is 0.01") in section
+  assert "- `--client_batch_size` = 64: Hsu 2020 §6.5:" in section
+  assert "- `--virtual_client_size` = 256: ours: " in section
+  assert "no source" not in section

@@ -346,6 +346,8 @@ def format_markdown(report: Report) -> str:
     lines.append("")
   for study in report.studies:
     lines += effective_lr.format_markdown(study) + [""]
+  if p.sources:
+    lines += ["## Settings and their sources", ""] + p.source_lines()
   return "\n".join(lines).rstrip() + "\n"
 
 

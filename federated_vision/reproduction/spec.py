@@ -15,7 +15,7 @@ Plain Python: importing this module imports neither TensorFlow nor absl.
 import dataclasses
 import math
 import types
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from federated_vision import method_names
 
@@ -50,6 +50,13 @@ STUDY_KINDS = (CONTOUR, SENSITIVITY)
 # Prefix of a preset setting's source that is not from the paper
 # (`Preset.sources`): "ours: <why the paper does not give it>".
 OURS = "ours: "
+
+
+def _show(value) -> str:
+  """A setting's value as a flag would spell it: tuples as a,b."""
+  if isinstance(value, tuple):
+    return ",".join(str(v) for v in value)
+  return str(value)
 
 
 def _frozen(mapping: Mapping[str, object]) -> Mapping[str, object]:
@@ -371,6 +378,13 @@ class Preset:
         if value not in values:
           values.append(value)
     return {k: tuple(v) for k, v in out.items()}
+
+  def source_lines(self) -> List[str]:
+    """One markdown line per setting: `--flag` = value(s): its source (a
+    quote of the paper, or 'ours: reason')."""
+    return [f"- `--{flag}` = {', '.join(_show(v) for v in values)}: "
+            f"{self.sources.get(flag, 'no source')}"
+            for flag, values in sorted(self.settings().items())]
 
   def unsourced(self) -> Tuple[str, ...]:
     """Settings of the runs with no entry in `sources`, sorted."""

@@ -39,8 +39,11 @@ COMMON_SOURCES = {
     "seed": spec.OURS + "no paper reports its seeds; one fixed seed makes "
             "every run repeatable and lets methods of a run share client "
             "draws",
-    "weight_decay": spec.OURS + "none of the four papers' texts states a "
-                    "weight decay; 0 adds none",
+    "weight_decay": spec.OURS + "Hsu 2020 applies a weight decay (§6.5: "
+                    "\"A weight decay of [.] is applied.\"; CIFAR: \"Weight "
+                    "decay is set to [.]\") but the text extraction lost its "
+                    "value, and McMahan 2017 and Augenstein et al. state none; "
+                    "0 (none) rather than a guessed value",
 }
 
 
