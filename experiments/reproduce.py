@@ -1,7 +1,8 @@
 """Reruns a paper's table or figure and reports it beside the published numbers.
 
   python -m experiments.reproduce --preset=hsu2020_table3 --split_csv=... \
-      [--dry_run] [--only=run_glob,...] [--report_only] [--results_root=DIR]
+      [--dry_run] [--only=run_glob,...] [--report_only]
+      [--results_root=DIR (default: --root_output_dir, i.e. output)]
       [--local_workers=N] [--workers=host:port,...]
 
 Plans the preset's runs (a missing data flag or file stops it before any run
@@ -35,8 +36,10 @@ flags.DEFINE_list("only", [], "Run/report only runs matching these shell "
                   "patterns (e.g. 'digits_claims_alpha_*').")
 flags.DEFINE_bool("report_only", False, "Rebuild the report from finished "
                   "runs; train nothing.")
-flags.DEFINE_string("results_root", "reproduction", "Run directories go to "
-                    "<results_root>/<run name>; reports to <results_root>.")
+flags.DEFINE_string("results_root", None, "Run directories go to "
+                    "<results_root>/<run name>; reports to <results_root>. "
+                    "Default: --root_output_dir (the output root of every "
+                    "binary; giving both with different values is an error).")
 FLAGS = flags.FLAGS
 
 
@@ -48,7 +51,8 @@ def main(argv):
       cli.fail("--preset: required")
     try:
       reproduce_lib.reproduce(
-          FLAGS.preset, FLAGS.results_root, reproduce_lib.given_data(FLAGS),
+          FLAGS.preset, reproduce_lib.output_root(FLAGS),
+          reproduce_lib.given_data(FLAGS),
           FLAGS.only, FLAGS.dry_run, FLAGS.report_only,
           execution=reproduce_lib.execution_settings(FLAGS))
     except (plan.PlanError, reproduce_lib.ReproduceError) as e:

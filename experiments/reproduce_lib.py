@@ -30,8 +30,8 @@ class ReproduceError(ValueError):
   """The preset cannot run or report as asked; the message is one line."""
 
 
-def full_config(run: spec.Run, results_root: str = "reproduction"
-                ) -> Dict[str, object]:
+def full_config(run: spec.Run, results_root: str = config_lib.OutputConfig(
+    ).root_output_dir) -> Dict[str, object]:
   """Every train_main setting of `run`: defaults overridden by the preset.
 
   Raises:
@@ -49,7 +49,7 @@ def _show(value) -> str:
   return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def describe_runs(preset: spec.Preset, results_root: str = "reproduction",
+def describe_runs(preset: spec.Preset, results_root: str = "output",
                   runs: Optional[Sequence[spec.Run]] = None) -> List[str]:
   """The dry-run listing: each run (all, or `runs`) with its FULL config."""
   runs = preset.runs if runs is None else runs
@@ -130,9 +130,11 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
     selected = plan_lib.select(preset, only)
     echo("\n".join(describe_runs(preset, results_root, selected)))
     return {r.name: "dry run" for r in selected}
-  planned = plan_lib.plan(preset, results_root, data, only)
   outcome = {}
-  if not report_only:
+  if report_only:  # Reads finished runs only: no data flag is needed.
+    plan_lib.select(preset, only)
+  else:
+    planned = plan_lib.plan(preset, results_root, data, only)
     check_runnable(planned)
     flags_of = {p.run.name: {**p.flags, **(execution or {})} for p in planned}
     for p in planned:  # Validate every config before the first run starts.
@@ -164,6 +166,23 @@ def execution_settings(flag_values) -> Dict[str, object]:
   return {f.name: flag_values[f.name].value
           for f in dataclasses.fields(config_lib.ExecutionConfig)
           if flag_values[f.name].present}
+
+
+def output_root(flag_values) -> str:
+  """--results_root, else --root_output_dir (every binary's output root).
+
+  Raises:
+    ReproduceError: both given, with different values.
+  """
+  root = flag_values.root_output_dir
+  if not flag_values["results_root"].present:
+    return root
+  if (flag_values["root_output_dir"].present
+      and os.path.normpath(root) != os.path.normpath(flag_values.results_root)):
+    raise ReproduceError(
+        f"--results_root={flag_values.results_root} and --root_output_dir="
+        f"{root}: give one (--results_root defaults to --root_output_dir)")
+  return flag_values.results_root
 
 
 def given_data(flag_values, names: Optional[Sequence[str]] = None

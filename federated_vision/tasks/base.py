@@ -130,6 +130,8 @@ class Task:
       task has no mixing scenario. `missing_classes` is --missing_classes
       (None: the task's default); a task without classes to choose raises
       `ConfigError` when it is given.
+    presence: `(task, data) -> None | tasks.presence.MissingData`: whether
+      the data are on this machine (checked before any run; None: always).
   """
   name: str
   family: str
@@ -144,6 +146,7 @@ class Task:
   check: Callable[["Task", DataConfig, FrozenSet[str]], None] = _no_checks
   description: str = ""
   scenario_fn: Optional[ScenarioFn] = None
+  presence: Optional[Callable[["Task", DataConfig], object]] = None
 
   @property
   def fixed_partition(self) -> Optional[str]:
