@@ -24,6 +24,7 @@ from federated_vision.reproduction import results
 from federated_vision.reproduction import spec
 
 Printer = Callable[[str], None]
+LISTING_WIDTH = 120  # Dry-run lines (ours: a terminal's width, x1.5).
 
 
 class ReproduceError(ValueError):
@@ -49,17 +50,46 @@ def _show(value) -> str:
   return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _wrapped(head: str, items: Sequence[str], indent: str = "      "
+             ) -> List[str]:
+  """`head` + `items`, wrapped at `LISTING_WIDTH` between items."""
+  lines = [head]
+  for item in items:
+    if len(lines[-1]) + 1 + len(item) > LISTING_WIDTH and lines[-1].strip():
+      lines.append(indent + item)
+    else:
+      lines[-1] += " " + item
+  return lines
+
+
 def describe_runs(preset: spec.Preset, results_root: str = "output",
-                  runs: Optional[Sequence[spec.Run]] = None) -> List[str]:
-  """The dry-run listing: each run (all, or `runs`) with its FULL config."""
+                  runs: Optional[Sequence[spec.Run]] = None,
+                  data: Optional[Mapping[str, object]] = None) -> List[str]:
+  """The dry-run listing: the settings every listed run shares (its base,
+  defaults included) once, then each run (all, or `runs`) with only the
+  settings where it differs from the base, the data flags it takes and, if
+  `data` (the data flags given) leaves it without its data, what to give.
+  Lines are wrapped at `LISTING_WIDTH` characters."""
   runs = preset.runs if runs is None else runs
+  own = [run.flag_dict() for run in runs]
+  common = {k: v for k, v in (own[0] if own else {}).items()
+            if all(k in o and o[k] == v for o in own)}
+  base = config_lib.flat(config_lib.replace_fields(
+      config_lib.ExperimentConfig(), dict(common, root_output_dir=results_root)))
+  del base["experiment_name"]  # Each run's own: its name.
   lines = [f"preset {preset.name}: {len(runs)} runs -- {preset.description}"]
+  lines += _wrapped("  base (every run; --experiment_name=<run name>):",
+                    [f"--{k}={_show(v)}" for k, v in sorted(base.items())])
   for run in runs:
-    cfg = " ".join(f"--{k}={_show(v)}" for k, v in sorted(
-        full_config(run, results_root).items()))
-    data = (f"  [data flags: {','.join(run.data_flags)}]"
-            if run.data_flags else "")
-    lines.append(f"  {run.kind} {run.name}: {cfg}{data}")
+    items = [f"--{k}={_show(v)}" for k, v in sorted(
+        full_config(run, results_root).items())
+             if k != "experiment_name" and v != base[k]]
+    if run.data_flags:
+      items.append(f"[data flags: {','.join(run.data_flags)}]")
+    missing = plan_lib.missing_data(run, data or {})
+    if missing is not None:
+      items.append(f"[{missing.label}]")
+    lines += _wrapped(f"  {run.kind} {run.name}:", items)
   return lines
 
 
@@ -128,7 +158,7 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
       raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
   if dry_run:
     selected = plan_lib.select(preset, only)
-    echo("\n".join(describe_runs(preset, results_root, selected)))
+    echo("\n".join(describe_runs(preset, results_root, selected, data)))
     return {r.name: "dry run" for r in selected}
   outcome = {}
   if report_only:  # Reads finished runs only: no data flag is needed.
