@@ -113,7 +113,7 @@ def print_plan(sweep, exp_dir, rows) -> None:
     print(f"  [{label}] {pt.name}  {axes}")
   missing = _missing(rows)
   if missing:
-    print(f"  {len(missing)} point(s) miss data: {missing[0][3].message}")
+    print(f"  {len(missing)} point(s) miss data:\n    {missing[0][3].message}")
 
 
 def run_points(sweep, exp_dir, rows) -> None:

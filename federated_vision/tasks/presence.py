@@ -61,10 +61,10 @@ def missing_tfds(task, data) -> Optional[MissingData]:
   where = (f"--data_dir={data.data_dir}" if data.data_dir else
            f"tfds' default data_dir {tfds_data_dir()}")
   return MissingData(("data_dir", "archive_path"), (
-      f"--dataset={task.name}: tensorflow-datasets {task.name!r} is not "
+      f"--dataset={task.name}: tensorflow-datasets {task.name!r} not "
       f"prepared under {where} (nothing is downloaded): give --data_dir=DIR "
-      f"holding a prepared {task.name}, or --data_source=archive "
-      f"--archive_path=FILE (the canonical {task.name} archive)"))
+      f"(a prepared {task.name}) or --data_source=archive "
+      "--archive_path=FILE"))
 
 
 def missing_data(data) -> Optional[MissingData]:
