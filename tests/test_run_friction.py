@@ -25,6 +25,8 @@ from federated_vision.errors import ConfigError
 from federated_vision.reproduction import hparams
 from federated_vision.reproduction import presets
 from federated_vision.tasks import presence
+from tests.reproduction_helpers import listing_runs
+from tests.reproduction_helpers import listing_settings
 
 MAX_LINE = 300  # Issue 19, check 3.
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "3"}  # No cuDNN-registration lines.
@@ -86,37 +88,20 @@ def test_preset_dry_run_lines_are_short(name):
   assert max(len(l) for l in lines) <= MAX_LINE, max(lines, key=len)
 
 
-def _runs_of_listing(lines):
-  """{run name: its settings} from a dry-run listing (continuation lines
-  belong to the line above)."""
-  runs, current = {}, None
-  for line in lines[1:]:
-    if line.startswith("      "):
-      runs[current] += line.split()
-    elif line.startswith("  base"):
-      current = "base"
-      runs["base"] = line.split(":", 1)[1].split()
-    else:
-      head, rest = line.split(": ", 1)
-      current = head.split()[-1]
-      runs[current] = rest.split()
-  return runs
-
-
 def test_digits_claims_dry_run_prints_the_base_once_then_differences():
   out = []
   preset = presets.get_preset("digits_claims")
   reproduce_lib.reproduce(preset, "/r", {}, dry_run=True, echo=out.append)
   lines = "\n".join(out).splitlines()
   assert max(len(l) for l in lines) <= MAX_LINE
-  listed = _runs_of_listing(lines)
+  listed = listing_runs(lines)
   assert list(listed) == ["base"] + [r.name for r in preset.runs]
-  base = dict(s[2:].split("=", 1) for s in listed["base"])
+  base = listing_settings(listed["base"])
   # The base: every setting but the run's name, once.
   assert set(base) == set(config_lib.field_sections()) - {"experiment_name"}
   assert base["root_output_dir"] == "/r" and base["dataset"] == "digits"
   for run in preset.runs:
-    shown = dict(s[2:].split("=", 1) for s in listed[run.name])
+    shown = listing_settings(listed[run.name])
     full = reproduce_lib.full_config(run, "/r")
     # Exactly the settings where the run differs from the base.
     assert set(shown) == {k for k, v in full.items() if k != "experiment_name"
