@@ -21,6 +21,7 @@ from conftest import run_module
 from experiments import config as config_lib
 from experiments import reproduce_lib
 from experiments import sweep_lib
+from experiments import sweeps
 from federated_vision.errors import ConfigError
 from federated_vision.reproduction import hparams
 from federated_vision.reproduction import presets
@@ -154,6 +155,19 @@ def test_sweep_dry_run_without_cifar_marks_every_point(parse, tmp_path,
   assert not (tmp_path / "hsu2019_cifar10").exists()
 
 
+@pytest.mark.parametrize("name", sweeps.SWEEP_NAMES)
+def test_sweep_dry_run_lines_are_short(name, parse, tmp_path, capsys,
+                                       monkeypatch):
+  from experiments import sweep_main  # pylint: disable=g-import-not-at-top,unused-import
+  monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
+  planned = sweep_lib.plan(parse(f"--sweep={name}",
+                                 f"--root_output_dir={tmp_path}"))
+  sweep_lib.print_plan(*planned)
+  lines = capsys.readouterr().out.splitlines()
+  assert len(lines) == 2 + len(sweeps.SWEEPS[name].points) + 2
+  assert max(len(l) for l in lines) <= MAX_LINE, max(lines, key=len)
+
+
 def test_sweep_dry_run_with_prepared_cifar_lists_points_to_run(
     parse, tmp_path, capsys):
   info = tmp_path / "tfds" / "cifar10" / "3.0.2" / "dataset_info.json"
@@ -201,6 +215,22 @@ def test_malformed_split_csv_leaves_no_directory(tmp_path):
       f"train_main.py: error: --split_csv={split}: {split}:3: image_id must "
       "be a non-negative integer, got 'x'")
   assert sorted(os.listdir(tmp_path)) == ["split.csv"]  # Not even out/.
+
+
+def test_train_main_refuses_missing_cifar_before_any_directory(
+    tmp_path, monkeypatch):
+  from experiments import runner  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
+  config = config_lib.from_values(dict(
+      dataset="cifar10", root_output_dir=str(tmp_path / "out"),
+      experiment_name="e"))
+  with pytest.raises(ConfigError) as e:
+    runner.run(config)
+  assert str(e.value).startswith(
+      "--dataset=cifar10: tensorflow-datasets 'cifar10' not prepared under "
+      f"tfds' default data_dir {tmp_path}/tfds (nothing is downloaded)")
+  assert e.value.field == "data_dir"
+  assert not (tmp_path / "out").exists()
 
 
 def test_refused_run_keeps_directories_it_did_not_create(tmp_path):
