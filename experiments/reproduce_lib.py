@@ -75,7 +75,8 @@ def describe_runs(preset: spec.Preset, results_root: str = "output",
   common = {k: v for k, v in (own[0] if own else {}).items()
             if all(k in o and o[k] == v for o in own)}
   base = config_lib.flat(config_lib.replace_fields(
-      config_lib.ExperimentConfig(), dict(common, root_output_dir=results_root)))
+      config_lib.ExperimentConfig(),
+      dict(common, root_output_dir=results_root)))
   del base["experiment_name"]  # Each run's own: its name.
   lines = [f"preset {preset.name}: {len(runs)} runs -- {preset.description}"]
   lines += _wrapped("  base (every run; --experiment_name=<run name>):",

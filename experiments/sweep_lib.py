@@ -6,9 +6,10 @@
 'completed' or 'diverged'; or, for a point to run whose data are not on this
 machine (`tasks.presence`, e.g. CIFAR not prepared for tensorflow-datasets),
 a `presence.MissingData` naming the flags to give: the dry run marks it, the
-real run refuses before its first point. A point that diverges does not stop the sweep;
-the others run, and the sweep then exits with status 3 naming every diverged
-point (a rerun skips them: the same seed diverges the same way).
+real run refuses before its first point. A point that diverges does not stop
+the sweep; the others run, and the sweep then exits with status 3 naming
+every diverged point (a rerun skips them: the same seed diverges the same
+way).
 """
 
 import json

@@ -47,7 +47,8 @@ def test_report_only_needs_no_data_flags_and_writes_under_results_root(
     tmp_path):
   root = tmp_path / "D"
   proc = run_module("experiments.reproduce", "--preset=hsu2020_table3",
-                    "--report_only", f"--results_root={root}", timeout=120, env=QUIET)
+                    "--report_only", f"--results_root={root}", timeout=120,
+                    env=QUIET)
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert sorted(os.listdir(root)) == ["hsu2020_table3.csv",
                                       "hsu2020_table3.md"]
@@ -58,7 +59,8 @@ def test_report_only_needs_no_data_flags_and_writes_under_results_root(
 def test_results_root_defaults_to_root_output_dir(tmp_path):
   root = tmp_path / "out"
   proc = run_module("experiments.reproduce", "--preset=hsu2020_table3",
-                    "--report_only", f"--root_output_dir={root}", timeout=120, env=QUIET)
+                    "--report_only", f"--root_output_dir={root}", timeout=120,
+                    env=QUIET)
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert sorted(os.listdir(root)) == ["hsu2020_table3.csv",
                                       "hsu2020_table3.md"]
@@ -210,7 +212,8 @@ def test_malformed_split_csv_leaves_no_directory(tmp_path):
   root = tmp_path / "out" / "sub"
   proc = run_module("experiments.train_main", "--dataset=synthetic_cifar10",
                     f"--split_csv={split}", f"--root_output_dir={root}",
-                    "--experiment_name=e", "--total_rounds=1", timeout=300, env=QUIET)
+                    "--experiment_name=e", "--total_rounds=1", timeout=300,
+                    env=QUIET)
   assert _one_line_error(proc) == (
       f"train_main.py: error: --split_csv={split}: {split}:3: image_id must "
       "be a non-negative integer, got 'x'")

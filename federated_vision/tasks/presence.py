@@ -35,7 +35,7 @@ class MissingData(NamedTuple):
 
 
 def tfds_data_dir(data_dir: Optional[str] = None) -> str:
-  """`data_dir`, else tfds' default ($TFDS_DATA_DIR or ~/tensorflow_datasets)."""
+  """`data_dir`, else tfds' default: $TFDS_DATA_DIR or ~/tensorflow_datasets."""
   if data_dir:
     return data_dir
   return os.environ.get("TFDS_DATA_DIR",
