@@ -12,7 +12,7 @@ import tempfile
 from typing import Callable, Dict, List, NamedTuple, Tuple
 
 from experiments import config as config_lib
-from federated_vision.errors import ConfigError, bad
+from federated_vision.errors import bad
 from federated_vision.tasks import presence
 
 DROPPED = "clients_dropped_non_finite"  # == algorithms.fedavg.DROPPED_NON_FINITE
@@ -259,9 +259,7 @@ def run(config: config_lib.ExperimentConfig) -> dict:
   from experiments import run_record  # pylint: disable=g-import-not-at-top
   execution.install_signal_handlers()
   config_lib.validate(config)
-  missing = presence.missing_data(config.data)
-  if missing is not None:
-    raise ConfigError(missing.message, missing.flags[0])
+  presence.require(config.data)  # Data on this machine, before any directory.
   new_dirs = _new_dirs(config.output_dir)
   out = check_output_dir(config.output)
   started = False

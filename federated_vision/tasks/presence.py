@@ -15,6 +15,7 @@ import glob
 import os
 from typing import NamedTuple, Optional, Tuple
 
+from federated_vision.errors import ConfigError
 from federated_vision.tasks import base
 
 
@@ -71,3 +72,11 @@ def missing_data(data) -> Optional[MissingData]:
   """None if the data of `data.dataset` (a `DataConfig`) are present."""
   task = base.get_task(data.dataset)
   return task.presence(task, data) if task.presence is not None else None
+
+
+def require(data) -> None:
+  """Raises `ConfigError` (the message of `missing_data`, naming the first
+  flag to give) when the data of `data.dataset` are not on this machine."""
+  missing = missing_data(data)
+  if missing is not None:
+    raise ConfigError(missing.message, missing.flags[0])
