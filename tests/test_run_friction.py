@@ -304,6 +304,7 @@ def test_hparams_after_extension_hold_current_result_settings(tmp_path):
   assert not set(recorded) & excluded and {"total_rounds", "alpha", "model",
                                            "client_learning_rate"} <= set(start)
   assert start["alpha"] == 0.5 and start["num_clients"] == 3
+  assert start["model"] == "digits_cnn"  # --model unset: the resolved one.
   assert start["method"] == "fedavg"
   # The same through the multiplexer reader: one run, metrics at round 3.
   (session,) = hparams.read_hparams(str(tmp_path / "ext")).values()

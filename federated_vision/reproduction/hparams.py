@@ -158,13 +158,20 @@ def write_experiment(logdir: str, sessions: Sequence[Mapping[str, object]],
 def result_flags(recorded: Mapping[str, object]) -> Dict[str, object]:
   """The result-affecting flag values of an hparams.json: its "config"
   sections but `NON_RESULT_SECTIONS` (without "config", e.g. written by hand:
-  its top-level plain values)."""
+  its top-level plain values); a flag left unset (None, e.g. --model) takes
+  its "resolved" value (the task's default model) when there is one."""
   config = recorded.get("config")
   if isinstance(config, dict):
-    return {k: v for section, fields in sorted(config.items())
-            if section not in NON_RESULT_SECTIONS and isinstance(fields, dict)
-            for k, v in fields.items()}
-  return {k: v for k, v in recorded.items() if not isinstance(v, dict)}
+    out = {k: v for section, fields in sorted(config.items())
+           if section not in NON_RESULT_SECTIONS and isinstance(fields, dict)
+           for k, v in fields.items()}
+  else:
+    out = {k: v for k, v in recorded.items() if not isinstance(v, dict)}
+  resolved = recorded.get("resolved")
+  for k, v in (resolved if isinstance(resolved, dict) else {}).items():
+    if k in out and out[k] is None:
+      out[k] = v
+  return out
 
 
 def write_run_hparams(run_dir: str, name: Optional[str] = None,
