@@ -5,9 +5,10 @@
       [--results_root=DIR (default: --root_output_dir, i.e. output)]
       [--local_workers=N] [--workers=host:port,...]
 
-Plans the preset's runs (a missing data flag or file stops it before any run
-starts), runs the unfinished ones (resuming interrupted runs, skipping
-finished ones), then writes <results_root>/<preset>.md/.csv, the studies'
+Plans the preset's runs (a missing data flag or file, or data not on this
+machine, stops it before any run starts; --report_only reads finished runs
+and needs no data flag), runs the unfinished ones (resuming interrupted
+runs, skipping finished ones), then writes <results_root>/<preset>.md/.csv, the studies'
 tables and contours, TensorBoard HParams for the sweep and, for
 --preset=digits_claims, one verdict line per claim. Logic:
 `experiments.reproduce_lib`; presets: `federated_vision.reproduction`.
@@ -30,8 +31,8 @@ flags_lib.define_flags()  # The data-location flags, named as in train_main.
 cli.define_flags()
 flags.DEFINE_string("preset", None, "Preset name (see --dry_run of any "
                     "preset, or federated_vision.reproduction.presets).")
-flags.DEFINE_bool("dry_run", False, "List every run with its full config; "
-                  "train nothing.")
+flags.DEFINE_bool("dry_run", False, "List the runs: the preset's base "
+                  "settings once, then per run what differs; train nothing.")
 flags.DEFINE_list("only", [], "Run/report only runs matching these shell "
                   "patterns (e.g. 'digits_claims_alpha_*').")
 flags.DEFINE_bool("report_only", False, "Rebuild the report from finished "
