@@ -8,8 +8,8 @@
 Plans the preset's runs (a missing data flag or file, or data not on this
 machine, stops it before any run starts; --report_only reads finished runs
 and needs no data flag), runs the unfinished ones (resuming interrupted
-runs, skipping finished ones), then writes <results_root>/<preset>.md/.csv, the studies'
-tables and contours, TensorBoard HParams for the sweep and, for
+runs, skipping finished ones), then writes <results_root>/<preset>.md/.csv,
+the studies' tables and contours, TensorBoard HParams for the sweep and, for
 --preset=digits_claims, one verdict line per claim. Logic:
 `experiments.reproduce_lib`; presets: `federated_vision.reproduction`.
 """
