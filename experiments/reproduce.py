@@ -1,13 +1,15 @@
 """Reruns a paper's table or figure and reports it beside the published numbers.
 
   python -m experiments.reproduce --preset=hsu2020_table3 --split_csv=... \
-      [--dry_run] [--only=run_glob,...] [--report_only] [--results_root=DIR]
+      [--dry_run] [--only=run_glob,...] [--report_only]
+      [--results_root=DIR (default: --root_output_dir, i.e. output)]
       [--local_workers=N] [--workers=host:port,...]
 
-Plans the preset's runs (a missing data flag or file stops it before any run
-starts), runs the unfinished ones (resuming interrupted runs, skipping
-finished ones), then writes <results_root>/<preset>.md/.csv, the studies'
-tables and contours, TensorBoard HParams for the sweep and, for
+Plans the preset's runs (a missing data flag or file, or data not on this
+machine, stops it before any run starts; --report_only reads finished runs
+and needs no data flag), runs the unfinished ones (resuming interrupted
+runs, skipping finished ones), then writes <results_root>/<preset>.md/.csv,
+the studies' tables and contours, TensorBoard HParams for the sweep and, for
 --preset=digits_claims, one verdict line per claim. Logic:
 `experiments.reproduce_lib`; presets: `federated_vision.reproduction`.
 """
@@ -29,14 +31,16 @@ flags_lib.define_flags()  # The data-location flags, named as in train_main.
 cli.define_flags()
 flags.DEFINE_string("preset", None, "Preset name (see --dry_run of any "
                     "preset, or federated_vision.reproduction.presets).")
-flags.DEFINE_bool("dry_run", False, "List every run with its full config; "
-                  "train nothing.")
+flags.DEFINE_bool("dry_run", False, "List the runs: the preset's base "
+                  "settings once, then per run what differs; train nothing.")
 flags.DEFINE_list("only", [], "Run/report only runs matching these shell "
                   "patterns (e.g. 'digits_claims_alpha_*').")
 flags.DEFINE_bool("report_only", False, "Rebuild the report from finished "
                   "runs; train nothing.")
-flags.DEFINE_string("results_root", "reproduction", "Run directories go to "
-                    "<results_root>/<run name>; reports to <results_root>.")
+flags.DEFINE_string("results_root", None, "Run directories go to "
+                    "<results_root>/<run name>; reports to <results_root>. "
+                    "Default: --root_output_dir (the output root of every "
+                    "binary; giving both with different values is an error).")
 FLAGS = flags.FLAGS
 
 
@@ -48,7 +52,8 @@ def main(argv):
       cli.fail("--preset: required")
     try:
       reproduce_lib.reproduce(
-          FLAGS.preset, FLAGS.results_root, reproduce_lib.given_data(FLAGS),
+          FLAGS.preset, reproduce_lib.output_root(FLAGS),
+          reproduce_lib.given_data(FLAGS),
           FLAGS.only, FLAGS.dry_run, FLAGS.report_only,
           execution=reproduce_lib.execution_settings(FLAGS))
     except (plan.PlanError, reproduce_lib.ReproduceError) as e:

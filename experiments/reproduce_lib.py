@@ -24,14 +24,15 @@ from federated_vision.reproduction import results
 from federated_vision.reproduction import spec
 
 Printer = Callable[[str], None]
+LISTING_WIDTH = 120  # Dry-run lines (ours: a terminal's width, x1.5).
 
 
 class ReproduceError(ValueError):
   """The preset cannot run or report as asked; the message is one line."""
 
 
-def full_config(run: spec.Run, results_root: str = "reproduction"
-                ) -> Dict[str, object]:
+def full_config(run: spec.Run, results_root: str = config_lib.OutputConfig(
+    ).root_output_dir) -> Dict[str, object]:
   """Every train_main setting of `run`: defaults overridden by the preset.
 
   Raises:
@@ -49,17 +50,47 @@ def _show(value) -> str:
   return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def describe_runs(preset: spec.Preset, results_root: str = "reproduction",
-                  runs: Optional[Sequence[spec.Run]] = None) -> List[str]:
-  """The dry-run listing: each run (all, or `runs`) with its FULL config."""
+def _wrapped(head: str, items: Sequence[str], indent: str = "      "
+             ) -> List[str]:
+  """`head` + `items`, wrapped at `LISTING_WIDTH` between items."""
+  lines = [head]
+  for item in items:
+    if len(lines[-1]) + 1 + len(item) > LISTING_WIDTH and lines[-1].strip():
+      lines.append(indent + item)
+    else:
+      lines[-1] += " " + item
+  return lines
+
+
+def describe_runs(preset: spec.Preset, results_root: str = "output",
+                  runs: Optional[Sequence[spec.Run]] = None,
+                  data: Optional[Mapping[str, object]] = None) -> List[str]:
+  """The dry-run listing: the settings every listed run shares (its base,
+  defaults included) once, then each run (all, or `runs`) with only the
+  settings where it differs from the base, the data flags it takes and, if
+  `data` (the data flags given) leaves it without its data, what to give.
+  Lines are wrapped at `LISTING_WIDTH` characters."""
   runs = preset.runs if runs is None else runs
+  own = [run.flag_dict() for run in runs]
+  common = {k: v for k, v in (own[0] if own else {}).items()
+            if all(k in o and o[k] == v for o in own)}
+  base = config_lib.flat(config_lib.replace_fields(
+      config_lib.ExperimentConfig(),
+      dict(common, root_output_dir=results_root)))
+  del base["experiment_name"]  # Each run's own: its name.
   lines = [f"preset {preset.name}: {len(runs)} runs -- {preset.description}"]
+  lines += _wrapped("  base (every run; --experiment_name=<run name>):",
+                    [f"--{k}={_show(v)}" for k, v in sorted(base.items())])
   for run in runs:
-    cfg = " ".join(f"--{k}={_show(v)}" for k, v in sorted(
-        full_config(run, results_root).items()))
-    data = (f"  [data flags: {','.join(run.data_flags)}]"
-            if run.data_flags else "")
-    lines.append(f"  {run.kind} {run.name}: {cfg}{data}")
+    items = [f"--{k}={_show(v)}" for k, v in sorted(
+        full_config(run, results_root).items())
+             if k != "experiment_name" and v != base[k]]
+    if run.data_flags:
+      items.append(f"[data flags: {','.join(run.data_flags)}]")
+    missing = plan_lib.missing_data(run, data or {})
+    if missing is not None:
+      items.append(f"[{missing.label}]")
+    lines += _wrapped(f"  {run.kind} {run.name}:", items)
   return lines
 
 
@@ -128,11 +159,13 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
       raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
   if dry_run:
     selected = plan_lib.select(preset, only)
-    echo("\n".join(describe_runs(preset, results_root, selected)))
+    echo("\n".join(describe_runs(preset, results_root, selected, data)))
     return {r.name: "dry run" for r in selected}
-  planned = plan_lib.plan(preset, results_root, data, only)
   outcome = {}
-  if not report_only:
+  if report_only:  # Reads finished runs only: no data flag is needed.
+    plan_lib.select(preset, only)
+  else:
+    planned = plan_lib.plan(preset, results_root, data, only)
     check_runnable(planned)
     flags_of = {p.run.name: {**p.flags, **(execution or {})} for p in planned}
     for p in planned:  # Validate every config before the first run starts.
@@ -164,6 +197,23 @@ def execution_settings(flag_values) -> Dict[str, object]:
   return {f.name: flag_values[f.name].value
           for f in dataclasses.fields(config_lib.ExecutionConfig)
           if flag_values[f.name].present}
+
+
+def output_root(flag_values) -> str:
+  """--results_root, else --root_output_dir (every binary's output root).
+
+  Raises:
+    ReproduceError: both given, with different values.
+  """
+  root = flag_values.root_output_dir
+  if not flag_values["results_root"].present:
+    return root
+  if (flag_values["root_output_dir"].present
+      and os.path.normpath(root) != os.path.normpath(flag_values.results_root)):
+    raise ReproduceError(
+        f"--results_root={flag_values.results_root} and --root_output_dir="
+        f"{root}: give one (--results_root defaults to --root_output_dir)")
+  return flag_values.results_root
 
 
 def given_data(flag_values, names: Optional[Sequence[str]] = None

@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, NamedTuple, Tuple
 
 from experiments import config as config_lib
 from federated_vision.errors import bad
+from federated_vision.tasks import presence
 
 DROPPED = "clients_dropped_non_finite"  # == algorithms.fedavg.DROPPED_NON_FINITE
 
@@ -261,17 +262,61 @@ def run(config: config_lib.ExperimentConfig) -> dict:
   from experiments import run_record  # pylint: disable=g-import-not-at-top
   execution.install_signal_handlers()
   config_lib.validate(config)
+  presence.require(config.data)  # Data on this machine, before any directory.
+  new_dirs = _new_dirs(config.output_dir)
   out = check_output_dir(config.output)
-  with training_loop.RunLock(out):
-    if config.run.overwrite:
-      run_record.clear(out)
-    record = run_record.check(out, config)
-    # Workers first: a bad --workers address fails before data is loaded.
-    with config.execution.context():
-      exp = build_experiment(config)
-      run_record.start(out, config, run_record.partition_fingerprint(
-          exp.fed_data), record)
-      return _run(exp)
+  started = False
+  try:
+    with training_loop.RunLock(out):
+      try:
+        if config.run.overwrite:
+          run_record.clear(out)
+        record = run_record.check(out, config)
+        # Workers first: a bad --workers address fails before data is loaded.
+        with config.execution.context():
+          exp = build_experiment(config)
+          run_record.start(out, config, run_record.partition_fingerprint(
+              exp.fed_data), record)
+          started = True
+          return _run(exp)
+      except BaseException:
+        if not started and new_dirs:  # Refused (e.g. a malformed split CSV).
+          _unlink_lone_lock(out)
+        raise
+  except BaseException:
+    if not started:
+      _remove_empty(new_dirs)
+    raise
+
+
+def _new_dirs(path: str) -> List[str]:
+  """`path` and those of its parents that do not exist yet, deepest first."""
+  out, path = [], os.path.abspath(path)
+  while not os.path.exists(path) and os.path.dirname(path) != path:
+    out.append(path)
+    path = os.path.dirname(path)
+  return out
+
+
+def _unlink_lone_lock(out: str) -> None:
+  """Removes the lock file of a refused run (while holding it) if it is all
+  the directory holds."""
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  try:
+    if os.listdir(out) == [training_loop.LOCK_FILE]:
+      os.unlink(os.path.join(out, training_loop.LOCK_FILE))
+  except OSError:
+    pass
+
+
+def _remove_empty(dirs: List[str]) -> None:
+  """rmdir of `dirs` (deepest first) while they are empty: a run refused
+  before it started leaves no directory it created behind."""
+  for d in dirs:
+    try:
+      os.rmdir(d)
+    except OSError:
+      return
 
 
 def _run(exp: Experiment) -> dict:

@@ -3,9 +3,13 @@
 `plan` reads parsed flags (never writes them) and builds each point's
 `ExperimentConfig` with `sweeps.point_config`; `run_points` runs them with
 `runner.run`. A point's state is its summary.json's status: None (to run),
-'completed' or 'diverged'. A point that diverges does not stop the sweep;
-the others run, and the sweep then exits with status 3 naming every diverged
-point (a rerun skips them: the same seed diverges the same way).
+'completed' or 'diverged'; or, for a point to run whose data are not on this
+machine (`tasks.presence`, e.g. CIFAR not prepared for tensorflow-datasets),
+a `presence.MissingData` naming the flags to give: the dry run marks it, the
+real run refuses before its first point. A point that diverges does not stop
+the sweep; the others run, and the sweep then exits with status 3 naming
+every diverged point (a rerun skips them: the same seed diverges the same
+way).
 """
 
 import json
@@ -16,6 +20,7 @@ from experiments import config as config_lib
 from experiments import flags_lib
 from experiments import sweeps
 from federated_vision.errors import ConfigError, show
+from federated_vision.tasks import presence
 
 
 def _show(value) -> str:
@@ -27,7 +32,8 @@ def _show(value) -> str:
 def plan(f):
   """(sweep, experiment dir, [(point, config, output dir, status)]).
 
-  `status` is `point_status(output dir)`.
+  `status` is `point_status(output dir)`, or the point's
+  `presence.MissingData` when it is to run and its data are missing.
 
   Every point's config is validated without loading data, so bad
   combinations fail before anything runs. Flags are only read.
@@ -64,7 +70,10 @@ def plan(f):
     config = sweeps.point_config(command_line, sweep, pt, explicit, exp_dir)
     config_lib.validate(config, explicit)
     out = config.output_dir
-    rows.append((pt, config, out, point_status(out)))
+    status = point_status(out)
+    if status is None:
+      status = presence.missing_data(config.data)
+    rows.append((pt, config, out, status))
   return sweep, exp_dir, rows
 
 
@@ -87,8 +96,12 @@ def point_status(out: str):
   return status
 
 
+def _missing(rows):
+  return [r for r in rows if isinstance(r[3], presence.MissingData)]
+
+
 def print_plan(sweep, exp_dir, rows) -> None:
-  done = sum(1 for r in rows if r[3] is not None)
+  done = sum(1 for r in rows if isinstance(r[3], str))
   print(f"sweep {sweep.name}: {len(rows)} points, {done} done -> {exp_dir}")
   values = config_lib.flat(rows[0][1]) if rows else {}
   base = {k: v for k, v in values.items()
@@ -96,21 +109,31 @@ def print_plan(sweep, exp_dir, rows) -> None:
   print("  base: " + " ".join(f"--{k}={_show(v)}" for k, v in sorted(base.items())))
   for pt, _, _, status in rows:
     axes = " ".join(f"--{k}={_show(v)}" for k, v in pt.flags.items())
-    label = {None: "todo", "completed": "done"}.get(status, status)
+    label = (status.label if isinstance(status, presence.MissingData) else
+             {None: "todo", "completed": "done"}.get(status, status))
     print(f"  [{label}] {pt.name}  {axes}")
+  missing = _missing(rows)
+  if missing:
+    print(f"  {len(missing)} point(s) miss data:\n    {missing[0][3].message}")
 
 
 def run_points(sweep, exp_dir, rows) -> None:
   """Runs the points without a summary.json.
 
   Raises:
-    ConfigError: a point's config is refused (naming the point).
+    ConfigError: a point to run misses its data (before any point runs,
+      naming the flag to give), or a point's config is refused (naming it).
     training_loop.RunError: after every point ran, if any point diverged
       (now or in an earlier invocation); one line, exit status 3 (as a
       diverged train_main run).
   """
   from experiments import runner  # pylint: disable=g-import-not-at-top
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  missing = _missing(rows)
+  if missing:
+    raise ConfigError(f"{missing[0][3].message} ({len(missing)} point(s) of "
+                      f"--sweep={sweep.name}; nothing ran)",
+                      missing[0][3].flags[0])
   ran = 0
   diverged = [pt.name for pt, _, _, status in rows if status == "diverged"]
   for i, (pt, config, out, status) in enumerate(rows):

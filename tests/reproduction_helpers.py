@@ -84,3 +84,26 @@ def finished_run(root: str, run, curves: Mapping[str, Sequence[Tuple[int, float]
 def centralized_run(root: str, run, accuracy) -> str:
   """A finished centralized run (one FedAvg round + the baseline)."""
   return finished_run(root, run, {"fedavg": [(1, 0.1)]}, centralized=accuracy)
+
+
+def listing_runs(lines: Sequence[str]) -> dict:
+  """{"base" | run name: [items]} from `reproduce_lib.describe_runs` lines
+  (after the header; continuation lines belong to the line above)."""
+  runs, current = {}, None
+  for line in lines[1:]:
+    if line.startswith("      "):
+      runs[current] += line.split()
+    elif line.startswith("  base"):
+      current = "base"
+      runs["base"] = line.split(":", 1)[1].split()
+    else:
+      head, rest = line.split(":", 1)
+      current = head.split()[-1]
+      runs[current] = rest.split()
+  return runs
+
+
+def listing_settings(items: Sequence[str]) -> dict:
+  """{flag: shown value} of the `--flag=value` items of `listing_runs`."""
+  return dict(i[2:].split("=", 1) for i in items
+              if i.startswith("--") and "=" in i)

@@ -16,6 +16,8 @@ from experiments import reproduce_lib
 from federated_vision.errors import ConfigError
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
+from tests.reproduction_helpers import listing_runs
+from tests.reproduction_helpers import listing_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,28 +31,33 @@ def _lines(preset):
 
 @pytest.mark.parametrize("name", presets.preset_names())
 def test_dry_run_lists_every_run_with_full_config(name):
+  """Every setting of every run: in the base (listed once) or, where the run
+  differs from it, on the run's line (issue 19: no more full config per run)."""
   preset = presets.get_preset(name)
-  lines = _lines(name)
-  assert len(lines) == 1 + len(preset.runs)
+  listed = listing_runs(_lines(name))
+  assert list(listed) == ["base"] + [r.name for r in preset.runs]
+  base = listing_settings(listed["base"])
+  assert base["root_output_dir"] == "/nonexistent"
   fields = config_lib.field_sections()
-  for run, line in zip(preset.runs, lines[1:]):
-    assert line.startswith(f"  {run.kind} {run.name}: ")
-    for field in fields:  # Every setting, defaults included.
-      assert f" --{field}=" in line or f": --{field}=" in line, (run.name, field)
+  for run in preset.runs:
+    shown = dict(base, **listing_settings(listed[run.name]),
+                 experiment_name=run.name)
+    assert set(shown) == set(fields), run.name  # Defaults included.
+    for flag, value in reproduce_lib.full_config(
+        run, "/nonexistent").items():
+      assert shown[flag] == reproduce_lib._show(value), (run.name, flag)  # pylint: disable=protected-access
     for flag, value in run.flags.items():  # The preset's own values.
-      shown = reproduce_lib._show(value)  # pylint: disable=protected-access
-      assert f"--{flag}={shown}" in line.split("  [")[0], (run.name, flag)
-    assert f"--experiment_name={run.name} " in line
-    assert "--root_output_dir=/nonexistent" in line
+      assert shown[flag] == reproduce_lib._show(value), (run.name, flag)  # pylint: disable=protected-access
 
 
 def test_dry_run_lists_mixing_runs_with_their_strategy():
-  lines = _lines("digits_claims")
-  mixing = [l for l in lines if "digits_claims_mixing_" in l]
+  listed = listing_runs(_lines("digits_claims"))
+  mixing = [n for n in listed if "digits_claims_mixing_" in n]
   assert len(mixing) == 5
-  for strategy, l in zip(("none", "parallel", "example_transfer",
+  for strategy, n in zip(("none", "parallel", "example_transfer",
                           "gradient_transfer", "oracle"), mixing):
-    assert f"--mixing={strategy} " in l and "--missing_classes=8,9 " in l
+    shown = listing_settings(listed[n])
+    assert shown["mixing"] == strategy and shown["missing_classes"] == "8,9"
 
 
 def test_a_preset_flag_train_main_lacks_is_an_error():
@@ -62,11 +69,11 @@ def test_a_preset_flag_train_main_lacks_is_an_error():
 def test_dry_run_only_selects():
   lines = _lines(dataclasses.replace(
       presets.get_preset("digits_claims")))  # A Preset object works too.
-  assert len(lines) == 14
+  assert len(listing_runs(lines)) == 1 + 13
   out = []
   reproduce_lib.reproduce("digits_claims", "/x", {}, only=["*alpha_0*"],
                           dry_run=True, echo=out.append)
-  names = [l.split(": ")[0].split()[-1] for l in out[0].splitlines()[1:]]
+  names = list(listing_runs(out[0].splitlines()))[1:]
   assert names == ["digits_claims_alpha_0.1", "digits_claims_alpha_0",
                    "digits_claims_fedir_alpha_0.05"]
 

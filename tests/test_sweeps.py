@@ -69,10 +69,19 @@ def test_mcmahan_grid_is_the_full_product():
   assert targets == {"mnist_2nn": 0.97, "mnist_cnn": 0.99}
 
 
+def _prepared_cifar10(tmp_path) -> str:
+  """A tfds data_dir where cifar10 counts as prepared (`tasks.presence`);
+  without one a point is listed as missing data (tests/test_run_friction.py)."""
+  info = tmp_path / "tfds" / "cifar10" / "3.0.2" / "dataset_info.json"
+  info.parent.mkdir(parents=True)
+  info.write_text("{}")
+  return f"--data_dir={tmp_path / 'tfds'}"
+
+
 def test_dry_run_lists_exactly_the_selected_points(parse, tmp_path, capsys):
   from experiments import sweep_main  # pylint: disable=g-import-not-at-top
   f = parse("--sweep=hsu2019_cifar10", f"--root_output_dir={tmp_path}",
-            "--only=fedavgm_*", "--dry_run")
+            "--only=fedavgm_*", "--dry_run", _prepared_cifar10(tmp_path))
   sweep, exp_dir, rows = sweep_lib.plan(f)
   sweep_lib.print_plan(sweep, exp_dir, rows)
   out = capsys.readouterr().out.splitlines()
@@ -254,7 +263,8 @@ def test_a_diverged_point_does_not_stop_the_sweep(parse, tmp_path, capsys,
 
   monkeypatch.setattr(runner, "run", fake_run)
   f = parse("--sweep=hsu2019_cifar10", f"--root_output_dir={tmp_path}",
-            "--only=fedavg_alpha_1,fedavg_alpha_0.1,fedavg_alpha_0")
+            "--only=fedavg_alpha_1,fedavg_alpha_0.1,fedavg_alpha_0",
+            _prepared_cifar10(tmp_path))
   for attempt in range(2):
     planned = sweep_lib.plan(f)
     with pytest.raises(training_loop.RunError) as e:

@@ -1,11 +1,16 @@
 """TensorBoard HParams records of runs, so a sweep compares in the dashboard.
 
 Each method of a run is one HParams session: its hyper-parameters (the run's
-flag values plus the method's own, e.g. algorithm, FedIR/FedVC, and the
-effective learning rate) and its final metrics (scalars under `hparams/...`
+result-affecting flag values -- every config section but output, run control
+and execution (`NON_RESULT_SECTIONS`), which change no result -- plus the
+method's own, e.g. algorithm, FedIR/FedVC, and the effective learning rate)
+and its final metrics (scalars under `hparams/...`
 tags), written with TensorBoard's HParams plugin summaries
 (`tensorboard.plugins.hparams.api`) into the method's TensorBoard directory
-(<run>/<method>/tensorboard, next to its training curves). A sweep root gets
+(<run>/<method>/tensorboard, next to its training curves), in an event file
+of its own (`SESSION_SUFFIX`) that replaces the previous one: a run extended
+(e.g. from 30 to 40 rounds) holds one session with its current values
+(total_rounds=40), never the old one beside it. A sweep root gets
 one experiment config listing every hyper-parameter and metric, so
 `tensorboard --logdir=<root>` shows the whole sweep in the HParams tab.
 
@@ -15,6 +20,7 @@ Writing uses TensorBoard's protos and event writer only (the functions behind
 through event_processing imports TensorFlow when it is installed.
 """
 
+import glob
 import json
 import math
 import os
@@ -29,6 +35,9 @@ METRIC_KEYS = ("final_accuracy", "relative_accuracy", "acc_at_round",
                "acc_at_batch", "rounds_to_target")
 METRIC_PREFIX = "hparams/"
 SUBDIR = "tensorboard"
+# hparams.json "config" sections that change no result: not hyper-parameters.
+NON_RESULT_SECTIONS = ("output", "run", "execution")
+SESSION_SUFFIX = ".hparams"  # Event files holding a session (one per dir).
 
 
 def _hparam_value(value):
@@ -68,10 +77,10 @@ def method_hparams(flags: Mapping[str, object], method: str
   return out
 
 
-def _writer(logdir: str):
+def _writer(logdir: str, suffix: str = ""):
   from tensorboard.summary.writer import event_file_writer  # pylint: disable=g-import-not-at-top
   os.makedirs(logdir, exist_ok=True)
-  return event_file_writer.EventFileWriter(logdir)
+  return event_file_writer.EventFileWriter(logdir, filename_suffix=suffix)
 
 
 def _write(writer, summary, step: int = 0) -> None:
@@ -95,6 +104,8 @@ def write_session(logdir: str, hparams: Mapping[str, object],
       with STATUS_FAILURE, a running one has no end.
     trial_id: the session's group name (default: logdir).
 
+  Replaces the session written there before (its `SESSION_SUFFIX` files).
+
   Returns:
     logdir.
   """
@@ -103,7 +114,9 @@ def write_session(logdir: str, hparams: Mapping[str, object],
   from tensorboard.plugins.hparams import summary_v2  # pylint: disable=g-import-not-at-top
   from tensorboard.plugins.scalar import summary_v2 as scalar  # pylint: disable=g-import-not-at-top
   from tensorboard.compat.proto import summary_pb2  # pylint: disable=g-import-not-at-top
-  writer = _writer(logdir)
+  for old in glob.glob(os.path.join(logdir, "*tfevents*" + SESSION_SUFFIX)):
+    os.remove(old)
+  writer = _writer(logdir, SESSION_SUFFIX)
   try:
     _write(writer, summary_v2.hparams_pb(dict(hparams), trial_id=trial_id))
     for key, value in metrics.items():
@@ -132,12 +145,33 @@ def write_experiment(logdir: str, sessions: Sequence[Mapping[str, object]],
   names = sorted({k for s in sessions for k in s})
   hparams = [hp.HParam(n) for n in names]
   metrics = [hp.Metric(METRIC_PREFIX + k, display_name=k) for k in metric_keys]
-  writer = _writer(logdir)
+  for old in glob.glob(os.path.join(logdir, "*tfevents*" + SESSION_SUFFIX)):
+    os.remove(old)  # The sweep's config, as now (not beside an older one).
+  writer = _writer(logdir, SESSION_SUFFIX)
   try:
     _write(writer, hp.hparams_config_pb(hparams=hparams, metrics=metrics))
   finally:
     writer.close()
   return logdir
+
+
+def result_flags(recorded: Mapping[str, object]) -> Dict[str, object]:
+  """The result-affecting flag values of an hparams.json: its "config"
+  sections but `NON_RESULT_SECTIONS` (without "config", e.g. written by hand:
+  its top-level plain values); a flag left unset (None, e.g. --model) takes
+  its "resolved" value (the task's default model) when there is one."""
+  config = recorded.get("config")
+  if isinstance(config, dict):
+    out = {k: v for section, fields in sorted(config.items())
+           if section not in NON_RESULT_SECTIONS and isinstance(fields, dict)
+           for k, v in fields.items()}
+  else:
+    out = {k: v for k, v in recorded.items() if not isinstance(v, dict)}
+  resolved = recorded.get("resolved")
+  for k, v in (resolved if isinstance(resolved, dict) else {}).items():
+    if k in out and out[k] is None:
+      out[k] = v
+  return out
 
 
 def write_run_hparams(run_dir: str, name: Optional[str] = None,
@@ -162,8 +196,7 @@ def write_run_hparams(run_dir: str, name: Optional[str] = None,
         files[f] = json.load(fh)
     except (OSError, ValueError) as e:
       raise ValueError(f"{path}: cannot read ({e})") from None
-  flags = {k: v for k, v in files["hparams.json"].items()
-           if not isinstance(v, dict)}
+  flags = result_flags(files["hparams.json"])
   out = {}
   for method, entry in files["summary.json"].get("methods", {}).items():
     hp = method_hparams(flags, method)

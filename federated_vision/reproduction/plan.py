@@ -12,11 +12,13 @@ presets runs once).
 import dataclasses
 import glob
 import os
-from typing import Dict, List, Mapping, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from federated_vision import selection
+from federated_vision import tasks
 from federated_vision.reproduction import results
 from federated_vision.reproduction import spec
+from federated_vision.tasks import presence
 
 # Data flags that name inputs, and what they must be.
 FILE_FLAGS = ("split_csv", "test_csv", "image_paths_csv", "pretrained_weights")
@@ -74,17 +76,41 @@ def check_data_flag(name: str, value) -> None:
       raise PlanError(f"--{name}: {pattern} matches no file")
 
 
+def _given(value) -> bool:
+  return value not in (None, "", [], ())
+
+
+def missing_data(run: spec.Run, data: Mapping[str, object]
+                 ) -> Optional[presence.MissingData]:
+  """What `run` misses with the data flags `data`: a required data flag not
+  given, or data not on this machine (`tasks.presence`); None if nothing."""
+  for group in run.required_data_flags:
+    if not any(_given(data.get(f)) for f in group):
+      return presence.MissingData(group, (
+          f"run {run.name} needs --{' or --'.join(group)} (data is never "
+          "downloaded)"))
+  flags = dict(run.flag_dict(), **{n: data[n] for n in run.data_flags
+                                   if _given(data.get(n))})
+  config = tasks.DataConfig(**{
+      k: tuple(v) if isinstance(v, list) else v for k, v in flags.items()
+      if k in {f.name for f in dataclasses.fields(tasks.DataConfig)}})
+  found = presence.missing_data(config)
+  if found is None:
+    return None
+  return found._replace(message=f"run {run.name}: {found.message}")
+
+
 def run_flags(run: spec.Run, data: Mapping[str, object],
               results_root: str) -> Dict[str, object]:
   """The run's full flags: preset flags, the data flags it takes, output.
 
   Raises:
-    PlanError: a required data flag is missing (names the run and flag).
+    PlanError: a required data flag is missing, or the data are not on this
+      machine (names the run and flag).
   """
-  for group in run.required_data_flags:
-    if not any(data.get(f) not in (None, "", [], ()) for f in group):
-      raise PlanError(f"run {run.name} needs --{' or --'.join(group)} "
-                      "(data is never downloaded)")
+  missing = missing_data(run, data)
+  if missing is not None:
+    raise PlanError(missing.message)
   flags = run.flag_dict()
   for name in run.data_flags:
     if data.get(name) not in (None, "", [], ()):
@@ -105,8 +131,9 @@ def plan(preset: spec.Preset, results_root: str,
     only: fnmatch patterns of run names (all runs if empty).
 
   Raises:
-    PlanError: unknown pattern, a missing required data flag, or a data
-      flag naming nothing on disk -- always before any run starts.
+    PlanError: unknown pattern, a missing required data flag, a data flag
+      naming nothing on disk, or data not on this machine (e.g. CIFAR not
+      prepared for tensorflow-datasets) -- always before any run starts.
   """
   runs = select(preset, only)
   for name in sorted(data):

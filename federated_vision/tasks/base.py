@@ -127,6 +127,8 @@ class Task:
       hparams.json / summary.json record as the partition.
     model_defaults: defaults of model settings for this task, e.g.
       {"bottleneck_dim": 64} for Landmarks (Hsu, Qi & Brown 2020).
+    presence: `(task, data) -> None | tasks.presence.MissingData`: whether
+      the data are on this machine (checked before any run; None: always).
     check: `(task, data, given) -> None`, task-specific checks raising
       `ConfigError` (run before the generic unused-field check).
     description: one line for --help / the README.
@@ -147,6 +149,7 @@ class Task:
   image_size: Optional[int] = None
   partitions: Tuple[str, ...] = _SCHEMES
   model_defaults: Tuple[Tuple[str, object], ...] = ()
+  presence: Optional[Callable[["Task", DataConfig], object]] = None
   check: Callable[["Task", DataConfig, FrozenSet[str]], None] = _no_checks
   description: str = ""
   scenario_fn: Optional[ScenarioFn] = None

@@ -4,6 +4,7 @@ import functools
 
 from federated_vision.tasks import arrays
 from federated_vision.tasks import base
+from federated_vision.tasks import presence
 
 
 def _source(name: str) -> arrays.ArraySource:
@@ -28,7 +29,8 @@ for _name in ("cifar10", "cifar100"):
       _name, "cifar", "cifar_cnn", _data(_name), reads=arrays.REAL_READS,
       num_clients=100, examples_per_client=500, check=arrays.check_real,
       description=f"{_name.upper()}, 24x24 crops; Hsu et al. 2019: K = 100 "
-                  "clients of 500"))
+                  "clients of 500",
+      presence=presence.missing_tfds))
   base.register_task(base.Task(
       f"synthetic_{_name}", "cifar", "cifar_cnn", _data(_name),
       reads=arrays.SYNTHETIC_READS, num_clients=10, examples_per_client=20,

@@ -2,6 +2,7 @@
 
 from federated_vision.tasks import arrays
 from federated_vision.tasks import base
+from federated_vision.tasks import presence
 
 
 def _source() -> arrays.ArraySource:
@@ -22,7 +23,8 @@ base.register_task(base.Task(
     "mnist", "mnist", "mnist_cnn", _data, reads=arrays.REAL_READS,
     num_clients=100, examples_per_client=600, check=arrays.check_real,
     description="MNIST 28x28x1; McMahan et al. 2017: K = 100 (iid 600 each, "
-                "or 200 shards of 300)"))
+                "or 200 shards of 300)",
+    presence=presence.missing_tfds))
 base.register_task(base.Task(
     "synthetic_mnist", "mnist", "mnist_cnn", _data,
     reads=arrays.SYNTHETIC_READS, num_clients=10, examples_per_client=20,
