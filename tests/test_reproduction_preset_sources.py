@@ -12,6 +12,8 @@ import re
 
 import pytest
 
+import reproduction_helpers
+
 from experiments import reproduce_lib
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
@@ -410,10 +412,14 @@ def test_no_fedavg_only_run_sets_server_momentum(name):
 
 
 def _dry_run_line(preset_name: str, run_name: str) -> str:
-  """The run's line of the dry-run listing (its full resolved config)."""
+  """The run's resolved config as the dry-run listing shows it: the base's
+  settings overridden by the run's differences, as ' --flag=value ' items."""
   p = presets.get_preset(preset_name)
-  lines = reproduce_lib.describe_runs(p, runs=[p.run(run_name)])
-  return lines[1]
+  listed = reproduction_helpers.listing_runs(
+      reproduce_lib.describe_runs(p, runs=[p.run(run_name)]))
+  settings = reproduction_helpers.listing_settings(listed["base"])
+  settings.update(reproduction_helpers.listing_settings(listed[run_name]))
+  return " " + " ".join(f"--{k}={v}" for k, v in settings.items()) + " "
 
 
 def test_dry_run_shows_the_papers_values():
