@@ -352,13 +352,13 @@ def test_builders_validate_arguments():
     mixing_parallel.build_parallel_training(model_fn, _sgd(), central, central_steps=0)
   with pytest.raises(ValueError, match="central_batch_size"):
     mixing_gradient.build_gradient_transfer(model_fn, _sgd(), central,
-                                   central_batch_size=0)
+                                            central_batch_size=0)
   with pytest.raises(ValueError, match="gradient_weight"):
     mixing_gradient.build_gradient_transfer(model_fn, _sgd(), central,
-                                   gradient_weight=-1.0)
+                                            gradient_weight=-1.0)
   with pytest.raises(TypeError, match="central_optimizer"):
     mixing_parallel.build_parallel_training(model_fn, _sgd(), central,
-                                   central_optimizer=tf.keras.optimizers.SGD())
+                                            central_optimizer=tf.keras.optimizers.SGD())
   with pytest.raises(ValueError, match="examples_per_client"):
     mixing_data.example_transfer_data(fed, central, -1, seed=0)
   with pytest.raises(ValueError, match="central_learning_rate"):

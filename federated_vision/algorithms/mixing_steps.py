@@ -37,7 +37,7 @@ def check_int(name: str, value, minimum: int) -> None:
 
 
 def local_sgd(model, optimizer, hparams, initial_weights, dataset,
-               correction=None, correction_weight: float = 0.0):
+              correction=None, correction_weight: float = 0.0):
   """SGD steps over `dataset` from `initial_weights` (a traced tf.function body).
 
   Each step applies `optimizer` to grad(loss) + correction_weight * correction

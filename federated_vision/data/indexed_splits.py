@@ -122,7 +122,7 @@ def write_split_csv(path: str, partition: Mapping[str, Sequence[int]],
     seen[idx] = True
     rows.append((cid, idx))
   split_io.write_csv(path, split_io.COLUMNS, ((cid, int(i), int(labels[i]))
-                            for cid, idx in rows for i in idx))
+                                              for cid, idx in rows for i in idx))
   return path
 
 
@@ -132,11 +132,13 @@ def _check_sources(rows: split_rows.SplitRows, num_examples: Optional[int],
   for k, (image, c) in enumerate(zip(rows.image_ids, rows.classes.tolist())):
     where = f"{rows.path}:{int(rows.lines[k])}"
     if num_examples is not None and image >= num_examples:
-      raise split_io.SplitFormatError(f"{where}: image_id {image} is outside the "
-                             f"source set of {num_examples} examples")
+      raise split_io.SplitFormatError(
+          f"{where}: image_id {image} is outside the "
+          f"source set of {num_examples} examples")
     if labels is not None and c != int(labels[image]):
-      raise split_io.SplitFormatError(f"{where}: class {c} of image_id {image} differs "
-                             f"from the source label {int(labels[image])}")
+      raise split_io.SplitFormatError(
+          f"{where}: class {c} of image_id {image} differs "
+          f"from the source label {int(labels[image])}")
 
 
 def _source_args(num_examples, labels):

@@ -56,7 +56,7 @@ class SplitRows(NamedTuple):
 
 
 def read_table(path: str, client_column: Optional[str], integer_ids: bool,
-                with_labels: bool) -> SplitRows:
+               with_labels: bool) -> SplitRows:
   """Rows of a train (client_column set) or test (None) split file."""
   required = ((client_column,) if client_column else ()) + split_io.TEST_COLUMNS
   clients: Optional[List[str]] = [] if client_column else None
@@ -76,8 +76,9 @@ def read_table(path: str, client_column: Optional[str], integer_ids: bool,
     if integer_ids:
       image = _parse(image, "image_id", where)
     if image in first_line:
-      raise split_io.SplitFormatError(f"{where}: image_id {image} already assigned on "
-                             f"line {first_line[image]}")
+      raise split_io.SplitFormatError(
+          f"{where}: image_id {image} already assigned on "
+          f"line {first_line[image]}")
     first_line[image] = line
     c = _parse(row["class"], "class", where)
     label = _parse(row["label"], "label", where, _INTEGER) if has_label else None
@@ -98,8 +99,9 @@ def read_table(path: str, client_column: Optional[str], integer_ids: bool,
       if not cid or cid == split_io.NA:
         raise split_io.SplitFormatError(f"{where}: {'NA' if cid else 'empty'} user_id")
       if "@" in cid:
-        raise split_io.SplitFormatError(f"{where}: client id {cid!r} contains '@' "
-                               "(reserved for round keys)")
+        raise split_io.SplitFormatError(
+            f"{where}: client id {cid!r} contains '@' "
+            "(reserved for round keys)")
       clients.append(cid)
     images.append(image)
     classes.append(c)
@@ -190,14 +192,15 @@ def check_test_rows(train: SplitRows, test: SplitRows) -> None:
   for k, c in enumerate(test.classes.tolist()):
     where = f"{test.path}:{int(test.lines[k])}"
     if test.image_ids[k] in train_images:
-      raise split_io.SplitFormatError(f"{where}: image_id {test.image_ids[k]} is also "
-                             f"a training image in {train.path}")
+      raise split_io.SplitFormatError(
+          f"{where}: image_id {test.image_ids[k]} is also "
+          f"a training image in {train.path}")
     if c not in train_classes:
       raise split_io.SplitFormatError(f"{where}: class {c} never occurs in {train.path}")
     if test.labels is not None and label_of and label_of[c] != test.labels[k]:
       raise split_io.SplitFormatError(f"{where}: class {c} has label "
-                             f"{int(test.labels[k])}, but {train.path} gives "
-                             f"it label {label_of[c]}")
+                                      f"{int(test.labels[k])}, but {train.path} gives "
+                                      f"it label {label_of[c]}")
 
 
 def read_split_files(path: str, split: Optional[str] = None,

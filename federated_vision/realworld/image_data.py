@@ -96,7 +96,7 @@ def load_image_split(name: str, split_csv_path: str,
     raise FileNotFoundError(f"image_root {image_root}: no such directory")
   # y is the published `class`: contiguous 0..K-1, test classes within.
   rows, test, num_classes = split_rows.read_split_files(split_csv_path, split,
-                                                      test_csv)
+                                                        test_csv)
   class_names = _class_names(rows, num_classes)
   tar_index = image_check.index_tar_shards(tar_shards) if tar_shards else None
   if isinstance(image_paths, str):
@@ -115,11 +115,11 @@ def load_image_split(name: str, split_csv_path: str,
   train_index, missing = make_index(rows.client_ids, rows.image_ids,
                                     rows.classes)
   parts["train"] = (train_index, *image_files.check_index(train_index, missing,
-                                              config.check_images))
+                                                          config.check_images))
   if test is not None:
     test_index, missing = make_index(None, test.image_ids, test.classes)
     parts["test"] = (test_index, *image_files.check_index(test_index, missing,
-                                              config.check_images))
+                                                          config.check_images))
   clean = image_files.apply_bad_image_policy(parts, config, report_path, name)
   client_data = image_index.IndexedImageClientData(clean["train"], cache_dir)
   test_index = clean.get("test") or image_index.ExampleIndex(

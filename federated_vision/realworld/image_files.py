@@ -71,9 +71,9 @@ def check_index(index: image_index.ExampleIndex, missing: np.ndarray,
 
 
 def apply_bad_image_policy(splits: Mapping[str, Tuple[image_index.ExampleIndex,
-                                                     np.ndarray, np.ndarray]],
-                           config: image_config.LoaderConfig, report_path: str,
-                           name: str) -> Dict[str, image_index.ExampleIndex]:
+                                                      np.ndarray, np.ndarray]],
+                            config: image_config.LoaderConfig, report_path: str,
+                            name: str) -> Dict[str, image_index.ExampleIndex]:
   """Writes the report; fails or drops bad examples as configured.
 
   Args:

@@ -172,7 +172,7 @@ def file_stem(file_name: str) -> str:
 
 
 def check_unique_stems(path: str, image_ids: Sequence, stems: Sequence[str],
-                        seen: Optional[Dict[str, str]] = None) -> None:
+                       seen: Optional[Dict[str, str]] = None) -> None:
   """Raises InputError if two images share a file stem (the published id)."""
   seen = {} if seen is None else seen
   for iid, stem in zip(image_ids, stems):

@@ -34,11 +34,12 @@ def _load_json(path: str):
     with open(path, encoding="utf-8") as f:
       return json.load(f)
   except json.JSONDecodeError as e:
-    raise inaturalist_metadata.InputError(f"{path}:{e.lineno}: invalid JSON ({e.msg})"
-                                 ) from None
+    raise inaturalist_metadata.InputError(
+        f"{path}:{e.lineno}: invalid JSON ({e.msg})"
+        ) from None
   except UnicodeDecodeError as e:
     raise inaturalist_metadata.InputError(f"{path}: not UTF-8 text ({e.reason})"
-                                 ) from None
+                                          ) from None
 
 
 def _entry(path: str, what: str, i: int, entry, key: str):
@@ -71,8 +72,9 @@ def inaturalist_categories(json_paths: Sequence[str]
     for i, im in enumerate(meta["images"]):
       name = _entry(path, "images", i, im, "file_name")
       if not isinstance(name, str) or not name:
-        raise inaturalist_metadata.InputError(f"{path}: images[{i}].file_name is not "
-                                     "a path")
+        raise inaturalist_metadata.InputError(
+            f"{path}: images[{i}].file_name is not "
+            "a path")
       stem_of[str(_entry(path, "images", i, im, "id"))] = (
           os.path.splitext(os.path.basename(name))[0])
     category_of: Dict[str, int] = {}
@@ -80,14 +82,16 @@ def inaturalist_categories(json_paths: Sequence[str]
       image = str(_entry(path, "annotations", i, a, "image_id"))
       category = _entry(path, "annotations", i, a, "category_id")
       if image not in stem_of:
-        raise inaturalist_metadata.InputError(f"{path}: annotations[{i}] refers to "
-                                     f"unknown image {image}")
+        raise inaturalist_metadata.InputError(
+            f"{path}: annotations[{i}] refers to "
+            f"unknown image {image}")
       if isinstance(category, bool) or not isinstance(category, int):
-        raise inaturalist_metadata.InputError(f"{path}: annotations[{i}].category_id "
-                                     f"= {category!r} is not an integer")
+        raise inaturalist_metadata.InputError(
+            f"{path}: annotations[{i}].category_id "
+            f"= {category!r} is not an integer")
       if category_of.setdefault(image, category) != category:
         raise inaturalist_metadata.InputError(f"{path}: image {image} has two "
-                                     "categories")
+                                              "categories")
     for image, category in category_of.items():
       stem = stem_of[image]
       first = seen.setdefault(stem, (path, image))

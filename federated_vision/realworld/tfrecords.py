@@ -85,7 +85,7 @@ def convert_to_tfrecords(fds: cd.FederatedDataset, output_dir: str) -> dict:
   num_test = _write(os.path.join(output_dir, "test.tfrecord"),
                     fds.test_data.as_numpy_iterator())
   split_io.write_csv(os.path.join(output_dir, "clients.csv"),
-                      ("client_id", "num_examples", "file"), rows)
+                     ("client_id", "num_examples", "file"), rows)
   np.save(os.path.join(output_dir, "class_counts.npy"), fds.class_counts)
   meta = {"name": fds.name, "num_classes": fds.num_classes,
           "input_shape": list(fds.input_shape), "num_clients": len(rows),
@@ -136,7 +136,7 @@ def load_tfrecords(output_dir: str,
     meta = json.load(f)
   if config is None:
     config = image_config.LoaderConfig(image_size=meta["input_shape"][0],
-                                     check_images="none")
+                                       check_images="none")
   client_data = TFRecordClientData(output_dir)
   train_map_fn, eval_map_fn = image_transforms.make_map_fns(config)
   test = tf.data.TFRecordDataset(os.path.join(output_dir, "test.tfrecord")).map(
