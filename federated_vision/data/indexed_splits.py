@@ -1,10 +1,11 @@
-"""Splits whose image ids index the source arrays (CIFAR; Hsu et al. 2019).
+"""Splits whose image ids index the source arrays (CIFAR Dirichlet splits).
 
-The CIFAR-10 / CIFAR-100 splits (Hsu, Qi & Brown 2019, *Measuring the
-Effects of Non-Identical Data Distribution for Federated Visual
-Classification*, Section 3; published by google-research's
-`federated_vision_datasets` as `federated_train_alpha_<alpha>.csv`) name an
-image by its integer index into the source training (or test) set.
+The CIFAR-10 / CIFAR-100 clients of Hsu, Qi & Brown 2020 (Section 6.1 and
+Appendix B.1, "Synthetic Clients with Dirichlet Prior", following the
+protocol of Hsu et al. 2019's "Synthetic Non-Identical Data"), published by
+google-research's `federated_vision_datasets` as
+`federated_train_alpha_<alpha>.csv`, name an image by its integer index into
+the source training (or test) set.
 `write_split_csv` / `write_splits` write a partition in that format,
 `read_split_csv` / `read_test_csv` / `read_splits` read it back as index
 arrays, checking ids against the source set and classes against its labels

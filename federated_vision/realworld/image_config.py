@@ -1,9 +1,11 @@
 """How a real-world image split is opened and turned into model input.
 
 `LoaderConfig` holds the crop size and augmentation of the iNaturalist and
-Landmarks loaders (Hsu, Qi & Brown 2020, ECCV: 299 x 299 iNaturalist,
-224 x 224 Landmarks inputs) and how images are checked when a split is
-opened (`image_check`).
+Landmarks loaders (Hsu, Qi & Brown 2020, ECCV, Section 6.5: "the image is
+randomly cropped then resized to a target input size of 299x299
+(iNaturalist) or 224x224 (Landmarks) with scale and aspect ratio
+augmentation") and how images are checked when a split is opened
+(`image_check`).
 """
 
 import dataclasses

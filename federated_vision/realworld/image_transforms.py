@@ -7,7 +7,9 @@ random-resized crop and a horizontal flip with stateless ops (same seed, same
 input), `eval_map_fn(element)` takes a centre crop. `range` = (offset,
 length, file_size) of the image inside `path` (a tar shard member), or
 (0, -1, -1) for a whole file. Used for iNaturalist and Landmarks (Hsu, Qi &
-Brown 2020, ECCV).
+Brown 2020, ECCV, Section 6.5: random crop resized to 299x299 / 224x224
+"with scale and aspect ratio augmentation"; the horizontal flip is ours:
+the paper names no flip, `LoaderConfig.flip` turns it off).
 """
 
 import tensorflow as tf
