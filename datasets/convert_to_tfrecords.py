@@ -30,7 +30,7 @@ from absl import flags
 from absl import logging
 
 from federated_vision.data import class_numbering
-from federated_vision.data import split_io
+from federated_vision.data import split_rows
 from federated_vision.realworld import cli
 from federated_vision.realworld import source_ids
 
@@ -87,7 +87,7 @@ def main(argv):
   if size < 8:
     cli.fail(f"--image_size={size} must be >= 8")
   # Bad split files fail here, in a second, before TensorFlow is imported.
-  split_io.read_split_files(FLAGS.split_csv, FLAGS.split, FLAGS.test_csv)
+  split_rows.read_split_files(FLAGS.split_csv, FLAGS.split, FLAGS.test_csv)
   if FLAGS.dataset == "inaturalist" and FLAGS.gld_metadata_csv:
     cli.fail("--gld_metadata_csv: only for --dataset=landmarks")
   if FLAGS.test_csv:

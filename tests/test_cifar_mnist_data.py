@@ -17,7 +17,7 @@ import tensorflow_federated as tff
 from federated_vision.data import client_data
 from federated_vision import execution
 from federated_vision.data import partition as P
-from federated_vision.data import split_io
+from federated_vision.data import indexed_splits
 from federated_vision.data import archives
 from federated_vision.data import cifar
 from federated_vision.data import mnist
@@ -363,7 +363,7 @@ def test_cifar_federated_from_archive_and_split_csv(tmp_path):
   got = list(fd.client_data.create_tf_dataset_for_client("2").as_numpy_iterator())
   np.testing.assert_array_equal(np.stack([e["x"] for e in got]), tx[part["2"]])
   # The same partition via a published-format CSV.
-  csv_path = split_io.write_split_csv(str(tmp_path / "s.csv"), part, ty)
+  csv_path = indexed_splits.write_split_csv(str(tmp_path / "s.csv"), part, ty)
   from_csv = _task_data(tmp_path, dataset="cifar10", data_source="archive",
                         archive_path=path, split_csv=csv_path)
   assert from_csv.client_data.client_ids == fd.client_data.client_ids

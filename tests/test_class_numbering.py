@@ -19,6 +19,7 @@ from experiments import config as config_lib
 from federated_vision import tasks
 from federated_vision.data import class_numbering as cn
 from federated_vision.data import split_io
+from federated_vision.data import split_rows
 from federated_vision.errors import ConfigError
 from federated_vision.realworld import source_ids
 from federated_vision.tasks import realworld
@@ -189,7 +190,7 @@ def test_metadata_without_some_test_class_warns(inat, parse, tmp_path,
 def _published(tmp_path, train_rows, test_rows):
   train = fixtures.write_published_train(str(tmp_path / "pub"), train_rows)
   test = fixtures.write_published_test(str(tmp_path / "other"), test_rows)
-  return split_io.read_split_rows(train), split_io.read_test_rows(test)
+  return split_rows.read_split_rows(train), split_rows.read_test_rows(test)
 
 
 TRAIN_ROWS = [("u1", "a", 0, 17), ("u1", "b", 1, 2033), ("u2", "c", 2, 5088)]
@@ -337,8 +338,8 @@ def _rows(path, lines):
   train = len(lines[0]) == 3
   path = fixtures._write_text_csv(  # pylint: disable=protected-access
       path, split_io.COLUMNS if train else split_io.TEST_COLUMNS, lines)
-  return (split_io.read_split_rows(path) if train
-          else split_io.read_test_rows(path))
+  return (split_rows.read_split_rows(path) if train
+          else split_rows.read_test_rows(path))
 
 
 def test_check_with_metadata_exact(tmp_path):
@@ -365,7 +366,7 @@ def test_check_with_metadata_exact(tmp_path):
   empty = tmp_path / "empty.csv"
   empty.write_text("image_id,class\n")
   assert cn.check_class_numbering(
-      train, split_io.read_test_rows(str(empty))) == cn.Result(cn.NO_TEST_ROWS)
+      train, split_rows.read_test_rows(str(empty))) == cn.Result(cn.NO_TEST_ROWS)
   # Inside one file: a class that is two landmarks, a landmark two classes.
   bad = _rows(tmp_path / "bad1.csv", [("u", "a", 0), ("u", "b", 0)])
   with pytest.raises(split_io.SplitFormatError) as e:

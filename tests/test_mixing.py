@@ -18,6 +18,9 @@ from federated_vision import training_loop
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import mixing
 from federated_vision.algorithms import mixing_data
+from federated_vision.algorithms import mixing_gradient
+from federated_vision.algorithms import mixing_parallel
+from federated_vision.algorithms import mixing_payload
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.data import mixing_scenarios
@@ -344,18 +347,18 @@ def test_refused_combinations_name_both():
 def test_builders_validate_arguments():
   fed, central, _, _ = _scenario()
   with pytest.raises(ValueError, match="merge_weight"):
-    mixing.build_parallel_training(model_fn, _sgd(), central, merge_weight=1.5)
+    mixing_parallel.build_parallel_training(model_fn, _sgd(), central, merge_weight=1.5)
   with pytest.raises(ValueError, match="central_steps"):
-    mixing.build_parallel_training(model_fn, _sgd(), central, central_steps=0)
+    mixing_parallel.build_parallel_training(model_fn, _sgd(), central, central_steps=0)
   with pytest.raises(ValueError, match="central_batch_size"):
-    mixing.build_gradient_transfer(model_fn, _sgd(), central,
-                                   central_batch_size=0)
+    mixing_gradient.build_gradient_transfer(model_fn, _sgd(), central,
+                                            central_batch_size=0)
   with pytest.raises(ValueError, match="gradient_weight"):
-    mixing.build_gradient_transfer(model_fn, _sgd(), central,
-                                   gradient_weight=-1.0)
+    mixing_gradient.build_gradient_transfer(model_fn, _sgd(), central,
+                                            gradient_weight=-1.0)
   with pytest.raises(TypeError, match="central_optimizer"):
-    mixing.build_parallel_training(model_fn, _sgd(), central,
-                                   central_optimizer=tf.keras.optimizers.SGD())
+    mixing_parallel.build_parallel_training(model_fn, _sgd(), central,
+                                            central_optimizer=tf.keras.optimizers.SGD())
   with pytest.raises(ValueError, match="examples_per_client"):
     mixing_data.example_transfer_data(fed, central, -1, seed=0)
   with pytest.raises(ValueError, match="central_learning_rate"):
@@ -378,7 +381,7 @@ def test_extra_broadcast_bytes_equal_the_formula():
   example_bytes = F * 4 + 8  # float32 x[F] + int64 y.
   model_bytes = F * C * 4    # float32 W.
   assert mixing_scenarios.bytes_per_example(central.element_spec) == example_bytes
-  assert mixing.model_trainable_bytes(model_fn) == model_bytes
+  assert mixing_payload.model_trainable_bytes(model_fn) == model_bytes
   expected = {"none": 0, "oracle": 0, "parallel": 0,
               "example_transfer": 5 * 2 * example_bytes,
               "gradient_transfer": model_bytes}
@@ -388,10 +391,10 @@ def test_extra_broadcast_bytes_equal_the_formula():
     assert method.extra_broadcast_bytes == value, strategy
     assert method.settings["extra_broadcast_bytes_per_round"] == value
   # What gradient transfer's distributor actually broadcasts beyond w_t.
-  distributor = mixing.build_central_gradient_distributor(model_fn, central, 4)
+  distributor = mixing_gradient.build_central_gradient_distributor(model_fn, central, 4)
   payload = distributor.next.type_signature.result.result.member
-  assert mixing.tensor_bytes(payload.central_gradient) == model_bytes
-  assert mixing.tensor_bytes(payload.weights) == model_bytes
+  assert mixing_payload.tensor_bytes(payload.central_gradient) == model_bytes
+  assert mixing_payload.tensor_bytes(payload.weights) == model_bytes
   assert mixing.extra_broadcast_bytes(
       "example_transfer", clients_per_round=7, examples_per_client=3,
       bytes_per_example=100) == 2100

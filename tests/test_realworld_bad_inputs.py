@@ -14,6 +14,7 @@ import pytest
 
 import realworld_fixtures as fixtures
 from federated_vision.data import split_io
+from federated_vision.data import split_rows
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -160,6 +161,6 @@ def test_split_io_is_the_error_type_of_every_case(tmp_path):
   path = tmp_path / "s.csv"
   path.write_text("user_id,image_id,class\nu,a,0\nu,a,0\n")
   with pytest.raises(split_io.SplitFormatError, match="s.csv:3:"):
-    split_io.read_split_rows(str(path))
+    split_rows.read_split_rows(str(path))
   from federated_vision.realworld import landmarks  # pylint: disable=g-import-not-at-top
   assert landmarks.SplitFormatError is split_io.SplitFormatError

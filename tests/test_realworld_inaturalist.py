@@ -15,6 +15,7 @@ import s2sphere
 import realworld_fixtures as fixtures
 from federated_vision.data import split_io
 from federated_vision.realworld import inaturalist
+from federated_vision.realworld import inaturalist_metadata
 from run_checks import emd_of_counts
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -263,11 +264,11 @@ def test_missing_user_fail(built, tmp_path):
 def test_malformed_json_names_file_and_line(tmp_path):
   bad = tmp_path / "train2017.json"
   bad.write_text('{"images": [\n{"id": 1,}\n]}')
-  with pytest.raises(inaturalist.InputError, match=r"train2017.json:2"):
-    inaturalist.read_metadata(str(bad))
+  with pytest.raises(inaturalist_metadata.InputError, match=r"train2017.json:2"):
+    inaturalist_metadata.read_metadata(str(bad))
   bad.write_text('{"images": [{"id": 1}], "annotations": [], "categories": []}')
-  with pytest.raises(inaturalist.InputError, match=r"images\[0\] lacks 'file_name'"):
-    inaturalist.read_metadata(str(bad))
+  with pytest.raises(inaturalist_metadata.InputError, match=r"images\[0\] lacks 'file_name'"):
+    inaturalist_metadata.read_metadata(str(bad))
 
 
 def test_binary_smoke_and_bad_input(built, tmp_path):

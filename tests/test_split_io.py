@@ -8,7 +8,9 @@ import pytest
 
 from federated_vision.data import partition as P
 from federated_vision.evaluation import partition_report as R
+from federated_vision.data import indexed_splits as IS
 from federated_vision.data import split_io as S
+from federated_vision.data import split_rows as SR
 
 LABELS = np.repeat(np.arange(10), 100)
 np.random.default_rng(0).shuffle(LABELS)
@@ -19,21 +21,21 @@ def _partition(alpha=0.5, k=20, n=40, seed=1):
 
 
 def test_split_filename_and_alpha():
-  assert S.split_filename(0) == "federated_train_alpha_0.00.csv"
-  assert S.split_filename(0.05) == "federated_train_alpha_0.05.csv"
-  assert S.split_filename(100) == "federated_train_alpha_100.00.csv"
-  assert S.alpha_from_filename("/x/federated_train_alpha_0.10.csv") == 0.1
+  assert IS.split_filename(0) == "federated_train_alpha_0.00.csv"
+  assert IS.split_filename(0.05) == "federated_train_alpha_0.05.csv"
+  assert IS.split_filename(100) == "federated_train_alpha_100.00.csv"
+  assert IS.alpha_from_filename("/x/federated_train_alpha_0.10.csv") == 0.1
   with pytest.raises(ValueError, match="alpha"):
-    S.split_filename(-1)
+    IS.split_filename(-1)
   with pytest.raises(ValueError, match="alpha"):
-    S.split_filename(float("inf"))
+    IS.split_filename(float("inf"))
   with pytest.raises(ValueError, match="federated_train_alpha"):
-    S.alpha_from_filename("train.csv")
+    IS.alpha_from_filename("train.csv")
 
 
 def test_written_csv_is_published_format(tmp_path):
   part = {"0": np.array([5, 1]), "1": np.array([2])}
-  path = S.write_split_csv(str(tmp_path / "s.csv"), part, LABELS)
+  path = IS.write_split_csv(str(tmp_path / "s.csv"), part, LABELS)
   lines = open(path).read().splitlines()
   assert lines == ["user_id,image_id,class", f"0,1,{LABELS[1]}",
                    f"0,5,{LABELS[5]}", f"1,2,{LABELS[2]}"]
@@ -41,8 +43,8 @@ def test_written_csv_is_published_format(tmp_path):
 
 def test_round_trip_same_partition(tmp_path):
   part = _partition()
-  path = S.write_split_csv(str(tmp_path / S.split_filename(0.5)), part, LABELS)
-  split = S.read_split_csv(path, labels=LABELS)
+  path = IS.write_split_csv(str(tmp_path / IS.split_filename(0.5)), part, LABELS)
+  split = IS.read_split_csv(path, labels=LABELS)
   assert list(split.partition) == list(part) == P.client_ids(20)
   for cid in part:
     assert split.partition[cid].dtype == np.int64
@@ -60,9 +62,9 @@ def test_round_trip_same_client_data(tmp_path):
   arrays = {"x": np.arange(LABELS.size * 2, dtype=np.float32).reshape(-1, 2),
             "y": LABELS.astype(np.int32)}
   part = _partition(alpha=0.1, k=8, n=25)
-  path = S.write_split_csv(str(tmp_path / "a.csv"), part, LABELS)
+  path = IS.write_split_csv(str(tmp_path / "a.csv"), part, LABELS)
   ours = client_data.ArrayClientData(arrays, part)
-  back = client_data.ArrayClientData(arrays, S.read_split_csv(path).partition)
+  back = client_data.ArrayClientData(arrays, IS.read_split_csv(path).partition)
   assert back.client_ids == ours.client_ids
   for cid in ours.client_ids:
     a = list(ours.create_tf_dataset_for_client(cid).as_numpy_iterator())
@@ -75,25 +77,25 @@ def test_round_trip_same_client_data(tmp_path):
 
 def test_write_and_read_one_file_per_alpha(tmp_path):
   parts = {a: _partition(alpha=a, seed=2) for a in (0.0, 0.1, 100.0)}
-  paths = S.write_splits(str(tmp_path), parts, LABELS)
+  paths = IS.write_splits(str(tmp_path), parts, LABELS)
   assert sorted(os.path.basename(p) for p in paths.values()) == [
       "federated_train_alpha_0.00.csv", "federated_train_alpha_0.10.csv",
       "federated_train_alpha_100.00.csv"]
-  back = S.read_splits(str(tmp_path), labels=LABELS)
+  back = IS.read_splits(str(tmp_path), labels=LABELS)
   assert list(back) == [0.0, 0.1, 100.0]
   for a, part in parts.items():
     assert all(np.array_equal(back[a].partition[c], part[c]) for c in part)
   with pytest.raises(FileNotFoundError, match="missing' does not exist"):
-    S.read_splits(str(tmp_path / "missing"))
+    IS.read_splits(str(tmp_path / "missing"))
   (tmp_path / "empty").mkdir()
   with pytest.raises(FileNotFoundError, match="no federated_train_alpha"):
-    S.read_splits(str(tmp_path / "empty"))
+    IS.read_splits(str(tmp_path / "empty"))
 
 
 def test_numeric_user_ids_sort_numerically(tmp_path):
   path = tmp_path / "p.csv"
   path.write_text("user_id,image_id,class\n10,3,1\n2,0,0\n2,7,1\n0,5,0\n")
-  split = S.read_split_csv(str(path))
+  split = IS.read_split_csv(str(path))
   assert list(split.partition) == ["0", "2", "10"]
   np.testing.assert_array_equal(split.partition["2"], [0, 7])
   np.testing.assert_array_equal(split.classes["2"], [0, 1])
@@ -103,7 +105,7 @@ def test_numeric_user_ids_sort_numerically(tmp_path):
 def test_extra_columns_and_order_of_columns(tmp_path):
   path = tmp_path / "p.csv"
   path.write_text("class,label,image_id,user_id\n3,x,4,u\n1,y,2,u\n\n")
-  split = S.read_split_csv(str(path))
+  split = IS.read_split_csv(str(path))
   np.testing.assert_array_equal(split.partition["u"], [2, 4])
   np.testing.assert_array_equal(split.classes["u"], [1, 3])
 
@@ -125,7 +127,7 @@ def test_malformed_rows_name_file_and_line(tmp_path, body, line, message):
   path = tmp_path / "bad.csv"
   path.write_text(body)
   with pytest.raises(S.SplitFormatError) as err:
-    S.read_split_csv(str(path), num_examples=1000)
+    IS.read_split_csv(str(path), num_examples=1000)
   assert str(err.value).startswith(f"{path}:{line}:")
   assert message in str(err.value)
 
@@ -136,19 +138,19 @@ def test_class_mismatch_names_line(tmp_path):
   path.write_text(f"user_id,image_id,class\n0,3,{LABELS[3]}\n0,9,{wrong}\n")
   with pytest.raises(S.SplitFormatError, match=f"bad.csv:3: class {wrong} of "
                      f"image_id 9 differs from the source label {LABELS[9]}"):
-    S.read_split_csv(str(path), labels=LABELS)
+    IS.read_split_csv(str(path), labels=LABELS)
 
 
 def test_missing_file_and_bad_partitions(tmp_path):
   with pytest.raises(FileNotFoundError, match="nope.csv"):
-    S.read_split_csv(str(tmp_path / "nope.csv"))
+    IS.read_split_csv(str(tmp_path / "nope.csv"))
   out = str(tmp_path / "o.csv")
   with pytest.raises(ValueError, match="shares images"):
-    S.write_split_csv(out, {"a": [1, 2], "b": [2]}, LABELS)
+    IS.write_split_csv(out, {"a": [1, 2], "b": [2]}, LABELS)
   with pytest.raises(ValueError, match="outside"):
-    S.write_split_csv(out, {"a": [1, 5000]}, LABELS)
+    IS.write_split_csv(out, {"a": [1, 5000]}, LABELS)
   with pytest.raises(ValueError, match="client id"):
-    S.write_split_csv(out, {"a,b": [1]}, LABELS)
+    IS.write_split_csv(out, {"a,b": [1]}, LABELS)
   assert not os.path.exists(out)
 
 
@@ -206,7 +208,7 @@ def test_dirichlet_sweep_writes_everything(tmp_path):
   assert by_alpha[0.0]["classes_per_client"]["max"] == 1
   assert by_alpha[100.0]["emd"] < 0.5
   assert by_alpha["inf"]["csv"] is None
-  back = S.read_split_csv(by_alpha[0.0]["csv"], labels=LABELS)
+  back = IS.read_split_csv(by_alpha[0.0]["csv"], labels=LABELS)
   np.testing.assert_array_equal(
       back.partition["3"], P.dirichlet_partition(LABELS, 10, 100, 0.0, seed=1)["3"])
   assert sorted(os.listdir(tmp_path)) == sorted([
@@ -227,52 +229,52 @@ def test_reads_published_inaturalist_landmarks_and_cifar_files(tmp_path):
   import realworld_fixtures  # pylint: disable=g-import-not-at-top
   files = realworld_fixtures.write_published_splits(str(tmp_path))
   for name in ("inat_train", "landmarks_train"):
-    rows = S.read_split_rows(files[name]["path"])
+    rows = SR.read_split_rows(files[name]["path"])
     want = files[name]["rows"]
     assert rows.client_ids == [r[0] for r in want]
     assert rows.image_ids == [r[1] for r in want]  # Strings, kept as written.
     assert rows.classes.tolist() == [int(r[2]) for r in want]
     assert rows.lines.tolist() == list(range(2, 2 + len(want)))
-  inat = S.read_split_rows(files["inat_train"]["path"])
+  inat = SR.read_split_rows(files["inat_train"]["path"])
   assert inat.labels.tolist() == [17, 5088, 2033, 17]
   assert inat.num_classes == 3  # class 0..2, never the source labels.
-  assert S.read_split_rows(files["landmarks_train"]["path"]).labels is None
-  assert S.read_split_rows(
+  assert SR.read_split_rows(files["landmarks_train"]["path"]).labels is None
+  assert SR.read_split_rows(
       files["landmarks_train"]["path"]).client_ids[1] == "Smith, John"
-  test = S.read_test_rows(files["inat_test"]["path"])
+  test = SR.read_test_rows(files["inat_test"]["path"])
   assert test.client_ids is None
   assert test.image_ids == ["aaaabbbbccccddddeeeeffff00001111",
                             "22223333444455556666777788889999"]
   assert test.classes.tolist() == [2, 1] and test.labels.tolist() == [5088, 2033]
-  S.check_test_rows(inat, test)
-  lm_test = S.read_test_rows(files["landmarks_test"]["path"])
+  SR.check_test_rows(inat, test)
+  lm_test = SR.read_test_rows(files["landmarks_test"]["path"])
   assert lm_test.classes.tolist() == [0, 1] and lm_test.labels is None
   # CIFAR: integer ids indexing the source sets, checked against their labels.
   train_labels = np.zeros(20, np.int64)
   train_labels[[3, 10, 7]] = [6, 4, 7]
-  split = S.read_split_csv(files["cifar_train"]["path"], labels=train_labels)
-  assert S.alpha_from_filename(files["cifar_train"]["path"]) == 0.0
+  split = IS.read_split_csv(files["cifar_train"]["path"], labels=train_labels)
+  assert IS.alpha_from_filename(files["cifar_train"]["path"]) == 0.0
   np.testing.assert_array_equal(split.partition["0"], [3, 10])
   np.testing.assert_array_equal(split.classes["0"], [6, 4])
   test_labels = np.array([3, 0, 0, 0, 0, 6])
-  cifar_test = S.read_test_csv(files["cifar_test"]["path"], labels=test_labels)
+  cifar_test = IS.read_test_csv(files["cifar_test"]["path"], labels=test_labels)
   assert cifar_test.image_ids.tolist() == [0, 5]
   assert cifar_test.classes.tolist() == [3, 6]
   with pytest.raises(S.SplitFormatError, match=r"test.csv:3: class 6 of "
                      "image_id 5 differs from the source label 0"):
-    S.read_test_csv(files["cifar_test"]["path"], labels=[3, 0, 0, 0, 0, 0])
+    IS.read_test_csv(files["cifar_test"]["path"], labels=[3, 0, 0, 0, 0, 0])
   # The TFF layout: a client column per split, NA where absent.
   tff = tmp_path / "iNaturalist_train.csv"
   tff.write_text(",".join(S.TFF_INAT_COLUMNS) + "\n"
                  "12,NA,NA,NA,NA,NA,NA,a1,1\n"
                  "NA,NA,NA,NA,NA,NA,NA,a2,0\n"
                  "9,NA,NA,NA,NA,8bb1,3,a3,0\n")
-  rows = S.read_split_rows(str(tff), "user_120k")
+  rows = SR.read_split_rows(str(tff), "user_120k")
   assert rows.client_ids == ["12", "9"] and rows.image_ids == ["a1", "a3"]
   assert rows.classes.tolist() == [1, 0] and rows.lines.tolist() == [2, 4]
-  assert S.read_split_rows(str(tff), "geo_10k").client_ids == ["8bb1"]
+  assert SR.read_split_rows(str(tff), "geo_10k").client_ids == ["8bb1"]
   with pytest.raises(S.SplitFormatError, match="no rows .* 'geo_100'"):
-    S.read_split_rows(str(tff), "geo_100")
+    SR.read_split_rows(str(tff), "geo_100")
 
 
 def test_only_split_io_parses_the_split_format():
@@ -311,7 +313,7 @@ def test_bad_rows_of_string_id_splits(tmp_path, body, line, message):
   path = tmp_path / "split.csv"
   path.write_text(body)
   with pytest.raises(S.SplitFormatError) as err:
-    S.read_split_rows(str(path))
+    SR.read_split_rows(str(path))
   assert str(err.value).startswith(f"{path}:{line}: ")
   assert message in str(err.value)
 
@@ -322,35 +324,35 @@ def test_not_utf8_names_file_line_and_byte(tmp_path):
                    b"u,caf\xe9,1\n")
   with pytest.raises(S.SplitFormatError, match=rf"split.csv:902: not UTF-8 "
                      r"text \(byte 0xe9 at column 6\)"):
-    S.read_split_rows(str(path))
+    SR.read_split_rows(str(path))
 
 
 def test_non_contiguous_classes_and_unknown_test_classes(tmp_path):
   path = tmp_path / "split.csv"
   # iNaturalist ids in `class`: the 5089-way model the reader refuses.
   path.write_text("user_id,image_id,class\nu,a,17\nu,b,2033\nv,c,5088\n")
-  rows = S.read_split_rows(str(path))
+  rows = SR.read_split_rows(str(path))
   with pytest.raises(S.SplitFormatError, match=r"split.csv: the class column "
                      r"is not contiguous from 0: 3 distinct classes up to "
                      r"5088, 5086 missing \(e.g. 0\)"):
     rows.num_classes  # pylint: disable=pointless-statement
   path.write_text("user_id,image_id,class,label\nu,a,0,17\nu,b,1,20\n")
-  train = S.read_split_rows(str(path))
+  train = SR.read_split_rows(str(path))
   test = tmp_path / "test.csv"
   test.write_text("image_id,class,label\nt1,1,20\nt2,2,30\n")
   with pytest.raises(S.SplitFormatError,
                      match=rf"test.csv:3: class 2 never occurs in {path}"):
-    S.check_test_rows(train, S.read_test_rows(str(test)))
+    SR.check_test_rows(train, SR.read_test_rows(str(test)))
   test.write_text("image_id,class,label\nt1,1,21\n")
   with pytest.raises(S.SplitFormatError, match=r"test.csv:2: class 1 has "
                      r"label 21, but .*split.csv gives it label 20"):
-    S.check_test_rows(train, S.read_test_rows(str(test)))
+    SR.check_test_rows(train, SR.read_test_rows(str(test)))
   test.write_text("image_id,class\nt1,0\nb,1\n")
   with pytest.raises(S.SplitFormatError, match=r"test.csv:3: image_id b is "
                      "also a training image"):
-    S.check_test_rows(train, S.read_test_rows(str(test)))
+    SR.check_test_rows(train, SR.read_test_rows(str(test)))
   test.write_text("image_id,class\n")  # An empty test set is a valid file.
-  assert S.read_test_rows(str(test)).classes.size == 0
+  assert SR.read_test_rows(str(test)).classes.size == 0
 
 
 def test_image_paths_and_atomic_write(tmp_path):

@@ -47,6 +47,7 @@ import os
 from typing import Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from federated_vision.data import split_io
+from federated_vision.data import split_rows
 
 SplitFormatError = split_io.SplitFormatError
 TFF_TRAIN_NAME = "iNaturalist_train.csv"
@@ -125,13 +126,13 @@ def same_writer(train: Form, test: Form) -> bool:
           os.path.dirname(os.path.abspath(test.path)))
 
 
-def _differ(train: split_io.SplitRows, test: split_io.SplitRows,
+def _differ(train: split_rows.SplitRows, test: split_rows.SplitRows,
             detail: str) -> SplitFormatError:
   return SplitFormatError(f"{train.path} and {test.path} number classes "
                           f"differently: {detail}")
 
 
-def check_labels(train: split_io.SplitRows, test: split_io.SplitRows) -> None:
+def check_labels(train: split_rows.SplitRows, test: split_rows.SplitRows) -> None:
   """Rule 1: a label is the same class in both files, a class the same label.
 
   Args:
@@ -164,7 +165,7 @@ def check_labels(train: split_io.SplitRows, test: split_io.SplitRows) -> None:
                     f"{test.path}:{line}")
 
 
-def _source_map(rows: split_io.SplitRows, source: SourceIds
+def _source_map(rows: split_rows.SplitRows, source: SourceIds
                 ) -> Dict[int, Tuple[int, int, str]]:
   """class -> (source id, line, image) of one file, one-to-one within it.
 
@@ -195,7 +196,7 @@ def _source_map(rows: split_io.SplitRows, source: SourceIds
   return out
 
 
-def check_with_metadata(train: split_io.SplitRows, test: split_io.SplitRows,
+def check_with_metadata(train: split_rows.SplitRows, test: split_rows.SplitRows,
                         source: SourceIds) -> Tuple[int, ...]:
   """Rule 3 with metadata: each class is one source id in both files.
 
@@ -240,15 +241,15 @@ def unchecked_warning(train_path: str, test_path: str,
           f"{ACCEPT_FLAG} silences this warning")
 
 
-def check_class_numbering(train: split_io.SplitRows,
-                          test: split_io.SplitRows,
+def check_class_numbering(train: split_rows.SplitRows,
+                          test: split_rows.SplitRows,
                           source: Optional[SourceIds] = None,
                           accept_unchecked: bool = False,
                           metadata_flag: str = "metadata") -> Result:
   """Checks that a train split and its test file number classes alike.
 
   Args:
-    train, test: rows of the two files (`split_io.read_split_rows`,
+    train, test: rows of the two files (`split_rows.read_split_rows`,
       `read_test_rows`).
     source: image -> source id from the data set's metadata, or None.
     accept_unchecked: the user vouches for the numbering: no warning when
@@ -292,8 +293,8 @@ def check_files(split_csv: str, test_csv: str, split: Optional[str] = None,
                 accept_unchecked: bool = False,
                 metadata_flag: str = "metadata") -> Result:
   """`check_class_numbering` on two files (read with `split_io`)."""
-  train = split_io.read_split_rows(split_csv, split)
-  test = split_io.read_test_rows(test_csv)
+  train = split_rows.read_split_rows(split_csv, split)
+  test = split_rows.read_test_rows(test_csv)
   return check_class_numbering(train, test, source, accept_unchecked,
                                metadata_flag)
 

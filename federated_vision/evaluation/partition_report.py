@@ -229,7 +229,7 @@ def dirichlet_sweep(out_dir: str, name: str, labels: Sequence[int],
 
   For each alpha, `partition.dirichlet_partition(labels, num_clients,
   examples_per_client, alpha, seed=seed)` is written as a published-format
-  CSV (`split_io.split_filename`, finite alphas only) and reported with
+  CSV (`indexed_splits.split_filename`, finite alphas only) and reported with
   `write_partition_report`; `<name>_dirichlet_sweep.json` summarises the EMD
   and classes per client of every alpha.
 
@@ -237,7 +237,7 @@ def dirichlet_sweep(out_dir: str, name: str, labels: Sequence[int],
     The summary dict: {"alphas": [{"alpha", "emd", "classes_per_client",
     "csv", "json", "png"}], ...}.
   """
-  from federated_vision.data import split_io  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import indexed_splits  # pylint: disable=g-import-not-at-top
   if not alphas:
     raise ValueError("alphas must not be empty")
   rows = []
@@ -254,8 +254,8 @@ def dirichlet_sweep(out_dir: str, name: str, labels: Sequence[int],
         summary=stats)
     csv_path = None
     if write_csv and math.isfinite(alpha):
-      csv_path = split_io.write_split_csv(
-          os.path.join(out_dir, split_io.split_filename(alpha)), part, labels)
+      csv_path = indexed_splits.write_split_csv(
+          os.path.join(out_dir, indexed_splits.split_filename(alpha)), part, labels)
     rows.append({"alpha": "inf" if math.isinf(alpha) else float(alpha),
                  "emd": stats["emd"],
                  "classes_per_client": stats["classes_per_client"],

@@ -11,7 +11,7 @@ from typing import Callable, List, Sequence
 from federated_vision.realworld import image_check
 
 # Input errors that are the user's, not bugs: reported as one line, exit 2.
-# (split_io.SplitFormatError and inaturalist.InputError are ValueErrors.)
+# (split_io.SplitFormatError and inaturalist_metadata.InputError are ValueErrors.)
 INPUT_ERRORS = (FileNotFoundError, IsADirectoryError, PermissionError,
                 ValueError, json.JSONDecodeError, UnicodeDecodeError)
 

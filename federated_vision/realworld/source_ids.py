@@ -19,7 +19,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from federated_vision.data import class_numbering
 from federated_vision.data import split_io
-from federated_vision.realworld import inaturalist, landmarks
+from federated_vision.realworld import inaturalist_metadata, landmarks
 
 INAT_WHAT = "iNaturalist 2017 category"
 GLD_WHAT = "GLD-v2 landmark"
@@ -29,21 +29,22 @@ GLD_CLEAN_COLUMNS = ("landmark_id", "images")
 
 def _load_json(path: str):
   if not os.path.isfile(path):
-    raise inaturalist.InputError(f"{path}: no such file")
+    raise inaturalist_metadata.InputError(f"{path}: no such file")
   try:
     with open(path, encoding="utf-8") as f:
       return json.load(f)
   except json.JSONDecodeError as e:
-    raise inaturalist.InputError(f"{path}:{e.lineno}: invalid JSON ({e.msg})"
-                                 ) from None
+    raise inaturalist_metadata.InputError(
+        f"{path}:{e.lineno}: invalid JSON ({e.msg})"
+        ) from None
   except UnicodeDecodeError as e:
-    raise inaturalist.InputError(f"{path}: not UTF-8 text ({e.reason})"
-                                 ) from None
+    raise inaturalist_metadata.InputError(f"{path}: not UTF-8 text ({e.reason})"
+                                          ) from None
 
 
 def _entry(path: str, what: str, i: int, entry, key: str):
   if not isinstance(entry, dict) or key not in entry:
-    raise inaturalist.InputError(f"{path}: {what}[{i}] lacks '{key}'")
+    raise inaturalist_metadata.InputError(f"{path}: {what}[{i}] lacks '{key}'")
   return entry[key]
 
 
@@ -55,7 +56,7 @@ def inaturalist_categories(json_paths: Sequence[str]
   its images stay unchecked.
 
   Raises:
-    inaturalist.InputError: naming the file (malformed JSON or entry, an
+    inaturalist_metadata.InputError: naming the file (malformed JSON or entry, an
       image with two categories, two images with one stem).
   """
   pairs = []
@@ -63,16 +64,17 @@ def inaturalist_categories(json_paths: Sequence[str]
   for path in json_paths:
     meta = _load_json(path)
     if not isinstance(meta, dict) or not isinstance(meta.get("images"), list):
-      raise inaturalist.InputError(f"{path}: missing or non-list 'images'")
+      raise inaturalist_metadata.InputError(f"{path}: missing or non-list 'images'")
     annotations = meta.get("annotations") or []
     if not isinstance(annotations, list):
-      raise inaturalist.InputError(f"{path}: non-list 'annotations'")
+      raise inaturalist_metadata.InputError(f"{path}: non-list 'annotations'")
     stem_of = {}
     for i, im in enumerate(meta["images"]):
       name = _entry(path, "images", i, im, "file_name")
       if not isinstance(name, str) or not name:
-        raise inaturalist.InputError(f"{path}: images[{i}].file_name is not "
-                                     "a path")
+        raise inaturalist_metadata.InputError(
+            f"{path}: images[{i}].file_name is not "
+            "a path")
       stem_of[str(_entry(path, "images", i, im, "id"))] = (
           os.path.splitext(os.path.basename(name))[0])
     category_of: Dict[str, int] = {}
@@ -80,19 +82,21 @@ def inaturalist_categories(json_paths: Sequence[str]
       image = str(_entry(path, "annotations", i, a, "image_id"))
       category = _entry(path, "annotations", i, a, "category_id")
       if image not in stem_of:
-        raise inaturalist.InputError(f"{path}: annotations[{i}] refers to "
-                                     f"unknown image {image}")
+        raise inaturalist_metadata.InputError(
+            f"{path}: annotations[{i}] refers to "
+            f"unknown image {image}")
       if isinstance(category, bool) or not isinstance(category, int):
-        raise inaturalist.InputError(f"{path}: annotations[{i}].category_id "
-                                     f"= {category!r} is not an integer")
+        raise inaturalist_metadata.InputError(
+            f"{path}: annotations[{i}].category_id "
+            f"= {category!r} is not an integer")
       if category_of.setdefault(image, category) != category:
-        raise inaturalist.InputError(f"{path}: image {image} has two "
-                                     "categories")
+        raise inaturalist_metadata.InputError(f"{path}: image {image} has two "
+                                              "categories")
     for image, category in category_of.items():
       stem = stem_of[image]
       first = seen.setdefault(stem, (path, image))
       if first != (path, image):
-        raise inaturalist.InputError(
+        raise inaturalist_metadata.InputError(
             f"{path}: image {image} has file stem {stem}, like image "
             f"{first[1]} of {first[0]}; the stem is the published image_id, "
             "so it must be unique")

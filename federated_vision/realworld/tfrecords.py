@@ -5,8 +5,8 @@ Epochs over JPEG files cost one `open` per image; per-client TFRecord shards
 bytes and the label) turn that into one sequential read per client. The
 converted split loads with `load_tfrecords` into a `FederatedDataset` whose
 raw elements are {'image': string (encoded JPEG), 'y': int64}; its map
-functions are the JPEG loaders' (`image_data.make_map_fns`), so model input
-is identical.
+functions are the JPEG loaders' (`image_transforms.make_map_fns`), so model
+input is identical.
 
 Layout of `output_dir`: `clients/<row>.tfrecord`, `clients.csv`
 (`client_id,num_examples,file`), `test.tfrecord`, `class_counts.npy`,
@@ -23,7 +23,9 @@ import tensorflow_federated as tff
 
 from federated_vision.data import client_data as cd
 from federated_vision.data import split_io
-from federated_vision.realworld import image_data
+from federated_vision.realworld import image_config
+from federated_vision.realworld import image_index
+from federated_vision.realworld import image_transforms
 
 _FEATURES = {"image": tf.io.FixedLenFeature([], tf.string),
              "y": tf.io.FixedLenFeature([], tf.int64)}
@@ -67,7 +69,7 @@ def convert_to_tfrecords(fds: cd.FederatedDataset, output_dir: str) -> dict:
   Returns:
     Summary: clients, examples, test examples.
   """
-  if not isinstance(fds.client_data, image_data.IndexedImageClientData):
+  if not isinstance(fds.client_data, image_index.IndexedImageClientData):
     raise TypeError("fds must come from image_data.load_* (file-backed)")
   os.makedirs(os.path.join(output_dir, "clients"), exist_ok=True)
   rows = []
@@ -83,7 +85,7 @@ def convert_to_tfrecords(fds: cd.FederatedDataset, output_dir: str) -> dict:
   num_test = _write(os.path.join(output_dir, "test.tfrecord"),
                     fds.test_data.as_numpy_iterator())
   split_io.write_csv(os.path.join(output_dir, "clients.csv"),
-                      ("client_id", "num_examples", "file"), rows)
+                     ("client_id", "num_examples", "file"), rows)
   np.save(os.path.join(output_dir, "class_counts.npy"), fds.class_counts)
   meta = {"name": fds.name, "num_classes": fds.num_classes,
           "input_shape": list(fds.input_shape), "num_clients": len(rows),
@@ -106,7 +108,7 @@ class TFRecordClientData(cd.InGraphClientData):
       self._sizes[r["client_id"]] = int(r["num_examples"])
       files.append(os.path.abspath(os.path.join(output_dir, r["file"])))
     cd._check_client_ids(self._client_ids)
-    lookup = image_data.make_row_lookup(self._client_ids)
+    lookup = image_index.make_row_lookup(self._client_ids)
 
     def dataset_fn(client_id):
       row = lookup(client_id)
@@ -119,7 +121,7 @@ class TFRecordClientData(cd.InGraphClientData):
 
 
 def load_tfrecords(output_dir: str,
-                   config: Optional[image_data.LoaderConfig] = None
+                   config: Optional[image_config.LoaderConfig] = None
                    ) -> cd.FederatedDataset:
   """A `FederatedDataset` from `convert_to_tfrecords` output.
 
@@ -133,10 +135,10 @@ def load_tfrecords(output_dir: str,
   with open(meta_path) as f:
     meta = json.load(f)
   if config is None:
-    config = image_data.LoaderConfig(image_size=meta["input_shape"][0],
-                                     check_images="none")
+    config = image_config.LoaderConfig(image_size=meta["input_shape"][0],
+                                       check_images="none")
   client_data = TFRecordClientData(output_dir)
-  train_map_fn, eval_map_fn = image_data.make_map_fns(config)
+  train_map_fn, eval_map_fn = image_transforms.make_map_fns(config)
   test = tf.data.TFRecordDataset(os.path.join(output_dir, "test.tfrecord")).map(
       lambda s: tf.io.parse_single_example(s, _FEATURES))
   size = int(config.image_size)

@@ -56,8 +56,8 @@ def make_partition(labels: Sequence[int], scheme: Optional[str] = None, *,
   if (scheme is None) == (split_csv is None):
     raise ValueError("give exactly one of a partition scheme or split_csv")
   if split_csv is not None:
-    from federated_vision.data import split_io  # pylint: disable=g-import-not-at-top
-    split = split_io.read_split_csv(split_csv, labels=labels)
+    from federated_vision.data import indexed_splits  # pylint: disable=g-import-not-at-top
+    split = indexed_splits.read_split_csv(split_csv, labels=labels)
     return split.partition, {"partition": "csv",
                              "split_csv": os.path.abspath(split_csv)}
   if scheme not in SCHEMES:

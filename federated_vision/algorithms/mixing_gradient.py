@@ -1,0 +1,202 @@
+"""Gradient transfer (Augenstein et al., Algorithm 4) as a composed process.
+
+*Jointly Learning from Decentralized (Federated) and Centralized Data to
+Mitigate Distribution Shift* (Augenstein, Hard, Partridge & Mathews),
+Algorithm 4: the server computes g_c on one centralized batch at w_t and
+broadcasts it with the model; every local step uses g_k + lambda g_c.
+
+Round r's centralized batch depends only on (seed, r): the round number is
+the distributor's state, so a resumed run sees the batches of an
+uninterrupted one.
+"""
+
+import collections
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from federated_vision.algorithms import fedavg
+from federated_vision.algorithms import fedir as fedir_lib
+from federated_vision.algorithms import mixing_data
+from federated_vision.algorithms import mixing_steps
+
+
+class GradientTransferBroadcast(NamedTuple):
+  """What the server broadcasts in gradient transfer: w_t and g_c."""
+  weights: Any
+  central_gradient: Any
+
+
+def build_central_gradient_distributor(
+    model_fn: fedavg.ModelFn, central: mixing_data.CentralizedData,
+    central_batch_size: int, seed: int = 0,
+) -> tff.learning.templates.DistributionProcess:
+  """Broadcasts (w_t, g_c): g_c = grad of the loss at w_t on one central batch.
+
+  The state is the round number (round r's batch is drawn from (seed, r));
+  measurements are the central batch's loss and size.
+  """
+  mixing_steps.check_central(central)
+  mixing_steps.check_int("central_batch_size", central_batch_size, 1)
+  weights_type = mixing_steps.weights_type_of(model_fn)
+
+  @tff.tensorflow.computation(weights_type, tf.int64)
+  def central_gradient(weights, round_num):
+    model = model_fn()
+    batch = mixing_data.central_batches(
+        central, round_num, seed, 1, central_batch_size).get_single_element()
+
+    @tf.function
+    def gradient():
+      model_weights = tff.learning.models.ModelWeights.from_model(model)
+      tf.nest.map_structure(lambda v, t: v.assign(t), model_weights, weights)
+      with tf.GradientTape() as tape:
+        output = model.forward_pass(batch, training=True)
+      grads = tape.gradient(output.loss, model_weights.trainable)
+      n = tf.cast(output.num_examples, tf.int64)
+      return grads, mixing_steps.central_metrics(n, output.loss * tf.cast(n, tf.float32))
+    return gradient()
+
+  @tff.tensorflow.computation(tf.int64)
+  def increment(round_num):
+    return round_num + 1
+
+  @tff.federated_computation
+  def init_fn():
+    return tff.federated_value(np.int64(0), tff.SERVER)
+
+  @tff.federated_computation(init_fn.type_signature.result,
+                             tff.FederatedType(weights_type, tff.SERVER))
+  def next_fn(round_num, weights):
+    round_num = tff.federated_map(increment, round_num)
+    out = tff.federated_map(central_gradient, (weights, round_num))
+    payload = tff.federated_zip(GradientTransferBroadcast(weights, out[0]))
+    return tff.templates.MeasuredProcessOutput(
+        round_num, tff.federated_broadcast(payload), out[1])
+
+  return tff.learning.templates.DistributionProcess(init_fn, next_fn)
+
+
+def build_gradient_transfer_client_work(
+    model_fn: fedavg.ModelFn,
+    client_optimizer: tff.learning.optimizers.Optimizer,
+    gradient_type: tff.Type,
+    gradient_weight: float = 1.0,
+    client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+) -> tff.learning.templates.ClientWorkProcess:
+  """FedAvg's model-delta client work stepping along g_k + lambda g_c.
+
+  Its weights input is a `GradientTransferBroadcast` (w_t, g_c) at clients.
+  With lambda = 0 it is TFF's model-delta client work; the update and weight
+  (examples trained on, or 1 for UNIFORM) are zeroed if any delta is
+  non-finite. The state is the client optimizer's hyper-parameters.
+  """
+  mixing_steps.check_optimizer("client_optimizer", client_optimizer)
+  with tf.Graph().as_default():
+    model = model_fn()
+    metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
+        model.metric_finalizers())
+  data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
+  weights_type = tff.learning.models.weights_type_from_model(model)
+  broadcast_type = tff.types.to_type(
+      GradientTransferBroadcast(weights_type, gradient_type))
+  hparams = client_optimizer.get_hparams(
+      client_optimizer.initialize(tf.TensorSpec([], tf.float32)))
+
+  @tff.federated_computation
+  def init_fn():
+    return tff.federated_value(hparams, tff.SERVER)
+
+  state_type = init_fn.type_signature.result.member
+
+  @tff.tensorflow.computation(state_type, broadcast_type, data_type)
+  def client_update(optimizer_hparams, broadcast, dataset):
+    model = model_fn()
+
+    @tf.function
+    def update():
+      weights, num_examples, _ = mixing_steps.local_sgd(
+          model, client_optimizer, optimizer_hparams, broadcast.weights,
+          dataset, broadcast.central_gradient, gradient_weight)
+      delta = tf.nest.map_structure(tf.subtract, broadcast.weights.trainable,
+                                    weights.trainable)
+      delta, non_finite = fedir_lib._zero_if_non_finite(delta)  # pylint: disable=protected-access
+      if client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
+        weight = tf.cast(num_examples, tf.float32)
+      else:
+        weight = tf.constant(1.0, tf.float32)
+      return (tff.learning.templates.ClientResult(
+          update=delta, update_weight=tf.where(non_finite, 0.0, weight)),
+              model.report_local_unfinalized_metrics())
+    return update()
+
+  @tff.federated_computation(init_fn.type_signature.result,
+                             tff.FederatedType(broadcast_type, tff.CLIENTS),
+                             tff.FederatedType(data_type, tff.CLIENTS))
+  def next_fn(state, broadcast, client_data):
+    result, model_outputs = tff.federated_map(
+        client_update, (tff.federated_broadcast(state), broadcast, client_data))
+    measurements = tff.federated_zip(collections.OrderedDict(
+        train=metrics_aggregation_fn(model_outputs)))
+    return tff.templates.MeasuredProcessOutput(state, result, measurements)
+
+  return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
+
+
+def build_gradient_transfer(
+    model_fn: fedavg.ModelFn,
+    client_optimizer: tff.learning.optimizers.Optimizer,
+    central: mixing_data.CentralizedData,
+    *,
+    gradient_weight: float = 1.0,
+    central_batch_size: int = 32,
+    server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
+    seed: int = 0,
+    model_aggregator: Optional[tff.aggregators.WeightedAggregationFactory] = None,
+    client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+) -> tff.learning.templates.LearningProcess:
+  """Gradient transfer (Augenstein et al., Algorithm 4), composed.
+
+  FedAvg's composition with two components swapped: the distributor computes
+  g_c once per round at the server (on one centralized batch drawn from
+  (seed, r), at the round's starting weights w_t) and broadcasts (w_t, g_c);
+  the client work steps along g_k + lambda g_c at every local step. The
+  aggregator and finalizer are FedAvg's, so any server optimizer (FedAvgM)
+  works. Clients send nothing beyond FedAvg's update.
+
+  Args:
+    model_fn: see `fedavg.build_fedavg`.
+    client_optimizer: local optimizer.
+    central: the server's examples.
+    gradient_weight: lambda >= 0 (0 is FedAvg).
+    central_batch_size: size of the batch g_c is computed on.
+    server_optimizer: SGD(1) by default.
+    seed: the run's seed (centralized batch sampling).
+    model_aggregator: weighted aggregation factory (mean by default).
+    client_weighting: client delta weighting.
+
+  Returns:
+    A `tff.learning.templates.LearningProcess`; its distributor state is the
+    round number and its distributor metrics the central batch's loss.
+  """
+  if not gradient_weight >= 0:
+    raise ValueError(f"gradient_weight must be >= 0, got {gradient_weight}")
+  mixing_steps.check_optimizer("client_optimizer", client_optimizer)
+  if server_optimizer is None:
+    server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
+  mixing_steps.check_optimizer("server_optimizer", server_optimizer)
+  initial_weights_fn = fedavg.build_initial_weights_fn(model_fn)
+  weights_type = initial_weights_fn.type_signature.result
+  distributor = build_central_gradient_distributor(
+      model_fn, central, central_batch_size, seed)
+  client_work = build_gradient_transfer_client_work(
+      model_fn, client_optimizer, weights_type.trainable,
+      float(gradient_weight), client_weighting)
+  aggregator = (model_aggregator or tff.aggregators.MeanFactory()).create(
+      weights_type.trainable, tff.TensorType(np.float32))
+  finalizer = tff.learning.templates.build_apply_optimizer_finalizer(
+      server_optimizer, weights_type)
+  return tff.learning.templates.compose_learning_process(
+      initial_weights_fn, distributor, client_work, aggregator, finalizer)
