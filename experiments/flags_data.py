@@ -54,7 +54,8 @@ def define_flags() -> None:
                       "inaturalist_test.csv / test.csv); required.")
   flags.DEFINE_string("image_root", None, "inaturalist: the directory holding "
                       "train_val_images/ (required); landmarks: the GLD-v2 "
-                      "image directory (a/b/c/<id>.jpg), or use --tar_shards.")
+                      "image directory (a/b/c/<id>.jpg, or TFF's flat images/<id>.jpg cache), "
+                      "or use --tar_shards.")
   flags.DEFINE_string("image_paths_csv", None, "inaturalist: an image_id,path "
                       "CSV (the builder's image_paths.csv); paths are relative "
                       "to --image_root.")
