@@ -28,7 +28,8 @@ def define_flags() -> None:
                       "--examples_per_client; iid: a random equal share; "
                       "shards: McMahan et al. 2017, label-sorted examples cut "
                       "into 2 x --num_clients shards, 2 per client (MNIST: 200 "
-                      "shards of 300). digits supports dirichlet only.")
+                      "shards of 300). digits: dirichlet or shards (K=20: 40 "
+                      "shards of 35).")
   flags.DEFINE_integer("num_clients", None, "Clients K in the partition "
                        "(default per --dataset: digits 20, cifar10/cifar100/"
                        "mnist 100, synthetic_* 10, synthetic real-world twins "
