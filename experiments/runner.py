@@ -224,6 +224,12 @@ def _centralized(exp: Experiment, eval_ds):
       m.client_batch_size or 32, epochs, seed=exp.config.training.seed)
 
 
+def _of_total(info, used: int) -> str:
+  """' (of N)' when the partition uses fewer than the N training examples."""
+  total = info.get("train_examples")
+  return f" (of {total})" if total is not None and total != used else ""
+
+
 def _finite(*values) -> bool:
   return all(v is not None and math.isfinite(v) for v in values)
 
@@ -284,7 +290,8 @@ def _run(exp: Experiment) -> dict:
   reporting.write_json(os.path.join(out, "hparams.json"), hparams(exp))
   report_paths = write_partition_report(exp)
   print(f"data: {fed.name}, {stats['num_clients']} clients, "
-        f"{stats['num_examples']} training examples, "
+        f"{stats['num_examples']} training examples"
+        f"{_of_total(fed.info, stats['num_examples'])}, "
         f"EMD non-identicalness {stats['emd']:.3f}")
   print(f"partition report: {report_paths['json']}, {report_paths['png']}")
   eval_ds = cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn)
@@ -361,10 +368,15 @@ def _run(exp: Experiment) -> dict:
   png_b = reporting.plot_accuracy(runs, os.path.join(out, "accuracy_vs_batches.png"),
                                   "cumulative_batch_budget", central_acc)
   print()
+  central_reason = ("not trained: a method diverged" if diverged is not None
+                    else "no baseline (--centralized_epochs=0)"
+                    if central is None else "the centralized baseline "
+                    "diverged" if status_c == "diverged" else None)
   print(reporting.format_table(
       ["method", "status", "final_acc", "central_acc", "relative_acc",
        f"acc@round{t.total_rounds}", f"acc@batch{batch_ref}", "rounds",
-       "seconds"], table))
+       "seconds"], table, reporting.results_table_notes(
+           central_reason, t.total_rounds, batch_ref)))
   if exp.scenario is not None:
     print()
     print(format_mixing_table(exp, summary))

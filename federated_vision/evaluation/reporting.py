@@ -46,19 +46,50 @@ def acc_at_round_and_batch(runs: Mapping[str, Sequence[Mapping[str, object]]],
   return out
 
 
-def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-  def cell(v):
-    if v is None:
-      return "-"
-    if isinstance(v, float):
-      return "nan" if math.isnan(v) else f"{v:.4f}"
-    return str(v)
-  cells = [[cell(v) for v in r] for r in rows]
+def table_cell(v) -> str:
+  """A table cell: '-' for a value not measured (None or NaN), never 'nan'."""
+  if v is None:
+    return "-"
+  if isinstance(v, (float, np.floating)):
+    return "-" if math.isnan(v) else f"{float(v):.4f}"
+  return str(v)
+
+
+def results_table_notes(central_reason: Optional[str], round_ref: int,
+                        batch_ref: int) -> Dict[str, str]:
+  """Why a cell of `train_main`'s results table is '-' (footnotes).
+
+  Acc@Round / Acc@Batch are the accuracy of the last evaluation at or before
+  round `round_ref` / `batch_ref` cumulative batches (Hsu, Qi & Brown 2020,
+  Table 2: methods compared at equal rounds and at equal cost); `batch_ref`
+  is the smallest final budget over the methods (ours: the largest budget
+  every method reached).
+  """
+  notes = {
+      "relative_acc": "final_acc / central_acc only for a completed method "
+                      "with a completed centralized baseline",
+      f"acc@round{round_ref}": f"no evaluation at or before round {round_ref}",
+      f"acc@batch{batch_ref}": (
+          f"the method's first evaluation came after {batch_ref} cumulative "
+          "batches (the smallest final batch budget over the methods; "
+          "evaluations every --rounds_per_eval rounds)")}
+  if central_reason:
+    notes["central_acc"] = central_reason
+  return notes
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[object]],
+                 notes: Optional[Mapping[str, str]] = None) -> str:
+  """A plain-text table; a '-' (not measured) cell in a column named in
+  `notes` gets a footnote line below the table saying why."""
+  cells = [[table_cell(v) for v in r] for r in rows]
   widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
             for i, h in enumerate(header)]
   line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths))
+  footnotes = [f"  - in {h}: {notes[h]}" for i, h in enumerate(header)
+               if h in (notes or {}) and any(r[i] == "-" for r in cells)]
   return "\n".join([line(header), line(["-" * w for w in widths])]
-                   + [line(r) for r in cells])
+                   + [line(r) for r in cells] + footnotes)
 
 
 def json_safe(value):
