@@ -224,6 +224,20 @@ def _centralized(exp: Experiment, eval_ds):
       m.client_batch_size or 32, epochs, seed=exp.config.training.seed)
 
 
+def plot_title(config: config_lib.ExperimentConfig, resolved, emd) -> str:
+  """The plots' title: what a reader needs to tell two runs' plots apart."""
+  d, m, t = config.data, config.methods, config.training
+  part = resolved.get("partition", d.partition)
+  part += f" α={d.alpha:g}" if part == "dirichlet" else ""
+  return (f"{d.dataset} ({resolved.get('model')}), K={resolved.get('num_clients')}"
+          f" {part}, EMD {emd:.2f}\n{resolved.get('clients_per_round')} "
+          f"clients/round, E={m.client_epochs}, B={m.client_batch_size or '∞'}, "
+          f"client lr {m.client_learning_rate:g}, server lr "
+          f"{m.server_learning_rate:g}"
+          + (f", FedAvgM momentum {m.server_momentum:g}"
+             if "fedavgm" in m.algorithm else "") + f", seed {t.seed}")
+
+
 def _of_total(info, used: int) -> str:
   """' (of N)' when the partition uses fewer than the N training examples."""
   total = info.get("train_examples")
@@ -363,10 +377,12 @@ def _run(exp: Experiment) -> dict:
                               "seconds": round(central.seconds, 2)}
   reporting.write_json(os.path.join(out, "summary.json"), summary)
   write_hparams_sessions(out)
+  title = plot_title(config, exp.resolved, stats["emd"])
   png = reporting.plot_accuracy(runs, os.path.join(out, "accuracy.png"),
-                                "round", central_acc)
+                                "round", central_acc, title)
   png_b = reporting.plot_accuracy(runs, os.path.join(out, "accuracy_vs_batches.png"),
-                                  "cumulative_batch_budget", central_acc)
+                                  "cumulative_batch_budget", central_acc, title)
+  png_l = reporting.plot_loss(runs, os.path.join(out, "loss.png"), title)
   print()
   central_reason = ("not trained: a method diverged" if diverged is not None
                     else "no baseline (--centralized_epochs=0)"
@@ -383,7 +399,8 @@ def _run(exp: Experiment) -> dict:
   print()
   print(f"results: {out}")
   print(f"  experiment.json, hparams.json, summary.json, "
-        f"{os.path.basename(png)}, {os.path.basename(png_b)}")
+        f"{os.path.basename(png)}, {os.path.basename(png_b)}, "
+        f"{os.path.basename(png_l)}")
   for name in results:
     print(f"  {name}/metrics.csv, {name}/tensorboard/, {name}/checkpoints/")
   if diverged is not None:

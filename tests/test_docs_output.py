@@ -173,7 +173,9 @@ def test_failure_row_exit_status(key, scenario, tmp_path, finished):
 
 
 def test_placeholders_without_baseline(finished):
-  _, proc = finished
+  root, proc = finished
+  for png in ("accuracy.png", "accuracy_vs_batches.png", "loss.png"):
+    assert (root / "done" / png).stat().st_size > 5000, png
   table = _table(proc.stdout)
   header, rows = table[0].split(), [l for l in table[2:] if not l.startswith("  -")]
   row = dict(zip(header, rows[0].split()))
@@ -220,6 +222,14 @@ def _readme_default_numbers():
   return [float(v) for v in m.groups()], n
 
 
+def test_readme_digits_counts():
+  from federated_vision.data import digits  # pylint: disable=g-import-not-at-top
+  _, y_train, _, y_test = digits.load_arrays()
+  text = " ".join(_readme().split())
+  assert f"{len(y_train):,} training, {len(y_test):,} test images" in text
+  assert f"⌊{len(y_train):,} / 20⌋ = {len(y_train) // 20} examples" in text
+
+
 def test_readme_default_run_numbers(tmp_path):
   """`make run`'s defaults (60 rounds; ~75 s of CPU): the README's numbers."""
   (fedavgm, central, rel_m, fedavg, rel), n = _readme_default_numbers()
@@ -227,16 +237,13 @@ def test_readme_default_run_numbers(tmp_path):
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert f"{n.group(2)} training examples (of {n.group(3)})" in proc.stdout
   assert int(n.group(1).replace(",", "")) == int(n.group(2))
-  table = _table(proc.stdout)
-  header = table[0].split()
-  got = {r.split()[0]: dict(zip(header, r.split())) for r in table[2:4]}
-  def rounded(v, like):
-    return round(float(v), len(str(like).split(".")[1]))
-  assert rounded(got["fedavgm"]["final_acc"], "0.961") == fedavgm
-  assert rounded(got["fedavgm"]["central_acc"], "0.972") == central
-  assert rounded(got["fedavgm"]["relative_acc"], "0.989") == rel_m
-  assert rounded(got["fedavg"]["final_acc"], "0.880") == fedavg
-  assert rounded(got["fedavg"]["relative_acc"], "0.905") == rel
-  summary = json.load(open(tmp_path / "digits_fedavg_vs_fedavgm" / "summary.json"))
-  assert summary["methods"]["fedavg"]["final_accuracy"] == pytest.approx(
-      float(got["fedavg"]["final_acc"]), abs=5e-5)
+  assert "nan" not in "\n".join(_table(proc.stdout)).lower()
+  with open(tmp_path / "digits_fedavg_vs_fedavgm" / "summary.json") as f:
+    methods = json.load(f)["methods"]
+  got = [methods["fedavgm"]["final_accuracy"],
+         methods["fedavgm"]["centralized_accuracy"],
+         methods["fedavgm"]["relative_accuracy"],
+         methods["fedavg"]["final_accuracy"],
+         methods["fedavg"]["relative_accuracy"]]
+  # The README quotes 3 decimals of each.
+  assert [round(v, 3) for v in got] == [fedavgm, central, rel_m, fedavg, rel]

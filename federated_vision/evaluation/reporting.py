@@ -10,13 +10,52 @@ import numpy as np
 from federated_vision.evaluation import curves
 
 
-def plot_accuracy(runs: Mapping[str, Sequence[Mapping[str, object]]],
-                  path: str, x_key: str = "round",
-                  centralized: Optional[float] = None) -> str:
-  """PNG of test accuracy vs `x_key` ('round' or 'cumulative_batch_budget')."""
+def _pyplot():
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  return plt
+
+
+def loss_curves(rows: Sequence[Mapping[str, object]]):
+  """((rounds, train losses), (evaluated rounds, test losses)) of a run."""
+  def pick(key):
+    pts = [(float(r["round"]), float(r[key])) for r in rows
+           if r.get(key) not in (None, "")]
+    return [p[0] for p in pts], [p[1] for p in pts]
+  return pick("train_loss"), pick("test_loss")
+
+
+def plot_loss(runs: Mapping[str, Sequence[Mapping[str, object]]], path: str,
+              title: Optional[str] = None) -> str:
+  """PNG of the mean client training loss (solid, every round) and the
+  centralized test loss (dashed, evaluated rounds) vs round, all methods."""
+  plt = _pyplot()
+  fig, ax = plt.subplots(figsize=(6.4, 4.2))
+  for name, rows in runs.items():
+    (rx, train), (ex, test) = loss_curves(rows)
+    line, = ax.plot(rx, train, label=f"{name} train")
+    ax.plot(ex, test, ls="--", marker=".", color=line.get_color(),
+            label=f"{name} test")
+  ax.set_xlabel("communication round")
+  ax.set_ylabel("loss (sparse softmax cross-entropy)")
+  if title:
+    ax.set_title(title, fontsize=8)
+  ax.grid(alpha=0.3)
+  ax.legend(fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+  return path
+
+
+def plot_accuracy(runs: Mapping[str, Sequence[Mapping[str, object]]],
+                  path: str, x_key: str = "round",
+                  centralized: Optional[float] = None,
+                  title: Optional[str] = None) -> str:
+  """PNG of test accuracy vs `x_key` ('round' or 'cumulative_batch_budget');
+  `title`: the run's configuration (`train_main` passes it)."""
+  plt = _pyplot()
   fig, ax = plt.subplots(figsize=(6.4, 4.2))
   for name, rows in runs.items():
     xs, ys = curves.curve(rows, x_key)
@@ -26,6 +65,8 @@ def plot_accuracy(runs: Mapping[str, Sequence[Mapping[str, object]]],
   ax.set_xlabel("communication round" if x_key == "round"
                 else "cumulative batch budget (largest client's local batches)")
   ax.set_ylabel("test accuracy")
+  if title:
+    ax.set_title(title, fontsize=8)
   ax.grid(alpha=0.3)
   ax.legend()
   fig.tight_layout()
