@@ -415,5 +415,7 @@ def format_mixing_table(exp: Experiment, summary: dict) -> str:
   rows = [[name] + [m.get(f) for f in fields]
           + [m.get("final_accuracy"), m.get("extra_broadcast_bytes_per_round")]
           for name, m in summary["methods"].items()]
+  notes = {f: "no evaluation yet, or no test example of that group"
+           for f in fields + ["accuracy"]}
   return reporting.format_table(
-      ["method"] + fields + ["accuracy", "extra_bytes/round"], rows)
+      ["method"] + fields + ["accuracy", "extra_bytes/round"], rows, notes)
