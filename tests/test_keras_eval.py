@@ -100,3 +100,21 @@ def test_built_as_v1_detects_the_swap():
   assert keras_eval.built_as_v1(model)
   digits_models.create_digits_cnn()  # an eager construction swaps back
   assert not keras_eval.built_as_v1(model)
+
+
+def test_group_evaluate_fn_built_first_survives_process_builds(fed):
+  from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
+  evaluate = mixing_scenarios.build_group_evaluate_fn(
+      digits_models.create_digits_cnn, fed.test_batches(), 10,
+      {"missing": [8, 9]})
+  model_fn = models.build_tff_model_fn(digits_models.create_digits_cnn,
+                                       INPUT_SPEC)
+  process = algorithms.build_fedavg(model_fn,
+                                    tff.learning.optimizers.build_sgdm(0.1))
+  weights = process.get_model_weights(process.initialize())
+  got = evaluate(weights)
+  algorithms.build_fedavg(model_fn, tff.learning.optimizers.build_sgdm(0.2))
+  again = evaluate(weights)
+  _, accuracy = _reference(weights, fed)
+  assert got["accuracy"] == pytest.approx(accuracy, abs=1e-6)
+  assert again == got
