@@ -16,11 +16,17 @@ export FEDERATED_VISION_SESSION := make-$(shell date +%s%N)
 
 .PHONY: env run test bench clean-env
 
-env: $(VENV)/.complete
+env: $(VENV)/.complete $(VENV)/.shim
 
 $(VENV)/.complete: requirements.lock setup.py tools/make_env.sh
 	@rm -f $(VENV)/.complete
 	@bash tools/make_env.sh "$(PYTHON)" "$(VENV)"
+
+# The loopback shim is compiled here, once, so runs need no C compiler; a
+# machine without one stops here with one line naming what to install.
+$(VENV)/.shim: $(VENV)/.complete federated_vision/native/loopback_bind.py
+	@$(PY) -m federated_vision.native.loopback_bind --install
+	@touch $(VENV)/.shim
 
 run: env
 	$(PY) -m experiments.train_main $(ARGS)

@@ -35,7 +35,7 @@ flags.DEFINE_integer("min_user_images", 30, "User rule: images.")
 flags.DEFINE_integer("min_user_landmarks", 5, "User rule: landmarks.")
 flags.DEFINE_bool("plots", True, "Write PNG figures.")
 flags.DEFINE_string("image_root", None, "GLD-v2 image directory (a/b/c/<id>."
-                    "jpg): if given, clean images are checked first.")
+                    "jpg, or TFF's flat cache): if given, clean images are checked first.")
 flags.DEFINE_list("tar_shards", [], "GLD-v2 images_NNN.tar shards to check "
                   "instead of --image_root (globs ok).")
 flags.DEFINE_enum("check_images", "exists", ["exists", "decode"],

@@ -18,6 +18,7 @@ from typing import Callable, NoReturn, Sequence
 
 from absl import flags
 
+from experiments import help_lib
 from federated_vision.errors import ConfigError, one_line
 
 
@@ -41,7 +42,10 @@ def fail(message: str, status: int = 2) -> NoReturn:
 def parse_flags(argv: Sequence[str]):
   """`app.run(main, flags_parser=cli.parse_flags)`: a bad flag value (e.g.
   `--seed=-1`, out of its bounds) is one line and exit status 2, like every
-  other configuration error (absl's default exits 1 with two lines)."""
+  other configuration error (absl's default exits 1 with two lines).
+  `--help` prints the flags grouped by config section (`help_lib`), exit 0."""
+  if help_lib.wants_help(argv):
+    help_lib.print_help_and_exit(flags.FLAGS)
   try:
     return flags.FLAGS(argv)
   except flags.Error as e:

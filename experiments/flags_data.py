@@ -33,7 +33,7 @@ def define_flags() -> None:
                       "Flower label skew, each class divided over the "
                       "--num_clients clients by Dir(alpha 1_K), every example "
                       "used, sizes vary (min 10, re-drawn). digits: all but "
-                      "iid.")
+                      "iid (shards: K=20 gives 40 shards of 35).")
   flags.DEFINE_integer("num_clients", None, "Clients K in the partition "
                        "(default per --dataset: digits 20, cifar10/cifar100/"
                        "mnist 100, synthetic_* 10, synthetic real-world twins "
@@ -61,7 +61,8 @@ def define_flags() -> None:
                       "inaturalist_test.csv / test.csv); required.")
   flags.DEFINE_string("image_root", None, "inaturalist: the directory holding "
                       "train_val_images/ (required); landmarks: the GLD-v2 "
-                      "image directory (a/b/c/<id>.jpg), or use --tar_shards.")
+                      "image directory (a/b/c/<id>.jpg, or TFF's flat images/<id>.jpg cache), "
+                      "or use --tar_shards.")
   flags.DEFINE_string("image_paths_csv", None, "inaturalist: an image_id,path "
                       "CSV (the builder's image_paths.csv); paths are relative "
                       "to --image_root.")

@@ -135,10 +135,30 @@ def _cell(v):
   if v is None:
     return "-"
   if isinstance(v, float):
+    if math.isnan(v):
+      return "-"  # not measured, as None
     if not math.isfinite(v):
       return str(v)
     return f"{v:g}" if v == int(v) and abs(v) < 1e6 else f"{v:.4f}"
   return str(v)
+
+
+# Why a cell is '-' (printed below the table for the columns that have one).
+NOTES = {
+    "alpha": "not a Dirichlet partition",
+    "relative_accuracy": "the method or its run's centralized baseline did "
+                         "not complete (or --centralized_epochs=0)",
+    "target": "no --target_accuracy (nor one recorded by the run)",
+    "rounds_to_target": "no target, or the target was never reached",
+    "speedup": "no --reference, or it or this row never reached the target",
+    "emd": "not recorded by the run",
+}
+
+
+def footnotes(rows, prefix="  - "):  # printed below `format_table`
+  """One line per column holding a '-' cell: the column and why."""
+  return [f"{prefix}`-` in {c}: {NOTES[c]}" for c in COLUMNS
+          if c in NOTES and any(_cell(r[c]) == "-" for r in rows)]
 
 
 def format_table(rows):
@@ -147,7 +167,7 @@ def format_table(rows):
   lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
            for row in cells]
   lines.insert(1, "  ".join("-" * w for w in widths))
-  return "\n".join(lines)
+  return "\n".join(lines + footnotes(rows))
 
 
 def format_markdown(rows):

@@ -228,6 +228,26 @@ def _centralized(exp: Experiment, eval_ds):
       m.client_batch_size or 32, epochs, seed=exp.config.training.seed)
 
 
+def plot_title(config: config_lib.ExperimentConfig, resolved, emd) -> str:
+  """The plots' title: what a reader needs to tell two runs' plots apart."""
+  d, m, t = config.data, config.methods, config.training
+  part = resolved.get("partition", d.partition)
+  part += f" α={d.alpha:g}" if part == "dirichlet" else ""
+  return (f"{d.dataset} ({resolved.get('model')}), K={resolved.get('num_clients')}"
+          f" {part}, EMD {emd:.2f}\n{resolved.get('clients_per_round')} "
+          f"clients/round, E={m.client_epochs}, B={m.client_batch_size or '∞'}, "
+          f"client lr {m.client_learning_rate:g}, server lr "
+          f"{m.server_learning_rate:g}"
+          + (f", FedAvgM momentum {m.server_momentum:g}"
+             if "fedavgm" in m.algorithm else "") + f", seed {t.seed}")
+
+
+def _of_total(info, used: int) -> str:
+  """' (of N)' when the partition uses fewer than the N training examples."""
+  total = info.get("train_examples")
+  return f" (of {total})" if total is not None and total != used else ""
+
+
 def _finite(*values) -> bool:
   return all(v is not None and math.isfinite(v) for v in values)
 
@@ -332,7 +352,8 @@ def _run(exp: Experiment) -> dict:
   reporting.write_json(os.path.join(out, "hparams.json"), hparams(exp))
   report_paths = write_partition_report(exp)
   print(f"data: {fed.name}, {stats['num_clients']} clients, "
-        f"{stats['num_examples']} training examples, "
+        f"{stats['num_examples']} training examples"
+        f"{_of_total(fed.info, stats['num_examples'])}, "
         f"EMD non-identicalness {stats['emd']:.3f}")
   print(f"partition report: {report_paths['json']}, {report_paths['png']}")
   eval_ds = cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn)
@@ -404,22 +425,30 @@ def _run(exp: Experiment) -> dict:
                               "seconds": round(central.seconds, 2)}
   reporting.write_json(os.path.join(out, "summary.json"), summary)
   write_hparams_sessions(out)
+  title = plot_title(config, exp.resolved, stats["emd"])
   png = reporting.plot_accuracy(runs, os.path.join(out, "accuracy.png"),
-                                "round", central_acc)
+                                "round", central_acc, title)
   png_b = reporting.plot_accuracy(runs, os.path.join(out, "accuracy_vs_batches.png"),
-                                  "cumulative_batch_budget", central_acc)
+                                  "cumulative_batch_budget", central_acc, title)
+  png_l = reporting.plot_loss(runs, os.path.join(out, "loss.png"), title)
   print()
+  central_reason = ("not trained: a method diverged" if diverged is not None
+                    else "no baseline (--centralized_epochs=0)"
+                    if central is None else "the centralized baseline "
+                    "diverged" if status_c == "diverged" else None)
   print(reporting.format_table(
       ["method", "status", "final_acc", "central_acc", "relative_acc",
        f"acc@round{t.total_rounds}", f"acc@batch{batch_ref}", "rounds",
-       "seconds"], table))
+       "seconds"], table, reporting.results_table_notes(
+           central_reason, t.total_rounds, batch_ref)))
   if exp.scenario is not None:
     print()
     print(format_mixing_table(exp, summary))
   print()
   print(f"results: {out}")
   print(f"  experiment.json, hparams.json, summary.json, "
-        f"{os.path.basename(png)}, {os.path.basename(png_b)}")
+        f"{os.path.basename(png)}, {os.path.basename(png_b)}, "
+        f"{os.path.basename(png_l)}")
   for name in results:
     print(f"  {name}/metrics.csv, {name}/tensorboard/, {name}/checkpoints/")
   if diverged is not None:
@@ -434,5 +463,7 @@ def format_mixing_table(exp: Experiment, summary: dict) -> str:
   rows = [[name] + [m.get(f) for f in fields]
           + [m.get("final_accuracy"), m.get("extra_broadcast_bytes_per_round")]
           for name, m in summary["methods"].items()]
+  notes = {f: "no evaluation yet, or no test example of that group"
+           for f in fields + ["accuracy"]}
   return reporting.format_table(
-      ["method"] + fields + ["accuracy", "extra_bytes/round"], rows)
+      ["method"] + fields + ["accuracy", "extra_bytes/round"], rows, notes)

@@ -43,6 +43,7 @@ execution.install_managed_default_context()  # Never TFF's unmanaged worker.
 
 from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top
 from federated_vision.data import client_data as client_data_lib  # pylint: disable=g-import-not-at-top
+from federated_vision.evaluation import keras_eval  # pylint: disable=g-import-not-at-top
 from federated_vision.evaluation import metrics as metrics_lib  # pylint: disable=g-import-not-at-top
 
 METRIC_COLUMNS = ("round", "clients", "train_loss", "train_accuracy",
@@ -60,7 +61,9 @@ LOCK_FILE = ".lock"
 # Where unreadable checkpoints are moved by `resume_from_last_valid`.
 CORRUPT_DIR = "corrupt"
 
-EvaluateFn = Callable[[tff.learning.models.ModelWeights], Mapping[str, float]]
+EvaluateFn = keras_eval.EvaluateFn
+# Re-exported: the Keras evaluation lives in evaluation/keras_eval.py.
+build_keras_evaluate_fn = keras_eval.build_keras_evaluate_fn
 
 
 # --- errors ------------------------------------------------------------------
@@ -524,22 +527,6 @@ def non_finite_reasons(metrics: Mapping[str, object], model_weights,
 
 
 # --- the loop ----------------------------------------------------------------
-
-def build_keras_evaluate_fn(keras_model_fn: Callable[[], tf.keras.Model],
-                            eval_dataset: tf.data.Dataset) -> EvaluateFn:
-  """Centralized evaluation of model weights on a batched {'x','y'} dataset."""
-  model = keras_model_fn()
-  model.compile(
-      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-      metrics=[tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
-  eval_dataset = eval_dataset.map(lambda b: (b["x"], b["y"]))
-
-  def evaluate(model_weights: tff.learning.models.ModelWeights):
-    model_weights.assign_weights_to(model)
-    loss, accuracy = model.evaluate(eval_dataset, verbose=0)
-    return {"loss": float(loss), "accuracy": float(accuracy)}
-  return evaluate
-
 
 def _wants_label_counts(process) -> bool:
   element = process.next.type_signature.parameter[1].member.element

@@ -1,5 +1,6 @@
 """CelebA fixture: a small celeba.sqlite in exactly TFF's schema (test-only)."""
 
+import lzma
 import os
 import sqlite3
 
@@ -50,4 +51,18 @@ def write_celeba_sqlite(cache_dir) -> dict:
         value += 7
   connection.commit()
   connection.close()
+  return truth
+
+
+def write_celeba_archive(cache_dir, suffix: str) -> dict:
+  """Only `celeba.sqlite.lzma` (LZMA-alone, the published container) or
+  `celeba.sqlite.xz` in cache_dir; returns what `write_celeba_sqlite` does."""
+  truth = write_celeba_sqlite(cache_dir)
+  path = os.path.join(cache_dir, celeba.SQLITE_FILE)
+  form = {".lzma": lzma.FORMAT_ALONE, ".xz": lzma.FORMAT_XZ}[suffix]
+  with open(path, "rb") as f:
+    data = lzma.compress(f.read(), format=form)
+  with open(path + suffix, "wb") as f:
+    f.write(data)
+  os.remove(path)
   return truth

@@ -244,11 +244,11 @@ def write_published_splits(root: str) -> Dict[str, dict]:
       "inat_test": ("image_id,class,label", [
           ("aaaabbbbccccddddeeeeffff00001111", "2", "5088"),
           ("22223333444455556666777788889999", "1", "2033")]),
-      # Landmarks: user_id are author names (quoted when they hold commas).
+      # Landmarks: user_id numeric, as in TFF's published gld160k CSV.
       "landmarks_train": ("user_id,image_id,class", [
-          ("Jane Doe", "8f5e5b1bdbcbd4a2", "1"),
-          ("Smith, John", "00a1b2c3d4e5f6a7", "0"),
-          ("Smith, John", "c0ffee0123456789", "1")]),
+          ("0", "8f5e5b1bdbcbd4a2", "1"),
+          ("1", "00a1b2c3d4e5f6a7", "0"),
+          ("1", "c0ffee0123456789", "1")]),
       "landmarks_test": ("image_id,class", [
           ("fedcba9876543210", "0"), ("0011223344556677", "1")]),
       # CIFAR: image_id indexes the source train / test set.
@@ -262,6 +262,8 @@ def write_published_splits(root: str) -> Dict[str, dict]:
                         if name.endswith("train") else "test.csv")
     if name == "cifar_train":
       path = os.path.join(root, name, "federated_train_alpha_0.00.csv")
+    if name == "inat_train":  # the published file's name
+      path = os.path.join(root, name, "federated_train_user_120k.csv")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", newline="") as f:
       f.write(header + "\n")

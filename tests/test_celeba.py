@@ -12,7 +12,7 @@ from federated_vision.data import celeba
 from federated_vision.data import client_data as cdl
 from federated_vision.models import celeba as celeba_models
 
-from celeba_fixture import write_celeba_sqlite
+from celeba_fixture import write_celeba_archive, write_celeba_sqlite
 
 
 def _values(ds):
@@ -32,7 +32,43 @@ def test_missing_file_is_one_clear_line(tmp_path):
   assert "\n" not in message
   assert os.path.join(str(tmp_path / "nowhere"), "celeba.sqlite") in message
   assert "nothing is downloaded" in message
+  assert "--format=lzma" not in message and "xz -d" in message
   assert not (tmp_path / "nowhere").exists()  # TFF never ran (no download).
+
+
+@pytest.mark.parametrize("suffix", [".lzma", ".xz"])
+def test_both_archive_forms_are_read(tmp_path, suffix):
+  """TFF's published .lzma (LZMA-alone) and an .xz of it, as TFF's own
+  loader reads either (its LZMADecompressor auto-detects the container)."""
+  plain = tmp_path / "plain"
+  packed = tmp_path / "packed"
+  plain.mkdir()
+  packed.mkdir()
+  write_celeba_sqlite(str(plain))
+  truth = write_celeba_archive(str(packed), suffix)
+  assert sorted(os.listdir(packed)) == [celeba.SQLITE_FILE + suffix]
+  with open(packed / (celeba.SQLITE_FILE + suffix), "rb") as f:
+    magic = f.read(6)
+  assert magic == (b"\xfd7zXZ\x00" if suffix == ".xz" else b"]\x00\x00\x80\x00\xff")
+  want = celeba.load_scenario(str(plain))
+  got = celeba.load_scenario(str(packed))
+  with open(plain / celeba.SQLITE_FILE, "rb") as a, open(
+      packed / celeba.SQLITE_FILE, "rb") as b:
+    assert a.read() == b.read()  # decompressed beside the archive, exactly
+  assert got.federated.client_sizes == want.federated.client_sizes
+  cid = got.federated.client_data.client_ids[0]
+  assert _values(got.federated.client_data.serializable_dataset_fn(
+      tf.constant(cid))) == sorted(v for v, (s, c, smile) in truth.items()
+                                   if s == celeba.TRAIN_SPLIT and c == cid
+                                   and smile)
+
+
+def test_corrupt_archive_is_one_clear_line(tmp_path):
+  (tmp_path / (celeba.SQLITE_FILE + ".lzma")).write_bytes(b"not lzma" * 10)
+  with pytest.raises(ValueError, match="not an .lzma/.xz archive") as e:
+    celeba.load_scenario(str(tmp_path))
+  assert "\n" not in str(e.value)
+  assert sorted(os.listdir(tmp_path)) == [celeba.SQLITE_FILE + ".lzma"]
 
 
 def test_not_tff_format_is_one_clear_line(tmp_path):

@@ -14,10 +14,15 @@ from conftest import REPO, run_module
 CHEAP = ("--dry_run",)
 
 
-def readme_commands():
-  """[(line number, argv)] of the README's ```sh blocks; continuation lines
-  joined, comments dropped, `.venv/bin/python` kept as written."""
-  with open(os.path.join(REPO, "README.md")) as f:
+# Docs besides the README whose ```sh commands are checked the same way.
+OTHER_DOCS = ("docs/hardware.md",)
+
+
+def readme_commands(doc="README.md"):
+  """[(line number, argv)] of the README's (or `doc`'s) ```sh blocks;
+  continuation lines joined, comments dropped, `.venv/bin/python` kept as
+  written."""
+  with open(os.path.join(REPO, doc)) as f:
     text = f.read()
   out = []
   for block in re.finditer(r"```sh\n(.*?)```", text, re.S):
@@ -126,3 +131,11 @@ def test_readme_command_names_existing_program_and_flags(line, argv):
     listed = [l for l in lines[1:]
               if l.startswith("  ") and not l.startswith("  base:")]
     assert len(listed) == int(head.group(2)) > 0, f"{where}: {proc.stdout}"
+
+
+@pytest.mark.parametrize("line, argv", [
+    (f"{doc}:{line}", argv) for doc in OTHER_DOCS
+    for line, argv in readme_commands(doc)], ids=lambda v: str(v)
+    if isinstance(v, str) else "")
+def test_docs_command_names_existing_program_and_flags(line, argv):
+  test_readme_command_names_existing_program_and_flags(line, argv)

@@ -240,7 +240,9 @@ def test_reads_published_inaturalist_landmarks_and_cifar_files(tmp_path):
   assert inat.num_classes == 3  # class 0..2, never the source labels.
   assert SR.read_split_rows(files["landmarks_train"]["path"]).labels is None
   assert SR.read_split_rows(
-      files["landmarks_train"]["path"]).client_ids[1] == "Smith, John"
+      files["landmarks_train"]["path"]).client_ids == ["0", "1", "1"]
+  assert os.path.basename(files["inat_train"]["path"]) == (
+      "federated_train_user_120k.csv")
   test = SR.read_test_rows(files["inat_test"]["path"])
   assert test.client_ids is None
   assert test.image_ids == ["aaaabbbbccccddddeeeeffff00001111",

@@ -12,8 +12,9 @@ split_by_clients=True, cache_dir=...)` from a local `celeba.sqlite` (TFF's
 `SqlClientData` schema: tables `examples(split_name, client_id,
 serialized_example_proto)` and `client_metadata(client_id, split_name,
 num_examples)`). Nothing is downloaded: TFF downloads only when that file is
-absent, and `load_scenario` stops before that with one line saying where to
-put it.
+absent; `load_scenario` decompresses TFF's published `celeba.sqlite.lzma` (or
+an `.xz` of it) found in `cache_dir`, else stops with one line saying where
+to put it.
 
 Client datasets stay in-executor: a client's smiling images are TFF's own
 SQL-backed dataset filtered in-graph, and centralized examples are read by
@@ -21,7 +22,9 @@ SQLite rowid in-graph. The per-example smiling labels (for client sizes and
 the centralized rowids) are indexed once and cached next to the file.
 """
 
+import lzma
 import os
+import shutil
 import sqlite3
 from typing import NamedTuple, Optional
 
@@ -34,6 +37,8 @@ from federated_vision.data import mixing_scenarios
 
 SQLITE_FILE = "celeba.sqlite"
 ORIGIN = "https://storage.googleapis.com/tff-datasets-public/celeba.sqlite.lzma"
+# Archives read in place of SQLITE_FILE (decompressed beside it once).
+ARCHIVE_SUFFIXES = (".lzma", ".xz")
 TRAIN_SPLIT = "split_by_clients_train"
 TEST_SPLIT = "split_by_clients_test"
 IMAGE_SHAPE = (84, 84, 3)
@@ -48,14 +53,41 @@ def sqlite_path(cache_dir: str) -> str:
   return os.path.join(os.fspath(cache_dir), SQLITE_FILE)
 
 
+def _decompress(archive: str, path: str) -> None:
+  """`archive` (.lzma or .xz container) -> `path`, atomically.
+
+  Like TFF's `simulation.datasets.download._fetch_lzma_file`, which reads the
+  published `celeba.sqlite.lzma` with `lzma.LZMADecompressor()` (container
+  auto-detected), so either form of the archive works.
+  """
+  tmp = f"{path}.tmp{os.getpid()}"
+  try:
+    with lzma.open(archive, "rb", format=lzma.FORMAT_AUTO) as src, \
+        open(tmp, "wb") as dst:
+      shutil.copyfileobj(src, dst, 1 << 20)
+    os.replace(tmp, path)
+  except (lzma.LZMAError, EOFError) as e:
+    raise ValueError(f"{archive}: not an .lzma/.xz archive or truncated "
+                     f"({type(e).__name__}: {e})") from None
+  finally:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+
+
 def require_sqlite(cache_dir: str) -> str:
-  """The SQLite path, or FileNotFoundError with one line saying where to put it."""
+  """The SQLite path, decompressed from `celeba.sqlite.lzma` / `.xz` in
+  `cache_dir` when only an archive is there; else FileNotFoundError with one
+  line saying where to put it."""
   path = sqlite_path(cache_dir)
+  for archive in (path + ext for ext in ARCHIVE_SUFFIXES):
+    if not os.path.isfile(path) and os.path.isfile(archive):
+      _decompress(archive, path)
   if not os.path.isfile(path):
     raise FileNotFoundError(
         f"CelebA not found: {path} does not exist; nothing is downloaded "
-        f"here: fetch {ORIGIN} elsewhere, decompress it (xz -d "
-        f"--format=lzma) and put {SQLITE_FILE} in {os.fspath(cache_dir)}")
+        f"here: fetch {ORIGIN} elsewhere and put it (or {SQLITE_FILE}.xz, or "
+        f"{SQLITE_FILE} decompressed by `xz -d`, which reads both "
+        f"containers) in {os.fspath(cache_dir)}")
   return path
 
 

@@ -264,6 +264,10 @@ class FederatedDataset(NamedTuple):
   input_shape: tuple
   info: Mapping[str, object] = {}
 
+  def test_batches(self, batch_size: int = 256) -> tf.data.Dataset:
+    """The test set as batched {'x', 'y'} model input (`eval_map_fn`)."""
+    return build_eval_dataset(self.test_data, self.eval_map_fn, batch_size)
+
 
 class TrainingSpec(NamedTuple):
   """How a client's raw elements become training batches in one round.

@@ -27,6 +27,7 @@ import tensorflow_federated as tff
 from federated_vision.data import client_data as client_data_lib
 from federated_vision.data import digits
 from federated_vision.data import partition as partition_lib
+from federated_vision.evaluation import keras_eval
 
 Element = Dict[str, tf.Tensor]
 GatherFn = Callable[[tf.Tensor], Element]
@@ -281,11 +282,15 @@ def build_group_evaluate_fn(keras_model_fn: Callable[[], tf.keras.Model],
   """Centralized evaluation reporting per-class and per-group accuracy.
 
   Like `training_loop.build_keras_evaluate_fn` (model weights -> metrics
-  dict with 'loss' and 'accuracy'), plus the keys of `group_metrics`.
+  dict with 'loss' and 'accuracy'), plus the keys of `group_metrics`; its
+  Keras model is built lazily too (`evaluation.keras_eval`).
   """
-  model = keras_model_fn()
+  models = []
 
   def evaluate(model_weights: tff.learning.models.ModelWeights):
+    if not models or keras_eval.built_as_v1(models[0]):
+      models[:] = [keras_model_fn()]
+    model = models[0]
     model_weights.assign_weights_to(model)
     logits, labels = [], []
     for batch in eval_dataset:

@@ -1,15 +1,23 @@
 """Builds `loopback_bind.so`, the shim that keeps local TFF workers on loopback.
 
-`SOURCE` (below) is compiled once with the system C compiler (`$CC`, else
-`cc`) into `$FEDERATED_VISION_CACHE` (default `~/.cache/federated_vision`),
-named by the source's hash. The C source lives in this module so that every
-way of installing the package (setup.py, Bazel) carries it.
+`SOURCE` (below) is compiled with the system C compiler (`$CC`, else `cc`,
+else `gcc`) when the environment is built: `make env` runs
+`python -m federated_vision.native.loopback_bind --install`, which writes it
+to `<sys.prefix>/share/federated_vision/` (inside the virtual environment)
+and, on a machine without a compiler, stops with one line saying what to
+install. At run time `library_path()` uses that prebuilt file, so no
+compiler is needed then; an environment built otherwise (pip, Bazel) compiles
+it once on first use into `$FEDERATED_VISION_CACHE` (default
+`~/.cache/federated_vision`). Files are named by the source's hash. The C
+source lives in this module so that every way of installing the package
+carries it.
 """
 
 import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 
@@ -77,22 +85,47 @@ def cache_dir() -> str:
       os.path.expanduser("~"), ".cache", "federated_vision")
 
 
+# What to install when there is no compiler (Debian/Ubuntu, Fedora, Alpine).
+INSTALL_HINT = ("apt-get install gcc (Debian/Ubuntu), dnf install gcc or "
+                "apk add gcc musl-dev")
+
+
+def file_name() -> str:
+  return f"loopback_bind-{hashlib.sha256(SOURCE.encode()).hexdigest()[:16]}.so"
+
+
+def prebuilt_path(prefix: str = None) -> str:
+  """Where `--install` puts the shim: inside the environment (`sys.prefix`)."""
+  return os.path.join(prefix or sys.prefix, "share", "federated_vision",
+                      file_name())
+
+
+def find_compiler():
+  return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+
+
 def library_path() -> str:
-  """Path of the compiled shim, building it if needed."""
-  digest = hashlib.sha256(SOURCE.encode()).hexdigest()[:16]
-  path = os.path.join(cache_dir(), f"loopback_bind-{digest}.so")
+  """Path of the shim: the environment's prebuilt one, else compiled once."""
+  if os.path.exists(prebuilt_path()):
+    return prebuilt_path()
+  return build(cache_dir())
+
+
+def build(directory: str) -> str:
+  """Compiles the shim into `directory` (if not there yet); its path."""
+  path = os.path.join(directory, file_name())
   with _LOCK:
     if os.path.exists(path):
       return path
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    compiler = find_compiler()
     if not compiler:
       raise BuildError(
           "no C compiler (cc) to build federated_vision/native/loopback_bind.py's "
-          "shim, "
-          "which keeps local TFF workers on loopback; install one, or pass "
+          f"shim, which keeps local TFF workers on loopback; install one ("
+          f"{INSTALL_HINT}) and run `make env` again, or pass "
           "WorkerConfig(loopback_only=False) on a trusted network")
-    os.makedirs(cache_dir(), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache_dir(), suffix=".so")
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".so")
     os.close(fd)
     proc = subprocess.run(
         [compiler, "-shared", "-fPIC", "-O2", "-x", "c", "-o", tmp, "-", "-ldl"],
@@ -104,3 +137,29 @@ def library_path() -> str:
                        f"{last}")
     os.replace(tmp, path)  # Atomic: concurrent builders all end up valid.
   return path
+
+
+def main(argv) -> int:
+  """`--install [--prefix=DIR]`: build the shim into the environment."""
+  args = [a for a in argv[1:] if not a.startswith("--prefix=")]
+  prefixes = [a.split("=", 1)[1] for a in argv[1:] if a.startswith("--prefix=")]
+  if args != ["--install"] or len(prefixes) > 1:
+    print("usage: python -m federated_vision.native.loopback_bind --install "
+          "[--prefix=DIR]", file=sys.stderr)
+    return 2
+  path = prebuilt_path(prefixes[0] if prefixes else None)
+  if not find_compiler():
+    print(f"make env: no C compiler (cc or gcc) on PATH; federated_vision "
+          f"compiles its loopback shim once, now: install one ({INSTALL_HINT}) "
+          "and run make env again", file=sys.stderr)
+    return 2
+  try:
+    print(f"make env: loopback shim {build(os.path.dirname(path))}")
+  except (BuildError, OSError) as e:
+    print(f"make env: {e}", file=sys.stderr)
+    return 2
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv))

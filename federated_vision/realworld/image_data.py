@@ -28,6 +28,7 @@ import numpy as np
 from federated_vision.data import client_data as cd
 from federated_vision.data import split_io
 from federated_vision.data import split_rows
+from federated_vision.realworld import gld_layout
 from federated_vision.realworld import image_check
 from federated_vision.realworld import image_config
 from federated_vision.realworld import image_files
@@ -147,7 +148,7 @@ def load_image_split(name: str, split_csv_path: str,
             "reference": "Hsu, Qi & Brown 2020, ECCV"})
 
 
-GLD_PATH_TEMPLATE = "{image_id[0]}/{image_id[1]}/{image_id[2]}/{image_id}.jpg"
+GLD_PATH_TEMPLATE = gld_layout.NESTED_TEMPLATE
 
 
 def load_inaturalist(split_csv_path: str, image_root: str, *,
@@ -196,8 +197,8 @@ def load_landmarks(train_csv: str, *, image_root: Optional[str] = None,
   Args:
     train_csv: `user_id,image_id,class` (TFF's `federated_train.csv` or the
       builder's output).
-    image_root: GLD-v2 image directory (`a/b/c/<id>.jpg`), or
-    tar_shards: the `images_NNN.tar` shards.
+    image_root: GLD-v2 images, `a/b/c/<id>.jpg` or TFF's flat cache (see
+      `gld_layout`), or tar_shards: the `images_NNN.tar` shards.
     test_csv: `image_id,class`.
     config: `LoaderConfig` (224 x 224 crops by default).
 
@@ -205,5 +206,6 @@ def load_landmarks(train_csv: str, *, image_root: Optional[str] = None,
     `client_data.FederatedDataset`.
   """
   return load_image_split("landmarks_user_160k", train_csv, image_root,
-                          test_csv=test_csv, path_template=GLD_PATH_TEMPLATE,
+                          test_csv=test_csv, path_template=GLD_PATH_TEMPLATE
+                          if image_root is None else gld_layout.image_template(image_root),
                           tar_shards=tar_shards, config=config)

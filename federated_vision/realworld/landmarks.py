@@ -33,6 +33,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from federated_vision.data import split_io
+from federated_vision.realworld import gld_layout
 from federated_vision.realworld import image_check as image_check_lib
 from federated_vision.realworld import report
 
@@ -186,9 +187,12 @@ def build_landmarks(train_clean_csv: str, attribution_csv: str, output_dir: str,
   ids, landmark_ids, lines = read_clean(train_clean_csv)
   bad_images = None
   if image_check is not None:
+    template = gld_layout.NESTED_TEMPLATE  # tar members, extracted shards
+    if image_check.image_root and not image_check.tar_shards:  # or TFF's cache
+      template = gld_layout.image_template(image_check.image_root)
     keep = image_check_lib.check_relative_images(
         "landmarks", image_check,
-        {"clean": (ids, [f"{i[0]}/{i[1]}/{i[2]}/{i}.jpg" for i in ids])})["clean"]
+        {"clean": (ids, [template.format(image_id=i) for i in ids])})["clean"]
     bad_images = int((~keep).sum())
     ids = [i for i, k in zip(ids, keep) if k]
     landmark_ids, lines = landmark_ids[keep], lines[keep]

@@ -99,7 +99,7 @@ def _check(task, data, given):
         raise ConfigError(f"--{name}: only for --dataset=inaturalist", name)
     if bool(data.image_root) == bool(data.tar_shards):
       raise ConfigError("--dataset=landmarks needs exactly one of --image_root "
-                        "(a/b/c/<id>.jpg tree) and --tar_shards", "image_root")
+                        "(a/b/c/<id>.jpg or flat) and --tar_shards", "image_root")
     if data.tar_shards:
       expand_tar_shards(data.tar_shards)
     for path in data.gld_metadata_csv:

@@ -1,0 +1,249 @@
+"""The README's output claims against the binaries (issue 19, check 6).
+
+Every row of the README's failure table is run and its documented exit
+status compared with the real one; printed tables hold no `nan` and each
+`-` (not measured) has a footnote; the default experiment's numbers quoted
+in the README are what `make run` prints.
+"""
+
+import fcntl
+import json
+import math
+import os
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, run_module
+from experiments import report_lib
+from federated_vision.evaluation import reporting
+
+BINARY = "experiments.train_main"
+TINY = ["--algorithm=fedavg", "--num_clients=3", "--clients_per_round=2",
+        "--client_batch_size=20", "--rounds_per_eval=1",
+        "--rounds_per_checkpoint=1", "--centralized_epochs=0", "--seed=3"]
+
+
+def _readme():
+  with open(os.path.join(REPO, "README.md")) as f:
+    return f.read()
+
+
+def failure_table():
+  """[(situation, documented exit status)] of the README's failure table."""
+  text = _readme()
+  start = text.index("| situation | what happens | exit |")
+  rows = []
+  for line in text[start:].splitlines()[2:]:
+    if not line.startswith("|"):
+      break
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    rows.append((cells[0], int(cells[-1])))
+  return rows
+
+
+def _run(root, name, *args, **kw):
+  return run_module(BINARY, f"--root_output_dir={root}",
+                    f"--experiment_name={name}", *TINY, *args, **kw)
+
+
+def _errors(proc):
+  return [l for l in proc.stderr.splitlines() if "error:" in l]
+
+
+def _table(stdout):
+  """The printed results table and its footnotes."""
+  lines = stdout.splitlines()
+  i = next(k for k, l in enumerate(lines) if l.startswith("method "))
+  out = []
+  for l in lines[i:]:
+    if not l.strip():
+      break
+    out.append(l)
+  return out
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+  """A finished 2-round run without a centralized baseline."""
+  root = tmp_path_factory.mktemp("finished")
+  proc = _run(root, "done", "--total_rounds=2")
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return root, proc
+
+
+# One scenario per situation of the table: (key words, run) -> process.
+def _bad_flag(tmp_path, finished):
+  return run_module(BINARY, "--seed=-1", timeout=120), "--seed=-1"
+
+
+def _locked(tmp_path, finished):
+  exp = tmp_path / "held"
+  exp.mkdir()
+  with open(exp / ".lock", "w") as lock:
+    lock.write("pid 4242 on elsewhere\n")
+    lock.flush()
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    proc = _run(tmp_path, "held", "--total_rounds=1", timeout=200)
+  return proc, "pid 4242"
+
+
+def _diverged(tmp_path, finished):
+  proc = _run(tmp_path, "div", "--total_rounds=1",
+              "--client_learning_rate=1e30", "--centralized_epochs=1")
+  table = _table(proc.stdout)
+  assert not any("nan" in l.lower() for l in table), table
+  assert any("- in central_acc: not trained: a method diverged" in l
+             for l in table), table
+  assert any("- in relative_acc:" in l for l in table), table
+  return proc, "[fedavg] diverged at round 1"
+
+
+def _bad_checkpoint(tmp_path, finished):
+  root, _ = finished
+  shutil.copytree(root / "done", tmp_path / "done")
+  latest = tmp_path / "done" / "fedavg" / "checkpoints" / "round_2"
+  data = sorted((latest / "variables").glob("variables.data-*"))[0]
+  data.write_bytes(data.read_bytes()[:10])
+  return _run(tmp_path, "done", "--total_rounds=3", timeout=200), str(latest)
+
+
+def _unwritable_at_start(tmp_path, finished):
+  (tmp_path / "a_file").write_text("")
+  root = tmp_path / "a_file" / "out"
+  return (run_module(BINARY, f"--root_output_dir={root}", *TINY,
+                     "--total_rounds=1", timeout=200),
+          f"--root_output_dir={root}")
+
+
+def _disk_full(tmp_path, finished):
+  def limit():  # Python ignores SIGXFSZ: a write past 100 kB fails (EFBIG).
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+  proc = subprocess.run(
+      [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
+       "--experiment_name=full", *TINY, "--total_rounds=2"], cwd=REPO,
+      capture_output=True, text=True, timeout=300, preexec_fn=limit,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", MPLBACKEND="Agg"),
+      stdin=subprocess.DEVNULL, check=False)
+  assert not list(tmp_path.glob("full/fedavg/checkpoints/*_temp*"))
+  return proc, "cannot write the checkpoint"
+
+
+def _no_worker(tmp_path, finished):
+  with socket.socket() as s:  # A port nothing listens on.
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+  return (_run(tmp_path, "w", "--total_rounds=1",
+               f"--workers=127.0.0.1:{port}", "--worker_startup_timeout=3"),
+          f"127.0.0.1:{port}")
+
+
+SCENARIOS = [
+    ("bad flag value", _bad_flag),
+    ("another run holds the directory", _locked),
+    ("non-finite values", _diverged),
+    ("checkpoint cannot be read", _bad_checkpoint),
+    ("cannot be created or written when the run starts", _unwritable_at_start),
+    ("disk full", _disk_full),
+    ("TFF worker does not start", _no_worker),
+]
+
+
+def test_every_failure_row_has_a_scenario():
+  rows = failure_table()
+  assert len(rows) == len(SCENARIOS)
+  for situation, _ in rows:
+    assert sum(key in situation for key, _ in SCENARIOS) == 1, situation
+
+
+@pytest.mark.parametrize("key, scenario", SCENARIOS, ids=[k for k, _ in SCENARIOS])
+def test_failure_row_exit_status(key, scenario, tmp_path, finished):
+  documented = [code for situation, code in failure_table()
+                if key in situation]
+  proc, named = scenario(tmp_path, finished)
+  assert proc.returncode == documented[0], (key, proc.stderr[-3000:])
+  lines = _errors(proc)
+  assert len(lines) == 1 and named in lines[0], proc.stderr[-3000:]
+  assert "Traceback" not in proc.stderr
+
+
+def test_placeholders_without_baseline(finished):
+  root, proc = finished
+  for png in ("accuracy.png", "accuracy_vs_batches.png", "loss.png"):
+    assert (root / "done" / png).stat().st_size > 5000, png
+  table = _table(proc.stdout)
+  header, rows = table[0].split(), [l for l in table[2:] if not l.startswith("  -")]
+  row = dict(zip(header, rows[0].split()))
+  assert row["central_acc"] == "-" and row["relative_acc"] == "-"
+  assert float(row["final_acc"]) > 0
+  notes = [l for l in table if l.startswith("  - ")]
+  assert notes == [
+      "  - in central_acc: no baseline (--centralized_epochs=0)",
+      "  - in relative_acc: final_acc / central_acc only for a completed "
+      "method with a completed centralized baseline"]
+  assert "nan" not in "\n".join(table).lower()
+
+
+def test_table_printers_never_print_nan():
+  text = reporting.format_table(
+      ["method", "central_acc", "acc@batch480"],
+      [["a", math.nan, 0.5], ["b", None, None]],
+      reporting.results_table_notes("no baseline", 60, 480))
+  assert "nan" not in text.lower()
+  assert text.splitlines()[2].split() == ["a", "-", "0.5000"]
+  assert text.splitlines()[-2:] == [
+      "  - in central_acc: no baseline",
+      "  - in acc@batch480: the method's first evaluation came after 480 "
+      "cumulative batches (the smallest final batch budget over the methods; "
+      "evaluations every --rounds_per_eval rounds)"]
+  assert reporting.format_table(["x"], [[1.0]]).splitlines()[-1].strip() == "1.0000"
+  row = {c: None for c in report_lib.COLUMNS}
+  row.update(point="p", final_accuracy=math.nan, relative_accuracy=math.nan)
+  table = report_lib.format_table([row])
+  assert "nan" not in table.lower() and "nan" not in report_lib.format_markdown(
+      [row]).lower()
+  assert "  - `-` in relative_accuracy:" in table
+
+
+def _readme_default_numbers():
+  text = " ".join(_readme().split("## The default experiment", 1)[1]
+                  .split("\n## ", 1)[0].split())
+  m = re.search(r"FedAvgM (0\.\d+) vs centralized (0\.\d+) \(relative (0\.\d+)\), "
+                r"FedAvg (0\.\d+) \(relative (0\.\d+)\)", text)
+  assert m, "the README's default-run sentence changed"
+  n = re.search(r"uses ([\d,]+) and prints `(\d+) training examples \(of (\d+)\)`",
+                text)
+  assert n, "the README's example count sentence changed"
+  return [float(v) for v in m.groups()], n
+
+
+def test_readme_digits_counts():
+  from federated_vision.data import digits  # pylint: disable=g-import-not-at-top
+  _, y_train, _, y_test = digits.load_arrays()
+  text = " ".join(_readme().split())
+  assert f"{len(y_train):,} training, {len(y_test):,} test images" in text
+  assert f"⌊{len(y_train):,} / 20⌋ = {len(y_train) // 20} examples" in text
+
+
+def test_readme_default_run_numbers(tmp_path):
+  """`make run`'s defaults (60 rounds; ~75 s of CPU): the README's numbers."""
+  (fedavgm, central, rel_m, fedavg, rel), n = _readme_default_numbers()
+  proc = run_module(BINARY, f"--root_output_dir={tmp_path}", timeout=900)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert f"{n.group(2)} training examples (of {n.group(3)})" in proc.stdout
+  assert int(n.group(1).replace(",", "")) == int(n.group(2))
+  assert "nan" not in "\n".join(_table(proc.stdout)).lower()
+  with open(tmp_path / "digits_fedavg_vs_fedavgm" / "summary.json") as f:
+    methods = json.load(f)["methods"]
+  got = [methods["fedavgm"]["final_accuracy"],
+         methods["fedavgm"]["centralized_accuracy"],
+         methods["fedavgm"]["relative_accuracy"],
+         methods["fedavg"]["final_accuracy"],
+         methods["fedavg"]["relative_accuracy"]]
+  # The README quotes 3 decimals of each.
+  assert [round(v, 3) for v in got] == [fedavgm, central, rel_m, fedavg, rel]

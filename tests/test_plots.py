@@ -1,0 +1,44 @@
+"""Loss plot and configuration titles of train_main's plots."""
+
+import os
+
+import pytest
+
+from experiments import config as config_lib
+from experiments import runner
+from federated_vision.evaluation import reporting
+
+ROWS = [{"round": 1, "train_loss": 2.0, "test_loss": "", "test_accuracy": ""},
+        {"round": 2, "train_loss": 1.5, "test_loss": 1.75, "test_accuracy": 0.4},
+        {"round": 3, "train_loss": "1.25", "test_loss": None},
+        {"round": 4, "train_loss": 1.0, "test_loss": "1.5", "test_accuracy": 0.6}]
+
+
+def test_loss_curves_exact():
+  (rx, train), (ex, test) = reporting.loss_curves(ROWS)
+  assert rx == [1.0, 2.0, 3.0, 4.0] and train == [2.0, 1.5, 1.25, 1.0]
+  assert ex == [2.0, 4.0] and test == [1.75, 1.5]
+
+
+def test_plot_loss_and_titled_accuracy_write_pngs(tmp_path):
+  runs = {"fedavg": ROWS, "fedavgm": ROWS[:2]}
+  for path in (reporting.plot_loss(runs, str(tmp_path / "loss.png"), "t"),
+               reporting.plot_accuracy(runs, str(tmp_path / "a.png"),
+                                       title="t\nu")):
+    with open(path, "rb") as f:
+      assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.path.getsize(path) > 5000
+
+
+@pytest.mark.parametrize("values, want", [
+    ({}, "digits (digits_cnn), K=20 dirichlet α=0.5, EMD 1.52\n"
+         "10 clients/round, E=1, B=10, client lr 0.05, server lr 1, "
+         "FedAvgM momentum 0.9, seed 0"),
+    ({"algorithm": ["fedavg"], "partition": "shards", "client_batch_size": 0,
+      "client_epochs": 5, "seed": 3, "clients_per_round": 4},
+     "digits (digits_cnn), K=20 shards, EMD 1.52\n"
+     "4 clients/round, E=5, B=∞, client lr 0.05, server lr 1, seed 3"),
+])
+def test_plot_title_names_the_configuration(values, want):
+  config = config_lib.from_values(values)
+  assert runner.plot_title(config, config_lib.resolve(config), 1.516) == want
