@@ -44,9 +44,10 @@ def test_train_main_help_is_grouped_by_section():
   assert groups["train_main.py: this binary"] == ["extra_modules"]
   assert proc.stdout.startswith("Federated training experiment")
   # The partition help matches the digits task's partitions.
-  assert tasks.get_task("digits").partitions == ("dirichlet", "shards")
+  assert tasks.get_task("digits").partitions == (
+      "dirichlet", "shards", "dirichlet_per_class")
   text = " ".join(proc.stdout.split())
-  assert "digits: dirichlet or shards" in text
+  assert "digits: all but iid" in text
   assert "dirichlet only" not in text
 
 
