@@ -114,11 +114,12 @@ def hparams(exp: Experiment) -> dict:
   """hparams.json: every config field the run reads at the top level (==
   its flag; `usage.recorded`: none that had no effect), the config by
   section, resolved defaults, data info, partition statistics
-  (`partition_stats`: not `partition`, which is the flag) and each method's
-  resolved settings."""
+  (`partition_stats`: not `partition`, which is the flag), each method's
+  resolved settings and `not_read`: {field: why} of the fields left out."""
   s = exp.partition_stats
   extras = dict(
       config=usage.recorded(exp.config), resolved=exp.resolved,
+      not_read=usage.unused_fields(exp.config),
       data={k: v for k, v in exp.fed_data.info.items() if k != "label_names"},
       partition_stats={
           "num_clients": s["num_clients"], "num_examples": s["num_examples"],
