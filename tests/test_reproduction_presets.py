@@ -16,6 +16,7 @@ from experiments import flags_lib
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
 from experiments import sweeps
+from experiments import usage
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common
@@ -245,10 +246,23 @@ def test_augenstein_and_digits_claims_mixing_runs():
   assert {c.method for c in claim5.cells} == {f"fedavg+{s}" for s in strategies}
 
 
-def _argv(run, data_files):
+def _unread(run, data_files):
+  """Flags of `run` its experiment does not read (`experiments.usage`):
+  reproduce passes them as values, not as given flags, and records none of
+  them; given on a command line they are refused."""
+  values = {k: v for k, v in run.flag_dict().items() if v is not None}
+  values.update({g[0]: str(data_files[g[0]]) for g in run.required_data_flags})
+  config = config_lib.replace_fields(config_lib.ExperimentConfig(), values)
+  return set(run.flags) & set(usage.unused_fields(config))
+
+
+def _argv(run, data_files, like=None):
+  """`run`'s command line without the flags the preset run `like` (default
+  `run`) carries and does not read."""
+  unread = _unread(like or run, data_files)
   argv = []
   for k, v in sorted(run.flag_dict().items()):
-    if v is None:
+    if v is None or k in unread:
       continue
     if isinstance(v, bool):
       argv.append(f"--{k}" if v else f"--no{k}")
@@ -294,12 +308,13 @@ def test_validation_catches_a_bad_run(parse, data_files):
   config_lib.from_flags(parse(*_argv(good, data_files)))
   with pytest.raises(ConfigError, match="--client_fraction and "
                      "--clients_per_round"):
-    config_lib.from_flags(parse(*_argv(bad, data_files)))
+    config_lib.from_flags(parse(*_argv(bad, data_files, like=good)))
   inat = presets.get_preset("hsu2020_table3").runs[0]
   with pytest.raises(ConfigError, match="--alpha: not used"):
     config_lib.from_flags(parse(*_argv(spec.Run(
         inat.name, dict(inat.flags, alpha=0.5), data_flags=inat.data_flags,
-        required_data_flags=inat.required_data_flags), data_files)))
+        required_data_flags=inat.required_data_flags), data_files,
+        like=inat)))
 
 
 def test_library_imports_no_tensorflow_absl_flags_or_experiments():
