@@ -287,9 +287,16 @@ def test_flag_mismatch_skips_flags_the_run_did_not_read():
 
 def test_split_csv_run_records_no_partition_or_alpha(tmp_path):
   """A real run: experiment.json, hparams.json and summary.json."""
+  # TensorFlow-importing loader, imported here only: the other tests of this
+  # module need no TensorFlow.
+  from federated_vision.data import cifar  # pylint: disable=g-import-not-at-top
+  # The twin's images for its default K x n = 10 x 20, seed 0: the split's
+  # classes must be their labels.
+  labels = cifar.synthetic_arrays(200, 40, 10, 0).train_y
   root = tmp_path / "out"
   csv = tmp_path / "split.csv"
-  csv.write_text(SPLIT)
+  csv.write_text("user_id,image_id,class\n" + "".join(
+      f"{i // 2},{i},{int(labels[i])}\n" for i in range(4)))
   proc = run_module(TRAIN_MAIN, f"--root_output_dir={root}",
                     "--experiment_name=csv", "--dataset=synthetic_cifar10",
                     f"--split_csv={csv}", "--algorithm=fedavg",
