@@ -28,7 +28,8 @@ Adding a section (e.g. run control, execution, mixing):
   2. a field of that type on `ExperimentConfig` and an entry in `SECTIONS`;
   3. its flags in a small `experiments/flags_<section>.py` with a
      `define_flags()`, listed in `flags_lib.FLAG_MODULES`;
-  4. its checks in `validate` (or in the library, raising `ConfigError`).
+  4. its checks in `validate` (or in the library, raising `ConfigError`);
+  5. a rule in `experiments.usage` saying when a run reads each field.
 `from_flags`, `to_dict`, `flat` and `replace_fields` pick it up unchanged.
 """
 
@@ -37,6 +38,7 @@ import math
 import os
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
+from experiments import usage
 from federated_vision import execution
 from federated_vision import method_names
 from federated_vision import methods as methods_lib
@@ -397,6 +399,7 @@ def validate(config: ExperimentConfig,
   resolved = tasks.get_task(config.data.dataset).validate(
       config.data, config.model, given)
   resolved["clients_per_round"] = clients_per_round(config, resolved["num_clients"])
+  usage.check_given(config, given)  # A flag the run does not read: an error.
   return resolved
 
 

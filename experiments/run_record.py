@@ -9,6 +9,8 @@ control (`overwrite`, `on_divergence`, `resume_from_last_valid`), the TFF
 workers (every `ExecutionConfig` field: --local_workers, --workers, ...; a
 run may resume on other workers), checkpoint cadence
 (`rounds_per_checkpoint`) and the reported target (`target_accuracy`).
+Nor is a setting the run does not read (`experiments.usage`: e.g. --alpha of
+a split-CSV run, --server_momentum of a FedAvg-only run).
 """
 
 import dataclasses
@@ -19,6 +21,7 @@ import shutil
 from typing import Dict, Optional
 
 from experiments import config as config_lib
+from experiments import usage
 from federated_vision.errors import ConfigError, show
 
 RECORD_FILE = "experiment.json"
@@ -32,11 +35,12 @@ _KEEP_ON_CLEAR = (".lock",)
 
 
 def recorded_settings(config: config_lib.ExperimentConfig) -> Dict[str, object]:
-  """{flag name: value} of every setting that changes results (an empty
-  --methods is left out: the shorthands chose the methods, as in records
-  made before --methods existed, which therefore still resume)."""
-  return {k: v for k, v in config_lib.flat(config).items()
-          if k not in NOT_RECORDED and not (k == "methods" and not v)}
+  """{flag name: value} of every setting that changes results (none the run
+  does not read: `usage.recorded_flat`; e.g. an unset --methods is left
+  out, as in records made before --methods existed, which therefore still
+  resume)."""
+  return {k: v for k, v in usage.recorded_flat(config).items()
+          if k not in NOT_RECORDED}
 
 
 def partition_fingerprint(fed_data) -> str:
@@ -93,10 +97,14 @@ def check(directory: str, config: config_lib.ExperimentConfig
     raise ConfigError(f"{path}: unreadable ({type(e).__name__}: {e}); "
                       f"{_how_to_proceed(directory)}", "experiment_name") from None
   new = recorded_settings(config)
+  # A field this run does not read cannot make it another experiment (a
+  # record written before `usage` may hold one, e.g. --alpha of a CSV split).
+  unread = usage.unused_fields(config)
   diffs = [f"--{k}={show(new.get(k, 'unset'))} (recorded "
            f"{show(old.get(k, 'unset'))})"
            for k in list(new) + [k for k in old if k not in new]
-           if k != "total_rounds" and old.get(k, "unset") != new.get(k, "unset")]
+           if k != "total_rounds" and k not in unread
+           and old.get(k, "unset") != new.get(k, "unset")]
   if diffs:
     raise ConfigError(f"{directory} holds another experiment: "
                       f"{', '.join(diffs[:3])}"

@@ -12,6 +12,7 @@ import tempfile
 from typing import Callable, Dict, List, NamedTuple, Tuple
 
 from experiments import config as config_lib
+from experiments import usage
 from federated_vision.errors import bad
 from federated_vision.tasks import presence
 
@@ -111,13 +112,16 @@ def build_experiment(config: config_lib.ExperimentConfig) -> Experiment:
 
 
 def hparams(exp: Experiment) -> dict:
-  """hparams.json: every config field at the top level (== its flag), the
-  config by section, resolved defaults, data info, partition statistics
-  (`partition_stats`: not `partition`, which is the flag) and each method's
-  resolved settings (`method_settings`: not `methods`, which is the flag)."""
+  """hparams.json: every config field the run reads at the top level (==
+  its flag; `usage.recorded`: none that had no effect), the config by
+  section, resolved defaults, data info, partition statistics
+  (`partition_stats`: not `partition`, which is the flag), each method's
+  resolved settings (`method_settings`: not `methods`, which is the flag)
+  and `not_read`: {field: why} of the fields left out."""
   s = exp.partition_stats
   extras = dict(
-      config=exp.config.to_dict(), resolved=exp.resolved,
+      config=usage.recorded(exp.config), resolved=exp.resolved,
+      not_read=usage.unused_fields(exp.config),
       data={k: v for k, v in exp.fed_data.info.items() if k != "label_names"},
       partition_stats={
           "num_clients": s["num_clients"], "num_examples": s["num_examples"],
@@ -126,7 +130,7 @@ def hparams(exp: Experiment) -> dict:
           "classes_per_client_mean": s["classes_per_client"]["mean"],
           "emd": s["emd"], "emd_reference": s.get("emd_reference")},
       method_settings={m.name: dict(m.settings) for m in exp.methods})
-  flags = config_lib.flat(exp.config)
+  flags = usage.recorded_flat(exp.config)
   clash = sorted(set(flags) & set(extras))
   if clash:  # A flag's recorded value must never be overwritten.
     raise AssertionError(f"hparams.json keys {clash} are also flag names")
@@ -379,7 +383,7 @@ def _run(exp: Experiment) -> dict:
   summary = {"methods": {}, "centralized": None,
              "acc_at_round_ref": t.total_rounds, "acc_at_batch_ref": batch_ref,
              "target_accuracy": t.target_accuracy, "emd": stats["emd"],
-             "config": config.to_dict(), "resolved": exp.resolved,
+             "config": usage.recorded(config), "resolved": exp.resolved,
              "status": "diverged" if diverged is not None else "completed"}
   table = []
   settings = {m.name: dict(m.settings) for m in exp.methods}

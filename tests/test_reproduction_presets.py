@@ -16,6 +16,7 @@ from experiments import flags_lib
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
 from experiments import sweeps
+from experiments import usage
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common
@@ -86,9 +87,15 @@ def test_runs_use_known_flags_and_are_all_used(name):
     assert not unknown, (run.name, unknown)
     assert set(run.data_flags) <= FLAG_NAMES, run.name
     assert not set(run.data_flags) & set(run.flags), run.name
+    # E and B except on FedSGD-only runs, which read neither (E = 1,
+    # B = inf by definition; test_every_preset_run_sets_only_settings_it_reads).
+    fedsgd_only = run.flags.get("algorithm") == ("fedsgd",)
     for required in ("dataset", "total_rounds", "seed",
                      "client_epochs", "client_batch_size",
                      "client_learning_rate", "centralized_epochs"):
+      if fedsgd_only and required in ("client_epochs", "client_batch_size"):
+        assert required not in run.flags, (run.name, required)
+        continue
       assert required in run.flags, (run.name, required)
     # The methods: an explicit list or the shorthands, never both.
     assert ("algorithm" in run.flags) != ("methods" in run.flags), run.name
@@ -219,14 +226,17 @@ def test_mcmahan_presets():
   assert c.metric.arg == 0.99 and c.speedup_reference == (
       "mnist_cnn_shards_C0_E5_B10", "fedavg")
   c2 = cells[("table1_2nn", "C = 1.0", "IID, B = ∞")]
-  assert t1.run(c2.run).flags["client_batch_size"] == 0
+  # 2NN, E = 1, B = inf is FedSGD: it reads no E or B (B = inf by definition).
+  assert t1.run(c2.run).flags["algorithm"] == ("fedsgd",)
+  assert "client_batch_size" not in t1.run(c2.run).flags
   assert c2.metric.arg == 0.97
   t2 = presets.get_preset("mcmahan2017_table2")
   (table,) = t2.tables
   cells = {(c.row, c.column): c for c in table.cells}
   fedsgd = t2.run(cells[("FedSGD E=1 B=∞", "IID")].run)
-  assert (fedsgd.flags["client_epochs"], fedsgd.flags["client_batch_size"],
-          fedsgd.flags["client_fraction"]) == (1, 0, 0.1)
+  assert (fedsgd.flags["algorithm"], fedsgd.flags["client_fraction"]) == (
+      ("fedsgd",), 0.1)
+  assert not {"client_epochs", "client_batch_size"} & set(fedsgd.flags)
   assert all(c.speedup_reference[0] == (fedsgd.name if c.column == "IID" else
                                         fedsgd.name.replace("iid", "shards"))
              for c in table.cells)
@@ -252,18 +262,37 @@ def test_augenstein_and_digits_claims_mixing_runs():
   assert len(mixing) == 5 and {r.flags["missing_classes"] for r in mixing} == {
       "8,9"}
   # The mixing issue's acceptance settings (README "Mixing").
-  assert {(r.flags["num_clients"], r.flags["clients_per_round"],
-           r.flags["merge_weight"], r.flags["central_steps"],
-           r.flags["central_examples_per_client"], r.flags["gradient_weight"])
-          for r in mixing} == {(10, 5, 0.7, 6, 20, 0.25)}
+  # Each run sets only its own strategy's settings.
+  assert {(r.flags["num_clients"], r.flags["clients_per_round"])
+          for r in mixing} == {(10, 5)}
+  own = {r.flags["mixing"][0]: {k: r.flags[k] for k in (
+      "merge_weight", "central_steps", "central_examples_per_client",
+      "gradient_weight") if k in r.flags} for r in mixing}
+  assert own == {"none": {}, "oracle": {},
+                 "parallel": {"merge_weight": 0.7, "central_steps": 6},
+                 "example_transfer": {"central_examples_per_client": 20},
+                 "gradient_transfer": {"gradient_weight": 0.25}}
   claim5 = [t for t in d.tables if t.key == ("digits", "claim5")][0]
   assert {c.method for c in claim5.cells} == {f"fedavg+{s}" for s in strategies}
 
 
-def _argv(run, data_files):
+def _unread(run, data_files):
+  """Flags of `run` its experiment does not read (`experiments.usage`):
+  reproduce passes them as values, not as given flags, and records none of
+  them; given on a command line they are refused."""
+  values = {k: v for k, v in run.flag_dict().items() if v is not None}
+  values.update({g[0]: str(data_files[g[0]]) for g in run.required_data_flags})
+  config = config_lib.replace_fields(config_lib.ExperimentConfig(), values)
+  return set(run.flags) & set(usage.unused_fields(config))
+
+
+def _argv(run, data_files, like=None):
+  """`run`'s command line without the flags the preset run `like` (default
+  `run`) carries and does not read."""
+  unread = _unread(like or run, data_files)
   argv = []
   for k, v in sorted(run.flag_dict().items()):
-    if v is None:
+    if v is None or k in unread:
       continue
     if isinstance(v, bool):
       argv.append(f"--{k}" if v else f"--no{k}")
@@ -309,12 +338,13 @@ def test_validation_catches_a_bad_run(parse, data_files):
   config_lib.from_flags(parse(*_argv(good, data_files)))
   with pytest.raises(ConfigError, match="--client_fraction and "
                      "--clients_per_round"):
-    config_lib.from_flags(parse(*_argv(bad, data_files)))
+    config_lib.from_flags(parse(*_argv(bad, data_files, like=good)))
   inat = presets.get_preset("hsu2020_table3").runs[0]
   with pytest.raises(ConfigError, match="--alpha: not used"):
     config_lib.from_flags(parse(*_argv(spec.Run(
         inat.name, dict(inat.flags, alpha=0.5), data_flags=inat.data_flags,
-        required_data_flags=inat.required_data_flags), data_files)))
+        required_data_flags=inat.required_data_flags), data_files,
+        like=inat)))
 
 
 def test_library_imports_no_tensorflow_absl_flags_or_experiments():
@@ -329,3 +359,25 @@ def test_library_imports_no_tensorflow_absl_flags_or_experiments():
   out = subprocess.run([sys.executable, "-c", code], cwd=REPO,
                        capture_output=True, text=True, check=False)
   assert out.returncode == 0, out.stderr
+
+
+def test_every_preset_run_sets_only_settings_it_reads():
+  """A preset run sets nothing its resolved experiment does not read
+  (`experiments.usage`): no server momentum on FedAvg-only runs, no E or B
+  for FedSGD, no weight decay for a model without one, no other strategy's
+  mixing settings. Such a value would be shown by --dry_run and listed as
+  the paper's setting while changing nothing."""
+  from experiments import usage  # pylint: disable=g-import-not-at-top
+  unread = {}
+  for name, run in presets.all_runs().items():
+    config = config_lib.replace_fields(config_lib.ExperimentConfig(),
+                                       run.flag_dict())
+    unused = usage.unused_fields(config)
+    for flag in run.flags:
+      if flag in unused:
+        unread[f"{name} --{flag}"] = unused[flag]
+  assert unread == {}
+  # The rule has teeth: FedAvgM's momentum on a FedAvg-only run is unread.
+  config = config_lib.replace_fields(config_lib.ExperimentConfig(), {
+      "algorithm": ["fedavg"], "server_momentum": 0.9})
+  assert "server_momentum" in usage.unused_fields(config)

@@ -90,8 +90,14 @@ def _normal(value):
 
 def flag_mismatch(expected: Mapping[str, object],
                   recorded: Mapping[str, object]) -> Optional[str]:
-  """The first flag whose recorded value differs, as one line, or None."""
+  """The first flag whose recorded value differs, as one line, or None.
+
+  A flag the run did not read (hparams.json's `not_read`, e.g. a preset's
+  --server_momentum of a FedAvg-only run) had no effect: not compared."""
+  not_read = recorded.get("not_read")
   for name in sorted(expected):
+    if name not in recorded and isinstance(not_read, dict) and name in not_read:
+      continue
     if name not in recorded:
       return f"hparams.json does not record --{name}"
     want, got = _normal(expected[name]), _normal(recorded[name])

@@ -12,6 +12,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from federated_vision.errors import ConfigError, bad, one_line
+from federated_vision.tasks import base
 from federated_vision.tasks import partitions
 
 SYNTHETIC_TEST_EXAMPLES = 40
@@ -73,6 +74,22 @@ def check_split(task, data, given) -> None:
                       "is the partition)", "split_csv")
   if not os.path.isfile(data.split_csv):
     raise bad("split_csv", data.split_csv, "no such file")
+
+
+def real_unused(task, data):
+  """`Task.unused` of a real array task: the scheme's (`base.scheme_unused`),
+  the clients' K and n with a split CSV (its rows are the clients and their
+  examples; the twins use them to size their random images), and the source
+  --data_source does not read."""
+  out = base.scheme_unused(task, data)
+  if data.split_csv is not None:
+    for name in ("num_clients", "examples_per_client"):
+      out[name] = "--split_csv gives the clients and their examples"
+  if data.data_source == "archive":
+    out["data_dir"] = "--data_source=archive reads --archive_path"
+  else:
+    out["archive_path"] = f"--data_source={data.data_source} reads --data_dir"
+  return out
 
 
 def _arrays(task, source: ArraySource, data, resolved, seed: int):

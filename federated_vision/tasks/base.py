@@ -107,6 +107,29 @@ def _no_checks(task: "Task", data: DataConfig, given: FrozenSet[str]) -> None:
   del task, data, given
 
 
+def scheme_unused(task: "Task", data: DataConfig) -> Dict[str, str]:
+  """Fields a partition scheme leaves unread: {field: why} (`Task.unused`).
+
+  A split CSV is the partition (no scheme, no Dirichlet draw); iid and shards
+  draw no Dirichlet proportions; shards fix the shard size (McMahan et al.
+  2017, Section 3: 2 shards per client) and give every client the same size.
+  """
+  if task.fixed_partition is not None:
+    return {}
+  if data.split_csv is not None:
+    return {n: "--split_csv gives the partition"
+            for n in ("partition", "alpha", "imbalance_sigma")}
+  out = {}
+  if data.partition != "dirichlet":
+    out["alpha"] = (f"--partition={data.partition} draws no Dirichlet class "
+                    "proportions")
+  if data.partition == "shards":
+    for n in ("examples_per_client", "imbalance_sigma"):
+      out[n] = ("--partition=shards gives every client 2 label-sorted shards "
+                "of training examples / (2 x --num_clients)")
+  return out
+
+
 @dataclasses.dataclass(frozen=True)
 class Task:
   """A registered data set (see the module docstring).
@@ -131,6 +154,11 @@ class Task:
       the data are on this machine (checked before any run; None: always).
     check: `(task, data, given) -> None`, task-specific checks raising
       `ConfigError` (run before the generic unused-field check).
+    unused: `(task, data) -> {field: why}`: fields of `reads` that `data`
+      leaves unread (e.g. --alpha with --split_csv); given on the command
+      line they are an error, and they are not recorded (`unused_fields`).
+    mixing_reads: `MixingSettings` fields the task's mixing scenario reads
+      (--missing_classes), with --mixing.
     description: one line for --help / the README.
     scenario_fn: `(task, data, resolved, context, missing_classes) ->
       MixingScenario` for --mixing (Augenstein et al.): the federated data,
@@ -153,6 +181,16 @@ class Task:
   check: Callable[["Task", DataConfig, FrozenSet[str]], None] = _no_checks
   description: str = ""
   scenario_fn: Optional[ScenarioFn] = None
+  unused: Callable[["Task", DataConfig], Mapping[str, str]] = scheme_unused
+  mixing_reads: FrozenSet[str] = frozenset({"missing_classes"})
+
+  def unused_fields(self, data: DataConfig) -> Dict[str, str]:
+    """{DataConfig field: why it is not read} for this task and `data`."""
+    out = {n: f"not used by --dataset={self.name}" for n in DATA_FIELDS
+           if n != "dataset" and n not in self.reads}
+    out.update({n: f"not used: {why}" for n, why in
+                self.unused(self, data).items() if n in self.reads})
+    return out
 
   @property
   def fixed_partition(self) -> Optional[str]:
@@ -222,11 +260,13 @@ class Task:
                   "--partition=dirichlet_per_class (Dir(alpha 1_K) over the "
                   "clients, per class)")
     self.check(self, data, given)
+    unused = self.unused_fields(data)
     for name in DATA_FIELDS:
-      if name == "dataset" or name in self.reads:
+      if name not in unused:
         continue
-      if name in given or getattr(data, name) != getattr(_DEFAULTS, name):
-        raise ConfigError(f"--{name}: not used by --dataset={self.name}", name)
+      if name in given or (name not in self.reads and
+                           getattr(data, name) != getattr(_DEFAULTS, name)):
+        raise ConfigError(f"--{name}: {unused[name]}", name)
     resolved = self.resolve(data, model)
     model_registry.validate_model_config(
         model, self.family, self.name, resolved,

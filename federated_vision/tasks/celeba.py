@@ -40,6 +40,6 @@ def _data(task, data, resolved, context):
 base.register_task(base.Task(
     "celeba", "celeba", "celeba_cnn", _data,
     reads=frozenset({"celeba_cache_dir"}), partitions=("celebrity",),
-    check=_check, scenario_fn=_scenario,
+    check=_check, scenario_fn=_scenario, mixing_reads=frozenset(),
     description="TFF's CelebA (celeba.sqlite, split by celebrity): smiling "
                 "images on the clients, unsmiling on the server (--mixing)"))

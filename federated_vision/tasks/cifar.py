@@ -28,6 +28,7 @@ for _name in ("cifar10", "cifar100"):
   base.register_task(base.Task(
       _name, "cifar", "cifar_cnn", _data(_name), reads=arrays.REAL_READS,
       num_clients=100, examples_per_client=500, check=arrays.check_real,
+      unused=arrays.real_unused,
       description=f"{_name.upper()}, 24x24 crops; Hsu et al. 2019: K = 100 "
                   "clients of 500",
       presence=presence.missing_tfds))

@@ -22,6 +22,7 @@ def _data(task, data, resolved, context):
 base.register_task(base.Task(
     "mnist", "mnist", "mnist_cnn", _data, reads=arrays.REAL_READS,
     num_clients=100, examples_per_client=600, check=arrays.check_real,
+    unused=arrays.real_unused,
     description="MNIST 28x28x1; McMahan et al. 2017: K = 100 (iid 600 each, "
                 "or 200 shards of 300)",
     presence=presence.missing_tfds))

@@ -126,13 +126,21 @@ def validate_model_config(config: ModelConfig, family: str, dataset: str,
              if "weight_decay" in get_model(n).fields]
     raise bad("weight_decay", config.weight_decay, f"--model={spec.name} has no "
               f"weight decay; use {' or '.join(users) or 'another model'}, or 0")
+  unused = unused_model_fields(spec.name)
   for name in given:
-    if (name in MODEL_FIELDS and name != "weight_decay"
-        and name not in spec.fields):
-      users = _MODELS.names(lambda s, name=name: name in s.fields)
-      raise ConfigError(f"--{name}: only used with --model={'|'.join(users)}",
-                        name)
+    if name in unused:
+      raise ConfigError(f"--{name}: {unused[name]}", name)
   spec.validate(config, resolved)
+
+
+def unused_model_fields(name: str) -> Dict[str, str]:
+  """{ModelConfig field: why} of the fields model `name` does not read."""
+  spec = get_model(name)
+  out = {}
+  for field in sorted(MODEL_FIELDS - set(spec.fields)):
+    users = _MODELS.names(lambda s, field=field: field in s.fields)
+    out[field] = f"only used with --model={'|'.join(users)}"
+  return out
 
 
 

@@ -31,7 +31,10 @@ PRETRAINED = ("pretrained_weights",)
 # Method selection is a run's own (--methods, or --algorithm and its
 # variants): giving --methods with --fedir/--fedvc/--include_plain is an
 # error, so none of them is common.
-COMMON = {"seed": 0, "weight_decay": 0.0}
+COMMON = {"seed": 0}
+# Only where the model reads a weight decay (cifar_cnn, mnist_cnn,
+# mobilenet_v2_gn; tasks.models): a run sets nothing it does not read.
+NO_WEIGHT_DECAY = {"weight_decay": 0.0}
 
 # Sources (`spec.Preset.sources`) of the COMMON settings; a preset merges
 # these with its own: dict(COMMON_SOURCES, **its_sources).
@@ -39,11 +42,6 @@ COMMON_SOURCES = {
     "seed": spec.OURS + "no paper reports its seeds; one fixed seed makes "
             "every run repeatable and lets methods of a run share client "
             "draws",
-    "weight_decay": spec.OURS + "Hsu 2020 applies a weight decay (§6.5: "
-                    "\"A weight decay of [.] is applied.\"; CIFAR: \"Weight "
-                    "decay is set to [.]\") but the text extraction lost its "
-                    "value, and McMahan 2017 and Augenstein et al. state none; "
-                    "0 (none) rather than a guessed value",
 }
 
 
@@ -88,7 +86,8 @@ def centralized(name: str, epochs: int, data: Sequence[str] = (),
 # client learning rate 0.01, batch 32 (Landmarks) / 64 (others). The sources
 # of every value are `presets/hsu2020_sources.py`'s REALWORLD_SOURCES.
 INAT_SPLITS = {"User-120k": "user_120k", "Geo-3k": "geo_3k"}
-REALWORLD_TRAINING = {"client_epochs": 1, "client_learning_rate": 0.01,
+REALWORLD_TRAINING = {**NO_WEIGHT_DECAY, "client_epochs": 1,
+                      "client_learning_rate": 0.01,
                       "model": "mobilenet_v2_gn", "mobilenet_alpha": 1.0,
                       "gn_groups": 32}
 INAT_MODEL = {"image_size": 299, "bottleneck_dim": 0, "client_batch_size": 64}
@@ -134,7 +133,7 @@ CIFAR_ALPHAS = {"cifar10": CIFAR10_ALPHAS, "cifar100": CIFAR100_ALPHAS}
 # CIFAR-10/100 respectively."
 CIFAR_ROUNDS = {"cifar10": 10_000, "cifar100": 20_000}
 CIFAR_CENTRALIZED_EPOCHS = 100
-CIFAR_BASE = {"partition": "dirichlet", "num_clients": 100,
+CIFAR_BASE = {**NO_WEIGHT_DECAY, "partition": "dirichlet", "num_clients": 100,
               "examples_per_client": 500, "model": "cifar_cnn",
               "clients_per_round": 10, "client_epochs": 1,
               "client_batch_size": 64, "client_learning_rate": 0.01,
@@ -330,12 +329,15 @@ def mcmahan_run(model: str, partition: str, c: float, e: int,
            "num_clients": 100,
            "algorithm": ("fedsgd",) if fedsgd else ("fedavg",),
            "client_fraction": c,
-           "client_epochs": e, "client_batch_size": 0 if b is None else b,
            "client_learning_rate": MCMAHAN_LR[model],
            "server_learning_rate": 1.0,
            "target_accuracy": MCMAHAN_TARGETS[model],
            "total_rounds": MCMAHAN_ROUNDS[model], "rounds_per_eval": 1,
            "rounds_per_checkpoint": 50}
+  if not fedsgd:  # FedSGD is E = 1, B = inf by definition: it reads neither.
+    flags.update(client_epochs=e, client_batch_size=0 if b is None else b)
+  if model == "mnist_cnn":  # The 2NN has no weight decay to set.
+    flags.update(NO_WEIGHT_DECAY)
   if partition == "iid":  # Shards fix the client size (2 x 300).
     flags["examples_per_client"] = 600
   name = (f"mnist_{model.split('_')[1]}_{partition}_C{number(c)}_E{e}_"

@@ -93,7 +93,6 @@ SOURCES = {
     "gradient_weight": "Augenstein §2 (gradient transfer): \"sum this "
                        "gradient with the 'augmenting' datacenter gradient, "
                        "and then use the summed gradient\" (lambda = 1)",
-    "weight_decay": spec.OURS + "the text states no weight decay; 0",
 }
 
 

@@ -30,8 +30,10 @@ PAPER = "digits"
 DIGITS = {"dataset": "digits", "model": "digits_cnn", "num_clients": 20,
           "clients_per_round": 10, "client_epochs": 1, "client_batch_size": 10,
           "client_learning_rate": 0.05, "server_learning_rate": 1.0,
-          "server_momentum": 0.9, "rounds_per_eval": 5,
-          "rounds_per_checkpoint": 10}
+          "rounds_per_eval": 5, "rounds_per_checkpoint": 10}
+# FedAvgM's beta, set only on runs that train FedAvgM (a run sets nothing it
+# does not read).
+MOMENTUM = {"server_momentum": 0.9}
 # alpha = 0 fits digits' classes with 60 clients (module docstring).
 ONE_CLASS_CLIENTS = {"num_clients": 60}
 CLAIM1_ALPHAS = (100.0, 1.0, 0.1, 0.0)
@@ -51,10 +53,15 @@ CLAIM5_RUNS = {m: f"digits_claims_mixing_{m}" for m in MIXING}
 # centralized data"): 10 clients, 5 a round, a = 0.7, K = 6, M = 20,
 # lambda = 0.25 (lambda = 1 collapses classes 0-7 on digits).
 MIXING_SETTINGS = {"alpha": 1.0, "num_clients": 10, "clients_per_round": 5,
-                   "merge_weight": 0.7, "central_steps": 6,
-                   "central_batch_size": 10, "central_examples_per_client": 20,
-                   "gradient_weight": 0.25, "client_batch_size": 10,
-                   "total_rounds": 100}
+                   "client_batch_size": 10, "total_rounds": 100}
+# Each strategy's own hyper-parameters (Augenstein et al. Algorithms 2-4).
+STRATEGY_SETTINGS = {
+    "none": {}, "oracle": {},
+    "parallel": {"merge_weight": 0.7, "central_steps": 6,
+                 "central_batch_size": 10},
+    "example_transfer": {"central_examples_per_client": 20},
+    "gradient_transfer": {"gradient_weight": 0.25, "central_batch_size": 10},
+}
 
 ELR_ALPHAS = (0.1, 10.0)
 ELR_LRS = (0.02, 0.05, 0.1)
@@ -67,7 +74,7 @@ def _run(name: str, **flags) -> spec.Run:
 
 def claims() -> spec.Preset:
   runs = [_run(name, alpha=a, algorithm=("fedavg", "fedavgm"), total_rounds=40,
-               **ONE_CLASS_CLIENTS)
+               **ONE_CLASS_CLIENTS, **MOMENTUM)
           for name, a in zip(CLAIM1_RUNS, CLAIM1_ALPHAS)]
   runs.append(_run(CLAIM2_RUN, alpha=0.5, imbalance_sigma=1.0, fedvc=True,
                    virtual_client_size=32, algorithm=("fedavg",),
@@ -81,7 +88,8 @@ def claims() -> spec.Preset:
                      rounds_per_eval=1, **partition))
   for mixing, name in CLAIM5_RUNS.items():
     runs.append(_run(name, missing_classes=MISSING_CLASSES, mixing=(mixing,),
-                     algorithm=("fedavg",), **MIXING_SETTINGS))
+                     algorithm=("fedavg",), **MIXING_SETTINGS,
+                     **STRATEGY_SETTINGS[mixing]))
   table1 = c.alpha_table(
       (PAPER, "claim1"), "Claim 1: digits accuracy vs EMD",
       (("digits_claims", "", CLAIM1_ALPHAS, None),))
