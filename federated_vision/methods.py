@@ -369,12 +369,11 @@ def _fedprox(config: MethodConfig, inputs: MethodInputs):
   `proximal_client_work` (what `tff.learning.algorithms.
   build_weighted_fed_prox` composes)."""
   import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
-  from tensorflow_federated.python.learning.templates import proximal_client_work  # pylint: disable=g-import-not-at-top
-  work = proximal_client_work.build_model_delta_client_work(
+  from federated_vision.runtime import learning_internals  # pylint: disable=g-import-not-at-top
+  work = learning_internals.build_proximal_client_work(
       inputs.model_fn,
       tff.learning.optimizers.build_sgdm(config.client_learning_rate),
-      tff.learning.ClientWeighting.NUM_EXAMPLES, float(config.fedprox_mu),
-      loop_implementation=tff.learning.LoopImplementation.DATASET_REDUCE)
+      config.fedprox_mu)
   return work, {"fedprox_mu": config.fedprox_mu}
 
 
