@@ -131,7 +131,7 @@ class RunConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ExecutionConfig:
-  """Which TFF workers run the computations (`federated_vision.execution`).
+  """Which TFF workers run the computations (`federated_vision.runtime`).
 
   None of these change results (several workers equal one up to the order
   of the aggregation's float sums, ~1e-6); they are not part of the

@@ -12,7 +12,6 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.runtime import contexts
-from federated_vision.runtime import signals
 from federated_vision.runtime import worker_config
 from federated_vision.runtime import workers
 from conftest import REPO
@@ -58,7 +57,7 @@ def test_context_stops_worker_on_error():
 
 
 def test_default_context_is_managed():
-  # Importing the package replaced TFF's unmanaged default context.
+  # runtime.install() (conftest) replaced TFF's unmanaged default context.
   worker = contexts.install_managed_default_context()
   assert _add_one(1) == 2
   assert worker.is_running()
