@@ -72,6 +72,11 @@ def pytest_sessionfinish(session, exitstatus):
   import time  # pylint: disable=g-import-not-at-top
   from federated_vision.runtime import registry  # pylint: disable=g-import-not-at-top
   registry.stop_all_workers()
+  if "tensorflow_federated" in sys.modules:
+    # TFF's import-time context (still the default when no test ran, e.g.
+    # --collect-only) would print a traceback from its __del__ at exit.
+    from federated_vision.runtime import contexts  # pylint: disable=g-import-not-at-top
+    contexts.retire_tff_default_context()
   deadline = time.time() + 10
   left = worker_pids() - _BEFORE
   while left and time.time() < deadline:
