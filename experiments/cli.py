@@ -21,6 +21,7 @@ from typing import Callable, NoReturn, Sequence
 
 from absl import flags
 
+from federated_vision import runtime
 from federated_vision.errors import ConfigError, one_line
 
 
@@ -103,9 +104,7 @@ def main(argv: Sequence[str], body: Callable[[], None],
   if "tensorflow" in sys.modules:
     sys.modules["tensorflow"].get_logger().setLevel("ERROR")
   if tff_runtime:
-    # TFF (seconds to import): only for binaries that run it.
-    from federated_vision import runtime  # pylint: disable=g-import-not-at-top
-    runtime.install()
+    runtime.install()  # Imports TFF: only for binaries that run it.
   try:
     if "extra_modules" in flags.FLAGS:
       import_extra_modules(flags.FLAGS.extra_modules)
