@@ -17,7 +17,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 from benchmarks import harness
-from federated_vision import execution
+from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision import training_loop
 from federated_vision.algorithms import sampling
 
@@ -37,7 +37,7 @@ def main(argv=None):
   print(f"digits FedAvg, {args.clients} clients/round, {rounds} rounds after "
         "1 warm-up")
   print(harness.load_line(), flush=True)
-  with execution.managed_execution_context() as pool:
+  with runtime_contexts.managed_execution_context() as pool:
     states = {"in_executor": in_executor.initialize(),
               "python_side": setup.process.initialize()}
 

@@ -17,7 +17,7 @@ import tempfile
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import harness  # pylint: disable=g-import-not-at-top
-from federated_vision import execution
+from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision import training_loop
 from federated_vision.algorithms import sampling
 from federated_vision.data import client_data as cdl
@@ -55,14 +55,14 @@ def main(argv=None):
                            "--rounds); growth is measured from the second")
   parser.add_argument("--quick", action="store_true",
                       help="60 rounds, sampled at 5, 20, 60")
-  execution.add_worker_config_arguments(parser)
+  harness.add_worker_config_arguments(parser)
   args = parser.parse_args(argv)
   total = 60 if args.quick else args.rounds
   at = (5, 20, 60) if args.quick else tuple(
       int(r) for r in args.at.split(",")) + (total,)
   if sorted(set(at)) != list(at) or at[0] < 1:
     parser.error(f"--at must be increasing rounds below --rounds, got {at}")
-  worker_config = execution.worker_config_from_arguments(args)
+  worker_config = harness.worker_config_from_arguments(args)
   mid = at[1]
   setup = harness.digits_fedavg(num_clients=20)
   eval_ds = cdl.build_eval_dataset(setup.fed.test_data, setup.fed.eval_map_fn)
@@ -73,7 +73,7 @@ def main(argv=None):
         f"worker {worker_config}")
   print(harness.load_line(), flush=True)
   with tempfile.TemporaryDirectory(prefix="fv_bench_memory_") as out, \
-      execution.managed_execution_context(config=worker_config) as pool:
+      runtime_contexts.managed_execution_context(config=worker_config) as pool:
     sampler = _RssSampler(
         sampling.UniformSampler(setup.fed.client_data.client_ids,
                                 args.clients_per_round, seed=0),

@@ -39,7 +39,7 @@ import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 
 from benchmarks import harness  # pylint: disable=g-import-not-at-top
 from federated_vision import algorithms
-from federated_vision import execution
+from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision import models as models_lib
 from federated_vision import training_loop
 from federated_vision.algorithms import fedir as fedir_lib
@@ -162,7 +162,7 @@ def main(argv=None):
                       help="2 rounds, 4 clients (a smoke run for make bench)")
   parser.add_argument("--max_concurrent_computation_calls", type=int,
                       default=-1)
-  execution.add_worker_config_arguments(parser)
+  harness.add_worker_config_arguments(parser)
   args = parser.parse_args(argv)
   defaults = {"cifar_cnn": (10, 500, 64), "mobilenet_v2_gn": (10, 13, 8)}
   clients, examples, batch = defaults[args.model]
@@ -175,7 +175,7 @@ def main(argv=None):
   if unknown:
     parser.error(f"--variants: unknown {sorted(unknown)}; choose from "
                  f"{VARIANTS + EXTRA_VARIANTS}")
-  worker_config = execution.worker_config_from_arguments(args)
+  worker_config = harness.worker_config_from_arguments(args)
 
   storage = tempfile.TemporaryDirectory(prefix="fv_bench_")
   fed, keras_model_fn, num_classes = build_data(args.model, clients, examples,
@@ -223,7 +223,7 @@ def main(argv=None):
   print(f"{args.model}: {clients} clients x {examples} examples, B={batch}, "
         f"E=1, {rounds} rounds after 1 warm-up; worker {worker_config}")
   print(harness.load_line(), flush=True)
-  with execution.managed_execution_context(
+  with runtime_contexts.managed_execution_context(
       args.max_concurrent_computation_calls, worker_config) as pool:
     states = {name: process.initialize() for name, (process, _) in runs.items()}
 

@@ -3,7 +3,7 @@
 All pools run in one process and take turns (1, 2, 1, 4, ...); ratios are
 against the 1-worker round right before. Each pool runs the same FedAvg
 round over the same 100 clients through TFF's mergeable execution context
-(`execution.create_multi_worker_context`), so the clients are split into
+(`runtime.contexts.create_multi_worker_context`), so the clients are split into
 contiguous slices, one per worker. On 2 cores no gain is expected (the
 workers share the cores); the numbers are for larger machines.
 
@@ -16,12 +16,11 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from tensorflow_federated.python.core.impl.context_stack import context_stack_impl  # pylint: disable=g-import-not-at-top
-
-from benchmarks import harness
-from federated_vision import execution
+from benchmarks import harness  # pylint: disable=g-import-not-at-top
 from federated_vision import training_loop
 from federated_vision.data import client_data as cdl
+from federated_vision.runtime import contexts as runtime_contexts
+from federated_vision.runtime import tff_internals
 
 
 def main(argv=None):
@@ -43,7 +42,7 @@ def main(argv=None):
   ids = setup.fed.client_data.client_ids
   keys = lambda rep: [cdl.round_key(c, rep + 1) for c in ids]
 
-  pools = {n: execution.WorkerPool(local_workers=n) for n in sizes}
+  pools = {n: runtime_contexts.WorkerPool(local_workers=n) for n in sizes}
   try:
     for pool in pools.values():
       pool.start()
@@ -52,7 +51,7 @@ def main(argv=None):
 
     def run_on(n):
       def run(rep):
-        with context_stack_impl.context_stack.install(contexts[n]):
+        with tff_internals.install_context(contexts[n]):
           if n not in states:
             states[n] = process.initialize()
           states[n] = process.next(states[n], keys(rep)).state

@@ -13,6 +13,8 @@ import statistics
 import time
 from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
+from federated_vision.runtime.worker_config import WorkerConfig
+
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -181,3 +183,31 @@ def digits_fedavg(num_clients: int = 20, batch_size: int = 10,
   process = algorithms.build_fedavg(
       model_fn, tff.learning.optimizers.build_sgdm(0.05))
   return DigitsSetup(fed, spec, process, dataset_fn, model_fn)
+
+
+def add_worker_config_arguments(parser) -> None:
+  """Adds --worker_intra_op_threads etc. to an argparse parser."""
+  parser.add_argument("--worker_intra_op_threads", type=int, default=0)
+  parser.add_argument("--worker_inter_op_threads", type=int, default=0)
+  parser.add_argument("--worker_onednn", choices=("default", "on", "off"),
+                      default="default")
+  parser.add_argument("--worker_malloc_arena_max", type=int,
+                      default=WorkerConfig().malloc_arena_max)
+  parser.add_argument("--worker_env", action="append", default=[],
+                      help="NAME=VALUE for the worker's environment")
+
+
+def worker_config_from_arguments(args) -> WorkerConfig:
+  """The `WorkerConfig` of `add_worker_config_arguments`' parsed arguments."""
+  env = []
+  for item in args.worker_env:
+    name, sep, value = item.partition("=")
+    if not sep or not name:
+      raise ValueError(f"--worker_env={item!r}: expected NAME=VALUE")
+    env.append((name, value))
+  return WorkerConfig(
+      intra_op_threads=args.worker_intra_op_threads,
+      inter_op_threads=args.worker_inter_op_threads,
+      onednn={"default": None, "on": True, "off": False}[args.worker_onednn],
+      malloc_arena_max=args.worker_malloc_arena_max,
+      env=tuple(env)).validate()

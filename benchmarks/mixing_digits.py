@@ -78,7 +78,9 @@ def parse_overrides(argv) -> dict:
 def main(argv=None) -> int:
   from experiments import config as config_lib  # pylint: disable=g-import-not-at-top
   from experiments import runner  # pylint: disable=g-import-not-at-top
+  from federated_vision import runtime  # pylint: disable=g-import-not-at-top
   from federated_vision.errors import ConfigError  # pylint: disable=g-import-not-at-top
+  runtime.install()
   values = parse_overrides(sys.argv[1:] if argv is None else argv)
   try:
     summary = runner.run(config_lib.from_values(values))

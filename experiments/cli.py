@@ -6,9 +6,12 @@ logging; a `ConfigError` (or `ValueError` from configuration) becomes ONE
 line `<binary>: error: <message>` and exit status 2; a
 `training_loop.RunError` one such line and its `exit_code` (2: directory in
 use, 3: divergence, 1: checkpoint or write failure); an
-`execution.WorkerError` (a TFF worker did not start, or was lost: then
+`runtime.errors.WorkerError` (a TFF worker did not start, or was lost: then
 saying how to resume) and an `OSError` with a file name one line, status 1;
-Ctrl-C exits 130.
+Ctrl-C exits 130. Unless told otherwise (`tff_runtime=False`), `main` first
+installs the managed TFF runtime (`federated_vision.runtime.install`: the
+default TFF context over a worker we own, SIGTERM / SIGHUP handling);
+importing the library never does.
 """
 
 import importlib
@@ -19,6 +22,7 @@ from typing import Callable, NoReturn, Sequence
 from absl import flags
 
 from experiments import help_lib
+from federated_vision import runtime
 from federated_vision.errors import ConfigError, one_line
 
 
@@ -59,11 +63,17 @@ def _run_error_type():
 
 
 def _worker_error_types():
-  """(`execution.WorkerError`, `WorkerLostError`) if execution was imported."""
-  execution = sys.modules.get("federated_vision.execution")
-  if execution is None:
+  """(`WorkerError`, `WorkerLostError`) if the runtime's errors were imported."""
+  errors = sys.modules.get("federated_vision.runtime.errors")
+  if errors is None:
     return (), ()
-  return execution.WorkerError, execution.WorkerLostError
+  return errors.WorkerError, errors.WorkerLostError
+
+
+def _terminating_signal():
+  """The signal the runtime's SIGTERM/SIGHUP handler is stopping us for."""
+  signals = sys.modules.get("federated_vision.runtime.signals")
+  return None if signals is None else signals.TERMINATING_SIGNAL
 
 
 def import_extra_modules(names: Sequence[str]) -> None:
@@ -79,8 +89,17 @@ def import_extra_modules(names: Sequence[str]) -> None:
 
 def main(argv: Sequence[str], body: Callable[[], None],
          interrupted: str = "interrupted; run the same command again to "
-                            "resume from the last checkpoint") -> None:
-  """Runs `body()` as the binary's main (see the module docstring)."""
+                            "resume from the last checkpoint",
+         tff_runtime: bool = True) -> None:
+  """Runs `body()` as the binary's main (see the module docstring).
+
+  Args:
+    argv: the binary's positional arguments (none are accepted).
+    body: the binary's work.
+    interrupted: printed on Ctrl-C.
+    tff_runtime: install the managed TFF runtime first (False for binaries
+      that never run TFF, e.g. report_main, which does not import TF).
+  """
   sys.stdout.reconfigure(line_buffering=True)  # Progress reaches pipes/logs.
   if len(argv) > 1:
     fail(f"unexpected arguments {argv[1:]}; all options are --flags")
@@ -88,6 +107,8 @@ def main(argv: Sequence[str], body: Callable[[], None],
   logging.set_verbosity(logging.WARNING)  # TFF logs every checkpoint at INFO.
   if "tensorflow" in sys.modules:
     sys.modules["tensorflow"].get_logger().setLevel("ERROR")
+  if tff_runtime:
+    runtime.install()  # Imports TFF: only for binaries that run it.
   try:
     if "extra_modules" in flags.FLAGS:
       import_extra_modules(flags.FLAGS.extra_modules)
@@ -99,7 +120,7 @@ def main(argv: Sequence[str], body: Callable[[], None],
       fail(one_line(e), e.exit_code)
     worker_error, worker_lost = _worker_error_types()
     if isinstance(e, worker_error):  # Workers stopped by SIGTERM / SIGHUP.
-      signum = sys.modules["federated_vision.execution"].TERMINATING_SIGNAL
+      signum = _terminating_signal()
       if signum is not None:
         sys.exit(128 + signum)
     if isinstance(e, worker_lost):

@@ -39,8 +39,8 @@ import os
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from experiments import usage
-from federated_vision import execution
 from federated_vision import method_names
+from federated_vision.runtime import worker_config as worker_config_lib
 from federated_vision import methods as methods_lib
 from federated_vision import tasks
 from federated_vision.errors import ConfigError, bad
@@ -149,7 +149,7 @@ class RunConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ExecutionConfig:
-  """Which TFF workers run the computations (`federated_vision.execution`).
+  """Which TFF workers run the computations (`federated_vision.runtime`).
 
   None of these change results (several workers equal one up to the order
   of the aggregation's float sums, ~1e-6); they are not part of the
@@ -169,21 +169,24 @@ class ExecutionConfig:
   local_workers: int = 1
   workers: Tuple[str, ...] = ()
   max_concurrent_computation_calls: int = -1
-  worker_startup_timeout: float = execution.DEFAULT_STARTUP_TIMEOUT_SEC
-  worker_malloc_arena_max: int = execution.WorkerConfig().malloc_arena_max
+  worker_startup_timeout: float = worker_config_lib.DEFAULT_STARTUP_TIMEOUT_SEC
+  worker_malloc_arena_max: int = worker_config_lib.WorkerConfig().malloc_arena_max
   worker_intra_op_threads: int = 0
   worker_inter_op_threads: int = 0
 
-  def worker_config(self) -> "execution.WorkerConfig":
-    """The local workers' `execution.WorkerConfig`."""
-    return execution.WorkerConfig(
+  def worker_config(self) -> worker_config_lib.WorkerConfig:
+    """The local workers' `runtime.worker_config.WorkerConfig`."""
+    return worker_config_lib.WorkerConfig(
         intra_op_threads=self.worker_intra_op_threads,
         inter_op_threads=self.worker_inter_op_threads,
         malloc_arena_max=self.worker_malloc_arena_max)
 
   def context(self):
-    """`execution.managed_execution_context` over these workers."""
-    return execution.managed_execution_context(
+    """`runtime.contexts.managed_execution_context` over these workers."""
+    # TFF (seconds to import): only when workers are started, not when a
+    # config is built or checked.
+    from federated_vision.runtime import contexts  # pylint: disable=g-import-not-at-top
+    return contexts.managed_execution_context(
         self.max_concurrent_computation_calls, self.worker_config(),
         local_workers=self.local_workers, workers=self.workers,
         startup_timeout=self.worker_startup_timeout)
@@ -310,7 +313,7 @@ def check_execution(e: ExecutionConfig) -> None:
     raise bad("worker_startup_timeout", e.worker_startup_timeout,
               "must be > 0 seconds")
   try:
-    execution.parse_worker_addresses(e.workers)
+    worker_config_lib.parse_worker_addresses(e.workers)
   except ValueError as err:
     raise bad("workers", e.workers, str(err).partition(": ")[2]) from None
   if e.local_workers == 0 and not e.workers:

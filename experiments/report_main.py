@@ -48,7 +48,7 @@ def main(argv):
       cli.fail(f"--output_dir={out}: cannot write ({e.strerror or e})")
     print(report_lib.format_table(rows))
     print(f"\n{len(rows)} rows: {paths[0]}, {paths[1]}")
-  cli.main(argv, body)
+  cli.main(argv, body, tff_runtime=False)
 
 
 if __name__ == "__main__":

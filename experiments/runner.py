@@ -279,12 +279,10 @@ def run(config: config_lib.ExperimentConfig) -> dict:
     ConfigError: bad config, or the directory holds another experiment.
     training_loop.RunError: locked directory, unreadable checkpoint, write
       failure, divergence (after summary.json is written).
-    execution.WorkerError: a worker did not start or was lost.
+    runtime.errors.WorkerError: a worker did not start or was lost.
   """
-  from federated_vision import execution  # pylint: disable=g-import-not-at-top
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   from experiments import run_record  # pylint: disable=g-import-not-at-top
-  execution.install_signal_handlers()
   config_lib.validate(config)
   presence.require(config.data)  # Data on this machine, before any directory.
   new_dirs = _new_dirs(config.output_dir)

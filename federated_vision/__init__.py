@@ -10,7 +10,8 @@ partitions, split files, data set loaders), `evaluation/` (metrics,
 rounds-to-target, reports), `models/`, `realworld/` (iNaturalist / Landmarks
 split builders and loaders), `tasks/` (data set + model registry),
 `methods.py` (algorithm / client-work / data-side variant registry),
-`errors.py`, `registry.py`, `execution.py` (the managed TFF worker),
+`errors.py`, `registry.py`, `runtime/` (the managed TFF workers and contexts;
+`runtime.install()`),
 `training_loop.py`, `centralized.py`.
 """
 

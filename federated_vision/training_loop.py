@@ -37,9 +37,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision import execution
-
-execution.install_managed_default_context()  # Never TFF's unmanaged worker.
+from federated_vision.runtime import contexts as runtime_contexts
 
 from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top
 from federated_vision.data import client_data as client_data_lib  # pylint: disable=g-import-not-at-top
@@ -659,6 +657,7 @@ def run_federated_training(
       `config.on_divergence == 'stop'`; its `result` holds the rows so far.
   """
   config.validate()
+  runtime_contexts.require_managed_context()  # Never TFF's unmanaged worker.
   with RunLock(config.output_dir):
     return _run_locked(name, process, fed_data, spec, sampler, evaluate_fn,
                        config, log_fn, progress_bar)

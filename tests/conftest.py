@@ -1,7 +1,12 @@
-"""Shared test setup: quiet TF, repo on sys.path, and a process-hygiene check.
+"""Shared test setup: quiet TF, repo on sys.path, the TFF runtime, and a
+process-hygiene check.
 
-No TFF worker_binary started during the session may outlive it: the session
-fails if one does (CI would hang on its open pipes).
+Importing the library changes no process-wide state, so the session installs
+the managed TFF runtime itself (`federated_vision.runtime.install`: default
+context over a worker we own, SIGTERM / SIGHUP handling) before the first
+test that runs with TFF imported. No TFF worker_binary started during the
+session may outlive it: the session fails if one does (CI would hang on its
+open pipes).
 """
 
 import os
@@ -55,11 +60,25 @@ def pytest_sessionstart(session):
   _BEFORE.update(worker_pids())
 
 
+def pytest_runtest_setup(item):
+  """Installs the TFF runtime once a test module has imported TFF (sessions
+  of light tests never import it)."""
+  del item
+  if "tensorflow_federated" in sys.modules:
+    from federated_vision import runtime  # pylint: disable=g-import-not-at-top
+    runtime.install()
+
+
 def pytest_sessionfinish(session, exitstatus):
   del exitstatus
   import time  # pylint: disable=g-import-not-at-top
-  from federated_vision import execution  # pylint: disable=g-import-not-at-top
-  execution.stop_all_workers()
+  from federated_vision.runtime import registry  # pylint: disable=g-import-not-at-top
+  registry.stop_all_workers()
+  if "tensorflow_federated" in sys.modules:
+    # TFF's import-time context (still the default when no test ran, e.g.
+    # --collect-only) would print a traceback from its __del__ at exit.
+    from federated_vision.runtime import contexts  # pylint: disable=g-import-not-at-top
+    contexts.retire_tff_default_context()
   deadline = time.time() + 10
   left = worker_pids() - _BEFORE
   while left and time.time() < deadline:

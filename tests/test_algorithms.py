@@ -8,7 +8,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision import algorithms
-from federated_vision import execution
+from federated_vision.runtime import contexts
 from federated_vision.algorithms import fedir
 
 NUM_CLASSES = 3
@@ -131,7 +131,7 @@ def test_type_signatures():
 
 @pytest.fixture(scope="module")
 def context():
-  with execution.managed_execution_context() as worker:
+  with contexts.managed_execution_context() as worker:
     yield worker
 
 

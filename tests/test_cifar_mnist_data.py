@@ -15,7 +15,7 @@ import tensorflow_datasets as tfds
 import tensorflow_federated as tff
 
 from federated_vision.data import client_data
-from federated_vision import execution
+from federated_vision.runtime import contexts
 from federated_vision.data import partition as P
 from federated_vision.data import indexed_splits
 from federated_vision.data import archives
@@ -470,7 +470,7 @@ def test_training_batches_eager_and_inside_tff_computation(tmp_path):
     return first_batch
 
   comps = {k: first_batch_computation(fn) for k, fn in fns.items()}
-  with execution.managed_execution_context():
+  with contexts.managed_execution_context():
     results = {k: comp(key) for k, comp in comps.items()}
   for k, result in results.items():
     assert str(comps[k].type_signature.result.x.dtype) == "float32"

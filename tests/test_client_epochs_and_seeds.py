@@ -13,7 +13,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision import algorithms, execution, training_loop
+from federated_vision import algorithms, training_loop
+from federated_vision.runtime import contexts
 from federated_vision.algorithms import sampling
 from federated_vision.data import client_data as cdl
 from federated_vision.evaluation import metrics
@@ -144,7 +145,7 @@ def test_recorded_budget_equals_batches_taken(tmp_path):
                                      spec)
   taken = {r: [len(list(fn(tf.constant(k)))) for k in sampler.round_keys(r)]
            for r in (1, 2, 3)}
-  with execution.managed_execution_context():
+  with contexts.managed_execution_context():
     process = _process(fed, spec)
     result = training_loop.run_federated_training(
         "fedavg", process, fed, spec, sampler, lambda w: {"loss": 0.0,
@@ -165,7 +166,7 @@ def test_recorded_budget_equals_batches_taken(tmp_path):
 def test_two_run_seeds_train_differently_one_seed_identically():
   fed, _ = _fed()
   weights = {}
-  with execution.managed_execution_context():
+  with contexts.managed_execution_context():
     for run, seed in (("first", 0), ("again", 0), ("other", 1)):
       spec = cdl.TrainingSpec(batch_size=3, epochs=2, seed=seed)
       process = training_loop.build_training_process(_process(fed, spec), fed,

@@ -125,7 +125,6 @@ def test_fedsgd_training_spec():
                                   client_epochs=5), seed=3)
   assert spec.batch_size is None and spec.epochs == 1 and spec.seed == 3
   from federated_vision.data import client_data
-  from federated_vision import execution  # pylint: disable=unused-import,g-import-not-at-top  # TFF context retired at exit.
   assert client_data.num_local_batches(600, spec) == 1
   spec = client_spec(MethodConfig("fedavg", client_batch_size=10,
                                   client_epochs=5))

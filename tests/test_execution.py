@@ -11,7 +11,9 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision import execution
+from federated_vision.runtime import contexts
+from federated_vision.runtime import worker_config
+from federated_vision.runtime import workers
 from conftest import REPO
 
 
@@ -29,7 +31,7 @@ def _add_one(x):
 
 
 def test_context_runs_and_stops_worker():
-  with execution.managed_execution_context() as worker:
+  with contexts.managed_execution_context() as worker:
     assert _add_one(41) == 42
     pid = worker.pid
     assert _alive(pid)
@@ -44,7 +46,7 @@ def test_context_runs_and_stops_worker():
 
 def test_context_stops_worker_on_error():
   try:
-    with execution.managed_execution_context() as worker:
+    with contexts.managed_execution_context() as worker:
       _add_one(1)
       pid = worker.pid
       raise RuntimeError("boom")
@@ -55,8 +57,8 @@ def test_context_stops_worker_on_error():
 
 
 def test_default_context_is_managed():
-  # Importing the package replaced TFF's unmanaged default context.
-  worker = execution.install_managed_default_context()
+  # runtime.install() (conftest) replaced TFF's unmanaged default context.
+  worker = contexts.install_managed_default_context()
   assert _add_one(1) == 2
   assert worker.is_running()
   worker.stop()
@@ -68,11 +70,11 @@ def test_worker_dies_with_sigkilled_parent(tmp_path):
   script.write_text(textwrap.dedent("""
       import os, sys
       import tensorflow as tf, tensorflow_federated as tff
-      from federated_vision import execution
+      from federated_vision.runtime import contexts
       @tff.tensorflow.computation(tf.int32)
       def f(x):
         return x * 2
-      with execution.managed_execution_context() as w:
+      with contexts.managed_execution_context() as w:
         assert f(2) == 4
         print(w.pid, flush=True)
         os.kill(os.getpid(), 9)
@@ -88,23 +90,23 @@ def test_worker_dies_with_sigkilled_parent(tmp_path):
 
 
 def test_worker_config_environment():
-  config = execution.WorkerConfig(
+  config = worker_config.WorkerConfig(
       intra_op_threads=1, inter_op_threads=2, onednn=False,
       malloc_arena_max=4, env=(("X", "1"), ("MALLOC_ARENA_MAX", "3")),
       loopback_only=False)
   assert config.environ({"A": "b"}) == {
       "A": "b", "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "2",
       "TF_ENABLE_ONEDNN_OPTS": "0", "MALLOC_ARENA_MAX": "3", "X": "1"}
-  assert execution.WorkerConfig(loopback_only=False).environ({}) == {
+  assert worker_config.WorkerConfig(loopback_only=False).environ({}) == {
       "MALLOC_ARENA_MAX": "2"}
-  assert execution.WorkerConfig(
+  assert worker_config.WorkerConfig(
       loopback_only=False, malloc_arena_max=0).environ({}) == {}
   with pytest.raises(ValueError, match="intra_op_threads"):
-    execution.WorkerConfig(intra_op_threads=-1).validate()
+    worker_config.WorkerConfig(intra_op_threads=-1).validate()
 
 
 def test_started_worker_gets_its_environment():
-  with execution.managed_execution_context() as pool:
+  with contexts.managed_execution_context() as pool:
     with open(f"/proc/{pool.pid}/environ", "rb") as f:
       env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
   assert env[b"MALLOC_ARENA_MAX"] == b"2"
@@ -137,10 +139,10 @@ def test_signal_where_python_drops_exceptions_still_stops(tmp_path, where,
   script = tmp_path / "child.py"
   script.write_text(textwrap.dedent("""
       import os, signal, time
-      from federated_vision import execution
+      from federated_vision.runtime import signals
       # Ctrl-C: the script is stopped by an uncaught KeyboardInterrupt.
       signal.signal(signal.SIGINT, signal.default_int_handler)
-      execution.install_signal_handlers()
+      signals.install_signal_handlers()
       fired = []
       def signalled():  # Once (the gc callback runs again at exit).
         if not fired:
@@ -170,7 +172,7 @@ def test_worker_stops_at_once_when_sigint_is_ignored_here():
   worker must not inherit that (stop's SIGINT would wait out its timeout)."""
   previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
   try:
-    worker = execution.ManagedWorker()
+    worker = workers.ManagedWorker()
     worker.start()
   finally:
     signal.signal(signal.SIGINT, previous)

@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision import execution
+from federated_vision.runtime import contexts
 from federated_vision import methods
 from federated_vision.algorithms import fedir
 from federated_vision.data import client_data as cdl
@@ -135,7 +135,7 @@ def test_self_normalized_loss_on_a_batch_smaller_than_the_client():
 
 @pytest.fixture(scope="module")
 def context():
-  with execution.managed_execution_context() as pool:
+  with contexts.managed_execution_context() as pool:
     yield pool
 
 

@@ -6,7 +6,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision import algorithms
-from federated_vision import execution
+from federated_vision.runtime import contexts
 from federated_vision import training_loop
 from federated_vision.algorithms import fedir
 from federated_vision.data import client_data as cdl
@@ -20,7 +20,7 @@ IDS = FED.client_data.client_ids
 
 @pytest.fixture(scope="module")
 def context():
-  with execution.managed_execution_context() as pool:
+  with contexts.managed_execution_context() as pool:
     yield pool
 
 

@@ -10,7 +10,7 @@ import tensorflow_federated as tff
 
 from federated_vision import algorithms
 from federated_vision.data import client_data as cdl
-from federated_vision import execution
+from federated_vision.runtime import contexts
 from federated_vision.evaluation import metrics
 from federated_vision.algorithms import sampling
 from federated_vision import training_loop
@@ -138,7 +138,7 @@ def test_equal_sizes_fedvc_trains_like_fedavg():
   from federated_vision.models import build_tff_model_fn
   model_fn = build_tff_model_fn(_keras_model, spec)
   results = []
-  with execution.managed_execution_context():
+  with contexts.managed_execution_context():
     for s in (plain, vc):
       process = training_loop.build_training_process(
           algorithms.build_fedavg(model_fn, tff.learning.optimizers.build_sgdm(0.5)), fed, s)

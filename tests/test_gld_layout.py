@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from federated_vision import execution
+from federated_vision.runtime import contexts
 from federated_vision.realworld import gld_layout, image_check, image_data, landmarks
 import realworld_fixtures as fixtures
 
@@ -55,7 +55,7 @@ def test_image_template_per_layout(gld, tmp_path):
 def test_load_landmarks_reads_tff_flat_layout(gld, tmp_path):
   _, out, nested, cache, flat = gld
   loaded = {}
-  with execution.managed_execution_context():
+  with contexts.managed_execution_context():
     for name, image_root in (("nested", nested), ("flat", flat),
                              ("cache", cache)):
       fed = image_data.load_landmarks(

@@ -12,7 +12,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision import algorithms
-from federated_vision import execution
+from federated_vision.runtime import contexts
 from federated_vision import models
 from federated_vision import training_loop as tl
 from federated_vision.algorithms import sampling
@@ -71,7 +71,7 @@ def test_evaluate_fn_built_first_then_two_processes(fed, tmp_path):
                                     server_momentum=0.9)
   spec = cdl.TrainingSpec(batch_size=16, max_elements=32, seed=2)
   sampler = sampling.UniformSampler(fed.client_data.client_ids, 2, seed=2)
-  with execution.managed_execution_context():
+  with contexts.managed_execution_context():
     for name, process in (("fedavg", first), ("fedavgm", second)):
       result = tl.run_federated_training(
           name, process, fed, spec, sampler, evaluate,

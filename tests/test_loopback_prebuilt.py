@@ -76,13 +76,13 @@ def test_prebuilt_shim_runs_a_worker_without_compiler(tmp_path):
   code = (
       "import sys; sys.prefix = sys.argv[1]\n"
       "import tensorflow as tf, tensorflow_federated as tff\n"
-      "from federated_vision import execution\n"
+      "from federated_vision.runtime import contexts\n"
       "from federated_vision.native import loopback_bind\n"
       "assert loopback_bind.library_path() == sys.argv[2]\n"
       "@tff.tensorflow.computation(tf.int32)\n"
       "def add_one(x):\n"
       "  return x + 1\n"
-      "with execution.managed_execution_context():\n"
+      "with contexts.managed_execution_context():\n"
       "  print('result', add_one(41))\n")
   run = subprocess.run([sys.executable, "-c", code, str(prefix), built],
                        cwd=REPO, env=_env(tmp_path), capture_output=True,

@@ -113,8 +113,8 @@ def test_build_fedvc_is_fedavg_on_virtual_clients():
 
 @pytest.fixture(scope="module")
 def context():
-  from federated_vision import execution  # pylint: disable=g-import-not-at-top
-  with execution.managed_execution_context() as worker:
+  from federated_vision.runtime import contexts  # pylint: disable=g-import-not-at-top
+  with contexts.managed_execution_context() as worker:
     yield worker
 
 

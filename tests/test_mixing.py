@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision import execution
+from federated_vision.runtime import contexts
 from federated_vision import training_loop
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import mixing
@@ -136,7 +136,7 @@ def _close(a, b):
 
 @pytest.fixture(scope="module")
 def context():
-  with execution.managed_execution_context() as worker:
+  with contexts.managed_execution_context() as worker:
     yield worker
 
 

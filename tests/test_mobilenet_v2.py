@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from federated_vision import execution  # pylint: disable=unused-import  # Retires TFF's default context at exit.
 from federated_vision.models import mobilenet_v2 as mnv2
 
 BN = tf.keras.layers.BatchNormalization

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from federated_vision import execution  # pylint: disable=unused-import  # Retires TFF's default context at exit.
 from federated_vision import models
 from federated_vision.models import cifar
 from federated_vision.models import mnist

@@ -12,7 +12,10 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision import algorithms
-from federated_vision import execution
+from federated_vision.runtime import contexts
+from federated_vision.runtime import worker_config
+from federated_vision.runtime import errors as worker_errors
+from federated_vision.runtime import workers
 from federated_vision import training_loop
 from federated_vision.algorithms import sampling
 from federated_vision.data import client_data as cdl
@@ -40,7 +43,7 @@ def _setup():
 
 def _run(tmp_path, name, rounds=3, **context_kwargs):
   fed, spec, process, sampler, evaluate = _setup()
-  with execution.managed_execution_context(**context_kwargs) as pool:
+  with contexts.managed_execution_context(**context_kwargs) as pool:
     pids = pool.pids
     result = training_loop.run_federated_training(
         name, process, fed, spec, sampler, evaluate,
@@ -80,7 +83,7 @@ def test_two_local_workers_match_one(tmp_path):
 
 def test_remote_workers_by_address(tmp_path):
   # Workers "started by hand" (here: our own, reached only by address).
-  pool = execution.WorkerPool(local_workers=2)
+  pool = contexts.WorkerPool(local_workers=2)
   pool.start()
   try:
     addresses = [w.address for w in pool.local]
@@ -100,9 +103,9 @@ def test_taken_port_is_one_clear_line():
     s.bind(("::", 0))
     s.listen(1)
     port = s.getsockname()[1]
-    worker = execution.ManagedWorker(port=port, startup_timeout=20)
+    worker = workers.ManagedWorker(port=port, startup_timeout=20)
     start = time.monotonic()
-    with pytest.raises(execution.WorkerStartError) as info:
+    with pytest.raises(worker_errors.WorkerStartError) as info:
       worker.start()
   assert time.monotonic() - start < 30
   message = str(info.value)
@@ -112,10 +115,10 @@ def test_taken_port_is_one_clear_line():
 
 
 def test_missing_binary_is_one_clear_line(monkeypatch):
-  monkeypatch.setattr(execution, "worker_binary_path", lambda: (_ for _ in ()).throw(
-      execution.WorkerStartError("TFF worker binary not found at /nope")))
-  with pytest.raises(execution.WorkerStartError, match="/nope"):
-    with execution.managed_execution_context(local_workers=2):
+  monkeypatch.setattr(workers, "worker_binary_path", lambda: (_ for _ in ()).throw(
+      worker_errors.WorkerStartError("TFF worker binary not found at /nope")))
+  with pytest.raises(worker_errors.WorkerStartError, match="/nope"):
+    with contexts.managed_execution_context(local_workers=2):
       pass
 
 
@@ -124,8 +127,8 @@ def test_unreachable_address_fails_within_deadline():
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]  # Nothing listens here.
   start = time.monotonic()
-  with pytest.raises(execution.WorkerStartError, match=f"127.0.0.1:{port}"):
-    with execution.managed_execution_context(
+  with pytest.raises(worker_errors.WorkerStartError, match=f"127.0.0.1:{port}"):
+    with contexts.managed_execution_context(
         local_workers=0, workers=[f"127.0.0.1:{port}"], startup_timeout=3):
       pass
   assert time.monotonic() - start < 10
@@ -135,14 +138,14 @@ def test_worker_killed_mid_round_is_one_clear_line(tmp_path):
   fed, spec, process, sampler, evaluate = _setup()
   del evaluate
   training = training_loop.build_training_process(process, fed, spec)
-  with execution.managed_execution_context(local_workers=2) as pool:
+  with contexts.managed_execution_context(local_workers=2) as pool:
     state = training.initialize()
     victim = pool.pids[1]
     # Kill the second worker while rounds are running.
     killer = threading.Timer(1.0, os.kill, (victim, signal.SIGKILL))
     killer.start()
     start = time.monotonic()
-    with pytest.raises(execution.WorkerLostError) as info:
+    with pytest.raises(worker_errors.WorkerLostError) as info:
       for r in range(1, 1000):
         state = training.next(state, sampler.round_keys(r)).state
     killer.join()
@@ -155,12 +158,12 @@ def test_worker_killed_mid_round_is_one_clear_line(tmp_path):
 
 def test_pool_validates_arguments():
   with pytest.raises(ValueError, match="local_workers"):
-    execution.WorkerPool(local_workers=-1)
+    contexts.WorkerPool(local_workers=-1)
   with pytest.raises(ValueError, match="at least one worker"):
-    execution.WorkerPool(local_workers=0)
+    contexts.WorkerPool(local_workers=0)
   with pytest.raises(ValueError, match="not host:port"):
-    execution.WorkerPool(workers=["localhost"])
-  assert execution.parse_worker_addresses("a:1, b:2") == ["a:1", "b:2"]
+    contexts.WorkerPool(workers=["localhost"])
+  assert worker_config.parse_worker_addresses("a:1, b:2") == ["a:1", "b:2"]
 
 
 class _SignallingSampler:
@@ -181,19 +184,19 @@ def test_hung_remote_worker_stops_run_within_seconds(tmp_path, monkeypatch):
   """Resuming after a lost remote worker is tested through train_main
   (test_workers_flags.test_lost_remote_worker_stops_run_and_rerun_resumes)."""
   # 3 unanswered probes of 1 s (5 s in use): the same path, 12 s sooner.
-  monkeypatch.setattr(execution, "_REMOTE_PROBE_TIMEOUT_SEC", 1.0)
+  monkeypatch.setattr(workers, "_REMOTE_PROBE_TIMEOUT_SEC", 1.0)
   fed, spec, process, sampler, evaluate = _setup()
   config = training_loop.LoopConfig(total_rounds=4, rounds_per_checkpoint=1,
                                     output_dir=str(tmp_path / "run"))
-  hosts = execution.WorkerPool(local_workers=2)  # "Started by hand".
+  hosts = contexts.WorkerPool(local_workers=2)  # "Started by hand".
   hosts.start()
   victim = hosts.local[1].pid
   # SIGSTOP: the process lives and its port accepts connections, but it
   # never answers (like a host that vanished without closing connections).
   hung = _SignallingSampler(sampler, 3, victim, signal.SIGSTOP)
   try:
-    with pytest.raises(execution.WorkerLostError) as info:
-      with execution.managed_execution_context(
+    with pytest.raises(worker_errors.WorkerLostError) as info:
+      with contexts.managed_execution_context(
           local_workers=0, workers=[w.address for w in hosts.local]):
         training_loop.run_federated_training(
             "run", process, fed, spec, hung, evaluate, config, log_fn=None)
@@ -226,8 +229,8 @@ def _listening_addresses(port):
 
 @pytest.mark.parametrize("loopback_only", [True, False])
 def test_local_workers_listen_on_loopback_only(loopback_only):
-  config = execution.WorkerConfig(loopback_only=loopback_only)
-  with execution.managed_execution_context(config=config) as pool:
+  config = worker_config.WorkerConfig(loopback_only=loopback_only)
+  with contexts.managed_execution_context(config=config) as pool:
     addresses = _listening_addresses(pool.local[0].port)
   assert addresses
   wildcard = any(set(a) == {"0"} for a in addresses)

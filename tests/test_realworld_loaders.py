@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from federated_vision.data import client_data as cd
-from federated_vision import execution
+from federated_vision.runtime import contexts
 import realworld_fixtures as fixtures
 from federated_vision.data import split_io
 from federated_vision.realworld import (image_data, inaturalist, landmarks,
@@ -35,7 +35,7 @@ def _rows(path):
 @pytest.fixture(scope="module", autouse=True)
 def tff_context():
   """One managed TFF worker for the module's `dataset_computation` calls."""
-  with execution.managed_execution_context() as worker:
+  with contexts.managed_execution_context() as worker:
     yield worker
 
 

@@ -58,7 +58,6 @@ def test_round_trip_same_partition(tmp_path):
 
 def test_round_trip_same_client_data(tmp_path):
   from federated_vision.data import client_data
-  from federated_vision import execution  # pylint: disable=unused-import  # TFF context retired at exit.
   arrays = {"x": np.arange(LABELS.size * 2, dtype=np.float32).reshape(-1, 2),
             "y": LABELS.astype(np.int32)}
   part = _partition(alpha=0.1, k=8, n=25)

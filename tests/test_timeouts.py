@@ -25,14 +25,14 @@ HANGS = textwrap.dedent("""
 
     import pytest
 
-    from federated_vision import execution
+    from federated_vision.runtime import contexts
 
     STARTED = []
 
 
     @pytest.fixture
     def worker():
-      with execution.managed_execution_context() as pool:
+      with contexts.managed_execution_context() as pool:
         STARTED.extend(pool.pids)
         with open(os.environ["HANG_PIDS_FILE"], "a") as f:
           f.write("".join(f"{pid}\\n" for pid in pool.pids))

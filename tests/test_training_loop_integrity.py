@@ -18,7 +18,7 @@ import tensorflow_federated as tff
 from tensorboard.backend.event_processing import event_accumulator
 
 from federated_vision import algorithms
-from federated_vision import execution
+from federated_vision.runtime import contexts
 from federated_vision import models
 from federated_vision import training_loop as tl
 from federated_vision.algorithms import sampling
@@ -37,7 +37,7 @@ INPUT_SPEC = {"x": tf.TensorSpec([None, 8, 8, 1], tf.float32),
 def setup():
   fed = digits.load_federated(num_clients=6, alpha=0.5, seed=1)
   spec = cdl.TrainingSpec(batch_size=16, max_elements=32, seed=1)
-  with execution.managed_execution_context():
+  with contexts.managed_execution_context():
     yield fed, spec
 
 

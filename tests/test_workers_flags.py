@@ -18,7 +18,7 @@ import pytest
 
 from conftest import REPO, SMALL_RUN, TRAIN_MAIN, metric_rows, run_module
 from conftest import worker_pids
-from federated_vision import execution
+from federated_vision.runtime import workers
 from test_multi_worker import _remove_logs
 
 _KEYS = ("train_loss", "train_accuracy", "test_loss", "test_accuracy")
@@ -95,7 +95,7 @@ def test_lost_remote_worker_stops_run_and_rerun_resumes(reference_run,
           "--total_rounds=6", *SMALL_RUN, "--centralized_epochs=0",
           "--local_workers=0", f"--workers=127.0.0.1:{port}"]
   out = tmp_path / "remote" / "fedavg"
-  worker = execution.ManagedWorker(port=port)  # "Started by hand".
+  worker = workers.ManagedWorker(port=port)  # "Started by hand".
   worker.start()
   try:
     proc = _popen(*args)
@@ -122,7 +122,7 @@ def test_lost_remote_worker_stops_run_and_rerun_resumes(reference_run,
   assert "rerun the same command" in line and "--rounds_per_checkpoint" in line
   assert len(metric_rows(out / "metrics.csv")) < 6, "finished before the kill"
 
-  worker = execution.ManagedWorker(port=port)  # The service is back.
+  worker = workers.ManagedWorker(port=port)  # The service is back.
   worker.start()
   try:
     again = run_module(TRAIN_MAIN, *args, env=_QUIET)

@@ -42,7 +42,8 @@ quiet "${pip[@]}" install --no-deps "tensorflow-federated==0.87.0"
 quiet "${pip[@]}" install --no-deps --no-build-isolation -e "$here"
 "$venv/bin/python" - <<'PY'
 import importlib, sys
-import federated_vision.execution  # Retires TFF's import-time context cleanly at exit.
+from federated_vision import runtime
+runtime.install(signal_handlers=False)  # Managed TFF context; TFF's import-time one retired at exit.
 for mod in ("tensorflow", "tensorflow_federated", "tensorflow_datasets", "s2sphere",
             "sklearn", "matplotlib", "absl", "federated_vision"):
     importlib.import_module(mod)

@@ -24,10 +24,6 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision import execution
-
-execution.install_managed_default_context()  # Never TFF's unmanaged worker.
-
 ModelFn = Callable[[], tff.learning.models.VariableModel]
 AggregationFactory = Union[tff.aggregators.WeightedAggregationFactory,
                            tff.aggregators.UnweightedAggregationFactory]

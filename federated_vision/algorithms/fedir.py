@@ -19,11 +19,11 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
-from tensorflow_federated.python.learning import loop_builder
 
 from federated_vision import models as models_lib
 from federated_vision.algorithms import fedavg
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.runtime import learning_internals
 
 PerExampleLossFn = Callable[[tf.Tensor, tf.Tensor], tf.Tensor]
 
@@ -153,7 +153,7 @@ def build_fedir_client_work(
         _client_update, model, client_optimizer, num_classes=num_classes,
         per_example_loss_fn=per_example_loss_fn,
         client_weighting=client_weighting,
-        training_loop=loop_builder.build_training_loop(loop_implementation),
+        training_loop=learning_internals.build_training_loop(loop_implementation),
         client_label_counts=client_label_counts))
     return update(state, initial_weights, dataset)
 

@@ -31,7 +31,7 @@ from typing import Any, Dict, NamedTuple, Optional, Sequence
 
 import tensorflow_federated as tff
 
-from federated_vision import methods
+from federated_vision import mixing_settings
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.algorithms import mixing_data
@@ -48,7 +48,7 @@ PARALLEL = "parallel"
 EXAMPLE_TRANSFER = "example_transfer"
 GRADIENT_TRANSFER = "gradient_transfer"
 ORACLE = "oracle"
-STRATEGIES = methods.MIXING_STRATEGIES
+STRATEGIES = mixing_settings.MIXING_STRATEGIES
 assert STRATEGIES == (NONE, PARALLEL, EXAMPLE_TRANSFER, GRADIENT_TRANSFER, ORACLE)
 
 
@@ -82,13 +82,13 @@ def check_strategy(strategy: str) -> None:
 def check_combination(strategy: str, fedir: bool, fedvc: bool) -> None:
   """Refuses strategy x (FedIR, FedVC) combinations that have no single
   meaning (gradient transfer + FedIR, example transfer + FedVC; see
-  `methods.check_mixing_combination`, which states the rules once)."""
+  `mixing_settings.check_mixing_combination`, which states the rules once)."""
   check_strategy(strategy)
-  methods.check_mixing_combination(
+  mixing_settings.check_mixing_combination(
       strategy, "fedavg", ("fedir",) * fedir + ("fedvc",) * fedvc)
 
 
-_DEFAULTS = methods.MixingSettings()  # The flags' defaults, stated once.
+_DEFAULTS = mixing_settings.MixingSettings()  # The flags' defaults, stated once.
 
 
 class MixingConfig(NamedTuple):

@@ -21,7 +21,6 @@ of B, the last one smaller, so a client takes E * ceil(n / B) steps
 (`num_local_batches`); FedVC's virtual client takes E * ceil(N_VC / B).
 """
 
-import contextlib
 import hashlib
 import os
 from typing import Callable, Dict, Mapping, NamedTuple, Optional, Sequence
@@ -30,9 +29,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision import execution
-
-execution.install_managed_default_context()  # Never TFF's unmanaged worker.
+from federated_vision.runtime.tf_internals import op_seed_only
 
 ROUND_KEY_SEPARATOR = "@"
 # Optional per-batch feature: the client's class counts over its whole local
@@ -344,38 +341,6 @@ def label_counts_fn(client_ids: Sequence[str], class_counts: np.ndarray
     return tf.scatter_nd(tf.constant(classes)[begin:end, None],
                          tf.constant(values)[begin:end], [num_classes])
   return lookup
-
-
-@contextlib.contextmanager
-def op_seed_only():
-  """Makes seeded ops created in the body depend on their own seed only.
-
-  TF combines an op's seed with the global seed (`tf.random.set_seed`, or the
-  graph seed TFF's tracing inherits from it): `random_seed.get_seed` returns
-  (global, op). So a process that had set a global seed (e.g. a centralized
-  baseline trained earlier in the same process, or the user's script) would
-  shuffle clients' data differently from a fresh process with the same
-  --seed; and with a global seed of 0 it fails outright ("symbolic Tensor as
-  a Python bool") on our tensor seeds. In the body the global / graph seed
-  is None, as in a fresh process; it is restored afterwards.
-  """
-  from tensorflow.python.eager import context  # pylint: disable=g-import-not-at-top
-  if tf.executing_eagerly():
-    ctx = context.context()
-    saved = (ctx._seed, getattr(ctx, "_rng", None))  # pylint: disable=protected-access
-    ctx._seed = None  # pylint: disable=protected-access
-    try:
-      yield
-    finally:
-      ctx._seed, ctx._rng = saved  # pylint: disable=protected-access
-  else:
-    graph = tf.compat.v1.get_default_graph()
-    saved = graph.seed
-    graph.seed = None
-    try:
-      yield
-    finally:
-      graph.seed = saved
 
 
 def build_training_dataset_fn(

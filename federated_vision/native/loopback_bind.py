@@ -26,7 +26,7 @@ SOURCE = r"""/* LD_PRELOAD shim: a wildcard bind() to a non-zero port becomes lo
  * TFF 0.87's worker_binary listens on "[::]:port" (all interfaces) and has no
  * flag to change that; its executor service has no authentication and runs
  * any TensorFlow graph it is sent. Preloaded into the worker by
- * federated_vision.execution, this rewrites
+ * federated_vision.runtime.workers, this rewrites
  *   AF_INET  0.0.0.0:port -> 127.0.0.1:port
  *   AF_INET6 [::]:port    -> [::ffff:127.0.0.1]:port (the dual-stack socket
  *                            then accepts 127.0.0.1 only)

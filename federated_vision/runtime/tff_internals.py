@@ -1,0 +1,218 @@
+"""Every use of TFF 0.87's executor and context internals, each with why.
+
+TFF's public API (`tff.backends.native.*`) can only build a context whose
+`worker_binary` TFF starts and owns itself (stopped in a `__del__` only, see
+`federated_vision.runtime.workers`); it has no public way to build a context
+over a worker (gRPC stub) we own, to split a computation across several
+workers we own, nor to read or set the default context without installing
+TFF's own. So the runtime reaches into `tensorflow_federated.python.core`
+here, and only here. Each function says which public API is missing.
+"""
+
+import asyncio
+from typing import Callable, Sequence
+
+import grpc
+from tensorflow_federated.proto.v0 import executor_pb2
+from tensorflow_federated.python.core.backends.native import compiler
+from tensorflow_federated.python.core.backends.native import mergeable_comp_compiler
+from tensorflow_federated.python.core.environments.tensorflow_frontend import tensorflow_computation
+from tensorflow_federated.python.core.impl.context_stack import context_base
+from tensorflow_federated.python.core.impl.context_stack import context_stack_impl
+from tensorflow_federated.python.core.impl.context_stack import runtime_error_context
+from tensorflow_federated.python.core.impl.execution_contexts import mergeable_comp_execution_context as mergeable
+from tensorflow_federated.python.core.impl.execution_contexts import sync_execution_context
+from tensorflow_federated.python.core.impl.executor_stacks import executor_factory
+from tensorflow_federated.python.core.impl.executor_stacks import python_executor_stacks
+from tensorflow_federated.python.core.impl.executors import executors_errors
+from tensorflow_federated.python.core.impl.executors import remote_executor
+from tensorflow_federated.python.core.impl.executors import remote_executor_grpc_stub
+from tensorflow_federated.python.core.impl.executors import remote_executor_stub
+from tensorflow_federated.python.core.impl.types import placements
+
+from federated_vision.runtime.errors import WorkerError, WorkerLostError
+
+# Why: TFF's ExecutorGroup stubs and the worker's channel must use TFF's own
+# message-size options (no public constant).
+GRPC_CHANNEL_OPTIONS = executor_factory._GRPC_CHANNEL_OPTIONS  # pylint: disable=protected-access
+
+
+def grpc_stub(channel):
+  """TFF's stub over `channel` (has `is_ready`); no public constructor."""
+  return remote_executor_grpc_stub.RemoteExecutorGrpcStub(channel)
+
+
+# --- The default context (no public getter, and TFF's only public setters
+# --- install contexts TFF builds itself).
+
+def current_context():
+  """TFF's current (default, unless inside `install`) execution context."""
+  return context_stack_impl.context_stack.current
+
+
+def set_default_context(context) -> None:
+  """Makes `context` TFF's process-wide default."""
+  context_stack_impl.context_stack.set_default_context(context)
+
+
+def install_context(context):
+  """A context manager making `context` current for its body."""
+  return context_stack_impl.context_stack.install(context)
+
+
+def is_tff_unmanaged_context(context) -> bool:
+  """Whether `context` is TFF's own local C++ context.
+
+  That is the context `import tensorflow_federated` installs
+  (`tff.backends.native.set_sync_local_cpp_execution_context`): invoked, it
+  starts a `worker_binary` that outlives this process. TFF exposes no way to
+  tell it apart, so this looks at the name of its executor stack function
+  (`executor_factory.local_cpp_executor_factory.<locals>.stack_fn`).
+  """
+  factory = getattr(context, "_executor_factory", None)
+  stack_fn = getattr(factory, "_executor_stack_fn", None)
+  return getattr(stack_fn, "__qualname__", "").startswith(
+      "local_cpp_executor_factory.")
+
+
+def retire_default_context() -> None:
+  """Drops TFF's default context while the interpreter is intact.
+
+  Otherwise the import-time context's ServiceManager.__del__ can run during
+  interpreter teardown and print an 'AttributeError: NoneType has no
+  attribute Popen' traceback. No public API installs TFF's "no context"
+  context (`RuntimeErrorContext`).
+  """
+  set_default_context(runtime_error_context.RuntimeErrorContext())
+
+
+# --- Contexts over our own workers.
+
+def sync_context(get_stub: Callable[[], object], default_num_clients: int = 0):
+  """A sync TFF execution context whose executors talk to `get_stub()`.
+
+  Mirrors `tff.backends.native.create_sync_local_cpp_execution_context`
+  with its ServiceManager (a worker TFF starts itself) replaced by our
+  stub; TFF has no public constructor taking a stub or channel.
+  """
+  def stack_fn(cardinalities):
+    if cardinalities.get(placements.CLIENTS) is None:
+      cardinalities[placements.CLIENTS] = default_num_clients
+    executor = remote_executor.RemoteExecutor(get_stub(), stream_structs=False)
+    executor.set_cardinalities(cardinalities)
+    return executor
+
+  factory = python_executor_stacks.ResourceManagingExecutorFactory(
+      executor_stack_fn=stack_fn)
+  return sync_execution_context.SyncExecutionContext(
+      executor_fn=factory,
+      compiler_fn=compiler.desugar_and_transform_to_native,
+      transform_args=tensorflow_computation.transform_args,
+      transform_result=tensorflow_computation.transform_result)
+
+
+class _ThreadedContext(context_base.AsyncContext):
+  """An AsyncContext running a sync context's `invoke` in a thread."""
+
+  def __init__(self, sync_context_):
+    self._context = sync_context_
+
+  async def invoke(self, comp, arg):
+    return await asyncio.to_thread(self._context.invoke, comp, arg)
+
+
+def mergeable_context(sync_contexts: Sequence[object]):
+  """TFF's `MergeableCompExecutionContext` over one sync context per worker.
+
+  A computation is compiled to mergeable form; its CLIENTS-placed argument
+  is split into len(sync_contexts) contiguous slices, one per worker, and the
+  partial aggregates are merged. TFF's `RemoteExecutor` blocks its event loop
+  on every gRPC call, so each worker's context is invoked in its own thread;
+  otherwise the slices would run one after another. (TFF 0.87 exports no
+  public builder of this context over given contexts.)
+  """
+  context = mergeable.MergeableCompExecutionContext(
+      async_contexts=[_ThreadedContext(c) for c in sync_contexts],
+      compiler_fn=mergeable_comp_compiler.compile_to_mergeable_comp_form)
+
+  def quiet_worker_errors(loop, info):
+    # When one worker's slice fails, TFF raises at once and leaves the other
+    # slices' tasks to fail later (the pool is stopped): their "exception
+    # never retrieved" tracebacks would bury the one line already raised.
+    if not isinstance(info.get("exception"), WorkerError):
+      loop.default_exception_handler(info)
+
+  # Why private: the context owns its event loop and has no setter for it.
+  context._async_runner._event_loop.set_exception_handler(quiet_worker_errors)  # pylint: disable=protected-access
+  return context
+
+
+# --- A stub that turns a lost worker's errors into one line.
+
+_LOST_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
+                         grpc.StatusCode.DEADLINE_EXCEEDED})
+
+
+def _forward(method: str):
+  return lambda self, request: self._call(method, request)  # pylint: disable=protected-access
+
+
+class GuardedStub(remote_executor_stub.RemoteExecutorStub):
+  """Turns a lost worker's gRPC errors into a `WorkerLostError`.
+
+  TFF marks UNAVAILABLE retryable and retries the whole call forever; a
+  `WorkerError` is not retryable, so the computation stops with one line.
+  Subclasses TFF's internal stub interface: `RemoteExecutor` takes nothing
+  else and TFF has no public hook for its errors.
+
+  Args:
+    worker: the `workers._Worker` (for `loss_message`, `_lost`, `describe`).
+    stub: the worker's `grpc_stub`.
+  """
+
+  def __init__(self, worker, stub):
+    self._worker = worker
+    self._stub = stub
+
+  def _call(self, method: str, request):
+    try:
+      return getattr(self._stub, method)(request)
+    except ValueError as e:
+      if "closed channel" not in str(e):
+        raise
+      # The worker was marked lost, stopped or restarted since this stub
+      # was handed out.
+      raise WorkerLostError(self._worker.loss_message(
+          "its connection was closed (worker stopped)")) from None
+    except (grpc.RpcError, executors_errors.RetryableError) as e:
+      code = e.code() if isinstance(e, grpc.Call) else None
+      if code in _LOST_CODES or self._worker._lost:  # pylint: disable=protected-access
+        raise WorkerLostError(self._worker.loss_message(e)) from None
+      if isinstance(e, executors_errors.RetryableError):
+        raise WorkerError(f"{self._worker.describe()}: gRPC "
+                          f"{getattr(code, 'name', code)}: {e.details()}") from None
+      raise
+
+  def _dispose(self, method: str, request, response):
+    try:
+      return self._call(method, request)
+    except WorkerLostError:
+      return response  # Nothing left to dispose of on a lost worker.
+
+  get_executor = _forward("get_executor")
+  create_value = _forward("create_value")
+  create_struct = _forward("create_struct")
+  create_call = _forward("create_call")
+  create_selection = _forward("create_selection")
+  compute = _forward("compute")
+
+  def dispose(self, request):
+    return self._dispose("dispose", request, executor_pb2.DisposeResponse())
+
+  def dispose_executor(self, request):
+    return self._dispose("dispose_executor", request,
+                         executor_pb2.DisposeExecutorResponse())
+
+  @property
+  def is_ready(self) -> bool:
+    return self._stub.is_ready
