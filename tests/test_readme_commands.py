@@ -1,7 +1,9 @@
-"""Every shell command of the README (```sh blocks) runs as written from a
-fresh clone after `make run`: it names an existing make target, module or
-script, and only flags that program defines; the cheap ones are run."""
+"""Every shell command of the README and of every docs/*.md page (```sh
+blocks) runs as written from a fresh clone after `make run`: it names an
+existing make target, module or script, and only flags that program defines;
+the cheap ones are run."""
 
+import glob
 import os
 import re
 import shlex
@@ -14,8 +16,11 @@ from conftest import REPO, run_module
 CHEAP = ("--dry_run",)
 
 
-# Docs besides the README whose ```sh commands are checked the same way.
-OTHER_DOCS = ("docs/hardware.md",)
+# Docs besides the README whose ```sh commands are checked the same way:
+# every page under docs/.
+OTHER_DOCS = tuple(sorted(
+    os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs",
+                                                             "*.md"))))
 
 
 def readme_commands(doc="README.md"):
@@ -88,8 +93,14 @@ def test_readme_has_the_binaries_commands():
   for name in ("experiments.train_main", "experiments.sweep_main",
                "experiments.report_main"):
     assert any(name in c for c in commands), name
-  assert not re.search(r"(?m)^\s*python3? ", open(
-      os.path.join(REPO, "README.md")).read()), "a bare `python` command"
+  for doc in ("README.md",) + OTHER_DOCS:
+    assert not re.search(r"(?m)^\s*python3? ", open(
+        os.path.join(REPO, doc)).read()), f"{doc}: a bare `python` command"
+
+
+def test_every_docs_page_is_checked():
+  assert "docs/hardware.md" in OTHER_DOCS and "docs/datasets.md" in OTHER_DOCS
+  assert len(OTHER_DOCS) >= 9, OTHER_DOCS
 
 
 @pytest.mark.parametrize("line, argv", readme_commands(),
