@@ -131,7 +131,10 @@ def test_readme_command_names_existing_program_and_flags(line, argv):
     proc = run_module(module, *args, timeout=300)
     assert proc.returncode == 0, f"{where}: {proc.stderr[-2000:]}"
     # The plan of what was asked: 'sweep|preset NAME: N points|runs', then
-    # one indented line per point or run.
+    # one line indented by two spaces per point or run; not counted: the
+    # base line(s) ('  base: ...' / '  base (every run; ...): ...'), a long
+    # line's wrapped continuations (indented deeper) and the sweep's
+    # '  N point(s) miss data:' summary.
     names = [a.split("=", 1)[1] for a in args
              if a.startswith(("--sweep=", "--preset="))]
     assert len(names) == 1, f"{where}: a --dry_run of what?"
@@ -140,7 +143,8 @@ def test_readme_command_names_existing_program_and_flags(line, argv):
                     r"(points|runs)\b", lines[0])
     assert head, f"{where}: {lines[0]!r}"
     listed = [l for l in lines[1:]
-              if l.startswith("  ") and not l.startswith("  base:")]
+              if re.match(r"  \S", l) and not l.startswith("  base")
+              and not re.match(r"  \d+ point\(s\) miss data:", l)]
     assert len(listed) == int(head.group(2)) > 0, f"{where}: {proc.stdout}"
 
 
