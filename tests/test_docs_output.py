@@ -1,9 +1,9 @@
 """The README's output claims against the binaries (issue 19, check 6).
 
-Every row of the failure table (docs/failure_modes.md) is run and its documented exit
-status compared with the real one; printed tables hold no `nan` and each
-`-` (not measured) has a footnote; the default experiment's numbers quoted
-in the README are what `make run` prints.
+Every row of the failure table (docs/failure_modes.md) is run and its
+documented exit status compared with the real one; printed tables hold no
+`nan` and each `-` (not measured) has a footnote; the default experiment's
+numbers quoted in the README are what `make run` prints.
 """
 
 import fcntl

@@ -251,7 +251,7 @@ def test_augenstein_and_digits_claims_mixing_runs():
   mixing = [r for r in d.runs if "mixing" in r.flags]
   assert len(mixing) == 5 and {r.flags["missing_classes"] for r in mixing} == {
       "8,9"}
-  # The mixing issue's acceptance settings (README "Mixing").
+  # The mixing issue's acceptance settings (docs/algorithms.md "Mixing").
   assert {(r.flags["num_clients"], r.flags["clients_per_round"],
            r.flags["merge_weight"], r.flags["central_steps"],
            r.flags["central_examples_per_client"], r.flags["gradient_weight"])
