@@ -1,4 +1,4 @@
-"""The EMD of the two Dirichlet conventions at CIFAR-10 shapes (README table).
+"""The EMD of the two Dirichlet conventions at CIFAR-10 shapes (docs/datasets).
 
 Same alpha, different partitions: `--partition=dirichlet` (Hsu, Qi & Brown
 2019: q_k ~ Dir(alpha p) per client, 100 clients x 500) and
@@ -12,8 +12,8 @@ class counts depend only on those sizes and the seed, not on the order of the
 examples, so the numbers are those of the real CIFAR-10 training set.
 
 Run: `python -m benchmarks.bench_dirichlet_conventions [--seed=0]`; prints the
-README's markdown table. tests/test_partition_per_class.py checks the README
-against `table()`.
+markdown table of docs/datasets.md. tests/test_partition_per_class.py checks
+that page against `table()`.
 """
 
 import argparse
@@ -62,7 +62,7 @@ def table(seed: int = 0, alphas=ALPHAS, num_clients: int = NUM_CLIENTS,
 
 
 def markdown(rows: List[dict]) -> str:
-  """The README's table."""
+  """The table of docs/datasets.md."""
   lines = ["| α | EMD, `dirichlet` (Hsu: Dir(α·p) per client, 100 × 500) | "
            "EMD, `dirichlet_per_class` (Dir(α·1_K) per class) | "
            "`dirichlet_per_class` client sizes |",

@@ -25,9 +25,10 @@ MAX_BELOW_ORACLE = 0.05
 STRATEGIES = ("none", "parallel", "example_transfer", "gradient_transfer",
               "oracle")
 
-# The README's command. lambda = 0.25 (not the paper's 1): the round's fixed
-# g_c comes from a batch of missing classes only and is added at every local
-# step; 0.25 is about the centralized share of the training data (283/1,430).
+# docs/algorithms.md's command. lambda = 0.25 (not the paper's 1): the
+# round's fixed g_c comes from a batch of missing classes only and is added at
+# every local step; 0.25 is about the centralized share of the training data
+# (283/1,430).
 SETTINGS = {
     "dataset": "digits", "missing_classes": "8,9", "mixing": list(STRATEGIES),
     "algorithm": ["fedavg"], "num_clients": 10, "alpha": 1.0,

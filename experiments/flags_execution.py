@@ -17,10 +17,10 @@ def define_flags() -> None:
                        "a slice of every round's clients; results equal one "
                        "worker's up to float summation order.")
   flags.DEFINE_list("workers", list(d.workers), "host:port,... of TFF "
-                    "worker_binary services started by hand (README: "
-                    "'Several workers'), used in addition to the "
-                    "--local_workers; give --local_workers=0 to use only "
-                    "these. A worker lost mid-run stops the run with one "
+                    "worker_binary services started by hand (docs/"
+                    "performance.md: 'Several workers'), used in addition "
+                    "to the --local_workers; give --local_workers=0 to use "
+                    "only these. A worker lost mid-run stops the run with one "
                     "line; rerun to resume from the last checkpoint.")
   flags.DEFINE_integer("max_concurrent_computation_calls",
                        d.max_concurrent_computation_calls, "worker_binary's "

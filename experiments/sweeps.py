@@ -22,7 +22,7 @@ dirichlet_per_class_cifar10 (the field's other Dirichlet convention,
 `--partition=dirichlet_per_class`: each class divided over the K = 100
 clients by Dir(alpha 1_K), as NIID-Bench / FedLab / Flower; all 50,000
 examples, client sizes vary): FedAvg and FedAvgM x alpha in {10, 1, 0.5, 0.1}
-(ours: the README's comparison values; NIID-Bench's default is 0.5)
+(ours: docs/datasets.md's comparison values; NIID-Bench's default is 0.5)
 -> 8 points, otherwise hsu2019_cifar10's base. Point names as hsu2019's.
 
 mcmahan_mnist_grid (McMahan et al. 2017, Tables 1, 2 and 4, as one full

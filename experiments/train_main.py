@@ -11,7 +11,7 @@ summary.json under --root_output_dir/--experiment_name.
 Flags -> `experiments.config.ExperimentConfig` -> `experiments.runner.run`.
 Exit status: 0 done; 2 bad flag, directory in use or holding another
 experiment (experiment.json); 3 divergence; 1 unreadable checkpoint or
-unwritable output (README: "One experiment per directory").
+unwritable output (docs/failure_modes.md: "One experiment per directory").
 """
 
 import os

@@ -1,7 +1,9 @@
-"""Every shell command of the README (```sh blocks) runs as written from a
-fresh clone after `make run`: it names an existing make target, module or
-script, and only flags that program defines; the cheap ones are run."""
+"""Every shell command of the README and of every docs/*.md page (```sh
+blocks) runs as written from a fresh clone after `make run`: it names an
+existing make target, module or script, and only flags that program defines;
+the cheap ones are run."""
 
+import glob
 import os
 import re
 import shlex
@@ -14,8 +16,11 @@ from conftest import REPO, run_module
 CHEAP = ("--dry_run",)
 
 
-# Docs besides the README whose ```sh commands are checked the same way.
-OTHER_DOCS = ("docs/hardware.md",)
+# Docs besides the README whose ```sh commands are checked the same way:
+# every page under docs/.
+OTHER_DOCS = tuple(sorted(
+    os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs",
+                                                             "*.md"))))
 
 
 def readme_commands(doc="README.md"):
@@ -88,8 +93,14 @@ def test_readme_has_the_binaries_commands():
   for name in ("experiments.train_main", "experiments.sweep_main",
                "experiments.report_main"):
     assert any(name in c for c in commands), name
-  assert not re.search(r"(?m)^\s*python3? ", open(
-      os.path.join(REPO, "README.md")).read()), "a bare `python` command"
+  for doc in ("README.md",) + OTHER_DOCS:
+    assert not re.search(r"(?m)^\s*python3? ", open(
+        os.path.join(REPO, doc)).read()), f"{doc}: a bare `python` command"
+
+
+def test_every_docs_page_is_checked():
+  assert "docs/hardware.md" in OTHER_DOCS and "docs/datasets.md" in OTHER_DOCS
+  assert len(OTHER_DOCS) >= 9, OTHER_DOCS
 
 
 @pytest.mark.parametrize("line, argv", readme_commands(),
@@ -120,7 +131,10 @@ def test_readme_command_names_existing_program_and_flags(line, argv):
     proc = run_module(module, *args, timeout=300)
     assert proc.returncode == 0, f"{where}: {proc.stderr[-2000:]}"
     # The plan of what was asked: 'sweep|preset NAME: N points|runs', then
-    # one indented line per point or run.
+    # one line indented by two spaces per point or run; not counted: the
+    # base line(s) ('  base: ...' / '  base (every run; ...): ...'), a long
+    # line's wrapped continuations (indented deeper) and the sweep's
+    # '  N point(s) miss data:' summary.
     names = [a.split("=", 1)[1] for a in args
              if a.startswith(("--sweep=", "--preset="))]
     assert len(names) == 1, f"{where}: a --dry_run of what?"
@@ -129,7 +143,8 @@ def test_readme_command_names_existing_program_and_flags(line, argv):
                     r"(points|runs)\b", lines[0])
     assert head, f"{where}: {lines[0]!r}"
     listed = [l for l in lines[1:]
-              if l.startswith("  ") and not l.startswith("  base:")]
+              if re.match(r"  \S", l) and not l.startswith("  base")
+              and not re.match(r"  \d+ point\(s\) miss data:", l)]
     assert len(listed) == int(head.group(2)) > 0, f"{where}: {proc.stdout}"
 
 

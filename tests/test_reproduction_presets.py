@@ -261,7 +261,7 @@ def test_augenstein_and_digits_claims_mixing_runs():
   mixing = [r for r in d.runs if "mixing" in r.flags]
   assert len(mixing) == 5 and {r.flags["missing_classes"] for r in mixing} == {
       "8,9"}
-  # The mixing issue's acceptance settings (README "Mixing").
+  # The mixing issue's acceptance settings (docs/algorithms.md "Mixing").
   # Each run sets only its own strategy's settings.
   assert {(r.flags["num_clients"], r.flags["clients_per_round"])
           for r in mixing} == {(10, 5)}

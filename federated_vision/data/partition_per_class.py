@@ -21,7 +21,7 @@ Two conventions share the name "Dirichlet(alpha)" and the symbol alpha:
 
 The same alpha therefore means different things: on CIFAR-10 shapes
 (K = 100) per-class alpha = 0.5 is far less skewed than Hsu's alpha = 0.5
-(see the README's table, `benchmarks/dirichlet_conventions.py`).
+(see the table in docs/datasets.md, `benchmarks/dirichlet_conventions.py`).
 
 pfl-research's `partition_by_dirichlet_class_distribution` is neither: one
 Dir(alpha 1_C) draw per user (Hsu's per-client draw with total

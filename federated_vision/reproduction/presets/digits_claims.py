@@ -49,9 +49,9 @@ MISSING_CLASSES = "8,9"
 MIXING = ("none", "parallel", "example_transfer", "gradient_transfer",
           "oracle")
 CLAIM5_RUNS = {m: f"digits_claims_mixing_{m}" for m in MIXING}
-# The mixing issue's acceptance settings (README, "Mixing federated and
-# centralized data"): 10 clients, 5 a round, a = 0.7, K = 6, M = 20,
-# lambda = 0.25 (lambda = 1 collapses classes 0-7 on digits).
+# The mixing issue's acceptance settings (docs/algorithms.md, "Mixing
+# federated and centralized data"): 10 clients, 5 a round, a = 0.7, K = 6,
+# M = 20, lambda = 0.25 (lambda = 1 collapses classes 0-7 on digits).
 MIXING_SETTINGS = {"alpha": 1.0, "num_clients": 10, "clients_per_round": 5,
                    "client_batch_size": 10, "total_rounds": 100}
 # Each strategy's own hyper-parameters (Augenstein et al. Algorithms 2-4).
