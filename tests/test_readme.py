@@ -85,7 +85,7 @@ def test_readme_tour_snippet_runs(tmp_path):
   two rounds of 2 clients on the managed workers."""
   snippets = _tour_snippets()
   assert len(snippets) == 1
-  assert "execution.managed_execution_context()" in snippets[0]
+  assert "contexts.managed_execution_context()" in snippets[0]
   code = snippets[0].replace("/tmp/fv", str(tmp_path)) + (
       "\nimport numpy as np"
       "\nassert sorted(fed.client_data.client_ids) == "
