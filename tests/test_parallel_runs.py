@@ -22,8 +22,8 @@ SWEEP_MODULE = textwrap.dedent("""
             "clients_per_round": 3, "client_batch_size": 20,
             "total_rounds": 2, "rounds_per_eval": 1,
             "rounds_per_checkpoint": 1, "centralized_epochs": 0, "seed": 3}
-    POINTS = tuple(sweeps.Point(f"alpha_{a}", {"alpha": a})
-                   for a in (0.1, 1.0, 10.0, 100.0))
+    POINTS = tuple(sweeps.Point(f"alpha_{n}", {"alpha": float(n)})
+                   for n in ("0.1", "1", "10", "100"))
     sweeps.SWEEPS["digits_tiny"] = sweeps.Sweep(
         "digits_tiny", ("digits",), BASE,
         POINTS + (sweeps.Point("zz_locked", {"alpha": 0.5}),))
