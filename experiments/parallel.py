@@ -63,6 +63,12 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 Printer = Callable[[str], None]
 
+try:  # Loaded here, not between fork and exec.
+  _LIBC = ctypes.CDLL(None, use_errno=True)
+  _PRCTL = _LIBC.prctl
+except (OSError, AttributeError):  # Not Linux: `_stop` still reaches them.
+  _PRCTL = None
+
 
 class Job(NamedTuple):
   """One point to run: its name, config and run directory."""
@@ -141,14 +147,12 @@ def check_distinct(jobs: Sequence[Job]) -> None:
 
 
 def _child_setup():
-  """Before exec: SIGTERM when the parent dies; SIGINT default (a parent
-  started in the background has it ignored, which exec would inherit)."""
-  try:
-    libc = ctypes.CDLL(None)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-  except (OSError, AttributeError):  # Not Linux: stop() still reaches them.
-    pass
-  signal.signal(signal.SIGINT, signal.SIG_DFL)
+  """Before exec (in the forked child: no loading, no locks): SIGTERM when
+  the parent dies; SIGINT default (a parent started in the background has it
+  ignored, which exec would pass on), as `execution._child_setup`."""
+  if _PRCTL is not None:
+    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    _LIBC.signal(signal.SIGINT, 0)  # SIG_DFL
 
 
 def _tail(path: str, lines: int = STDERR_LINES) -> Tuple[str, ...]:
