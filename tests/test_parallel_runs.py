@@ -157,8 +157,14 @@ def test_parallel_sweep_equals_sequential_and_reports_a_failed_point(
   failed = [i for i, l in enumerate(lines)
             if l.startswith("[5/5] zz_locked: failed (exit 2, ")]
   assert len(failed) == 1
-  assert lines[failed[0] + 1].startswith("    | run_point.py: error: ")
-  assert "is in use by another run" in lines[failed[0] + 1]
+  shown = []  # Its last stderr lines (TF's start-up noise may precede).
+  for l in lines[failed[0] + 1:]:
+    if not l.startswith("    | "):
+      break
+    shown.append(l)
+  assert 1 <= len(shown) <= parallel.STDERR_LINES
+  assert shown[-1].startswith("    | run_point.py: error: ")
+  assert "is in use by another run" in shown[-1]
   assert err.strip().splitlines()[-1] == (
       "sweep_main.py: error: sweep digits_tiny: 1 point(s) did not complete: "
       "zz_locked (failed, exit 2)")
@@ -214,3 +220,39 @@ def _alive(pid):
       return f.read().split(")")[-1].split()[0] != "Z"
   except OSError:
     return False
+
+
+@pytest.mark.timeout(300)
+def test_reproduce_parallel_runs_the_others_and_writes_no_report(tmp_path):
+  """reproduce(parallel_runs=2) on two tiny digits runs, one locked by this
+  process: the other runs to the end, the error is RunError exit 2 naming
+  the locked run, no report is written; unlocked, the rerun skips the
+  finished run, runs the other and writes the report."""
+  import dataclasses  # pylint: disable=g-import-not-at-top
+  from experiments import reproduce_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
+  full = presets.get_preset("digits_claims")
+  runs = tuple(dataclasses.replace(r, flags=dict(
+      r.flags, total_rounds=2, rounds_per_eval=1, rounds_per_checkpoint=1,
+      num_clients=4, clients_per_round=2, algorithm=["fedavg"]))
+               for r in full.runs[:2])
+  preset = dataclasses.replace(full, name="tiny_parallel", runs=runs)
+  locked = tmp_path / runs[1].name
+  locked.mkdir()
+  out = []
+  with training_loop.RunLock(str(locked)):
+    with pytest.raises(training_loop.RunError) as e:
+      reproduce_lib.reproduce(preset, str(tmp_path), {}, echo=out.append,
+                              parallel_runs=2)
+  assert e.value.exit_code == 2
+  assert str(e.value) == (f"preset tiny_parallel: 1 point(s) did not "
+                          f"complete: {runs[1].name} (failed, exit 2)")
+  assert (tmp_path / runs[0].name / "summary.json").is_file()
+  assert not (tmp_path / "tiny_parallel.md").exists()
+  assert any(l.startswith(f"[1/2] {runs[0].name}: completed (exit 0, ")
+             for l in out)
+  outcome = reproduce_lib.reproduce(preset, str(tmp_path), {},
+                                    echo=out.append, parallel_runs=2)
+  assert outcome == {runs[0].name: "finished", runs[1].name: "ran"}
+  assert (tmp_path / "tiny_parallel.md").is_file()
