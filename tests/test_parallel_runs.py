@@ -235,9 +235,9 @@ def test_reproduce_parallel_runs_the_others_and_writes_no_report(tmp_path):
   full = presets.get_preset("digits_claims")
   runs = tuple(dataclasses.replace(r, flags=dict(
       r.flags, total_rounds=2, rounds_per_eval=1, rounds_per_checkpoint=1,
-      num_clients=4, clients_per_round=2, algorithm=["fedavg"]))
-               for r in full.runs[:2])
-  preset = dataclasses.replace(full, name="tiny_parallel", runs=runs)
+      num_clients=4, clients_per_round=2)) for r in full.runs[:2])
+  preset = dataclasses.replace(full, name="tiny_parallel", runs=runs,
+                               tables=(), studies=())
   locked = tmp_path / runs[1].name
   locked.mkdir()
   out = []
