@@ -3,7 +3,7 @@
   python -m experiments.reproduce --preset=hsu2020_table3 --split_csv=... \
       [--dry_run] [--only=run_glob,...] [--report_only]
       [--results_root=DIR (default: --root_output_dir, i.e. output)]
-      [--local_workers=N] [--workers=host:port,...]
+      [--local_workers=N] [--workers=host:port,...] [--parallel_runs=N]
 
 Plans the preset's runs (a missing data flag or file, or data not on this
 machine, stops it before any run starts; --report_only reads finished runs
@@ -25,6 +25,7 @@ from absl import flags
 
 from experiments import cli
 from experiments import flags_lib
+from experiments import parallel
 from experiments import reproduce_lib
 
 flags_lib.define_flags()  # The data-location flags, named as in train_main.
@@ -41,6 +42,7 @@ flags.DEFINE_string("results_root", None, "Run directories go to "
                     "<results_root>/<run name>; reports to <results_root>. "
                     "Default: --root_output_dir (the output root of every "
                     "binary; giving both with different values is an error).")
+flags.DEFINE_integer("parallel_runs", 1, parallel.FLAG_HELP, lower_bound=1)
 FLAGS = flags.FLAGS
 
 
@@ -55,11 +57,13 @@ def main(argv):
           FLAGS.preset, reproduce_lib.output_root(FLAGS),
           reproduce_lib.given_data(FLAGS),
           FLAGS.only, FLAGS.dry_run, FLAGS.report_only,
-          execution=reproduce_lib.execution_settings(FLAGS))
+          execution=reproduce_lib.execution_settings(FLAGS),
+          parallel_runs=FLAGS.parallel_runs,
+          extra_modules=FLAGS.extra_modules)
     except (plan.PlanError, reproduce_lib.ReproduceError) as e:
       cli.fail(str(e))
   cli.main(argv, body)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(main, flags_parser=cli.parse_flags)

@@ -19,6 +19,7 @@ import os
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from experiments import config as config_lib
+from experiments import parallel
 from federated_vision.reproduction import plan as plan_lib
 from federated_vision.reproduction import results
 from federated_vision.reproduction import spec
@@ -134,13 +135,18 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
               only: Sequence[str] = (), dry_run: bool = False,
               report_only: bool = False, echo: Printer = print,
               run_fn: Callable[[Mapping[str, object]], None] = run_one,
-              execution: Optional[Mapping[str, object]] = None
+              execution: Optional[Mapping[str, object]] = None,
+              parallel_runs: int = 1, extra_modules: Sequence[str] = ()
               ) -> Dict[str, str]:
   """Plans, runs and reports one preset (see the module docstring).
 
   `preset_name` is a registered name or a `spec.Preset` (e.g. a scaled-down
   copy in a test). `execution` ({flag: value}, `execution_settings`) says
-  which TFF workers run every run; it changes no result.
+  which TFF workers run every run; it changes no result. `parallel_runs`
+  > 1 runs the unfinished runs as separate processes, that many at once
+  (`experiments.parallel`; `run_fn` is then not used): a failed run does not
+  stop the others, and then no report is written and the error's exit
+  status is the worst of the runs'.
 
   Returns:
     run name -> what happened to it ('finished', 'ran', 'dry run').
@@ -170,7 +176,10 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
     flags_of = {p.run.name: {**p.flags, **(execution or {})} for p in planned}
     for p in planned:  # Validate every config before the first run starts.
       config_lib.from_values(flags_of[p.run.name])
-    for i, p in enumerate(planned, 1):
+    if parallel_runs > 1:
+      _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
+                    echo, outcome)
+    for i, p in enumerate(planned if parallel_runs <= 1 else (), 1):
       name = p.run.name
       if p.status == results.FINISHED:
         outcome[name] = "finished"
@@ -183,6 +192,35 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
   os.makedirs(results_root, exist_ok=True)
   write_outputs(preset, results_root, echo)
   return outcome
+
+
+def _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
+                  echo, outcome) -> None:
+  """The unfinished runs of `planned` through `parallel.run_jobs` (the
+  config `run_one` would build); fills `outcome`.
+
+  Raises:
+    training_loop.RunError: some run did not complete (exit status: the
+      worst of the runs', `parallel.exit_status`).
+  """
+  todo = []
+  for i, p in enumerate(planned, 1):
+    if p.status == results.FINISHED:
+      outcome[p.run.name] = "finished"
+      echo(f"[{i}/{len(planned)}] {p.run.name}: finished, skipped")
+    else:
+      todo.append(i)
+  jobs = []
+  for i in todo:
+    config = config_lib.from_values(flags_of[planned[i - 1].run.name])
+    jobs.append(parallel.Job(planned[i - 1].run.name, config,
+                             config.output_dir))
+  outcomes = parallel.run_jobs(jobs, parallel_runs, extra_modules, echo,
+                               len(planned), todo)
+  outcome.update({o.name: "ran" for o in outcomes if o.returncode == 0})
+  error = parallel.failure_error(f"preset {preset.name}", outcomes)
+  if error is not None:
+    raise error
 
 
 def data_flag_names() -> List[str]:

@@ -18,6 +18,7 @@ import sys
 
 from experiments import config as config_lib
 from experiments import flags_lib
+from experiments import parallel
 from experiments import sweeps
 from federated_vision.errors import ConfigError, show
 from federated_vision.tasks import presence
@@ -117,8 +118,11 @@ def print_plan(sweep, exp_dir, rows) -> None:
     print(f"  {len(missing)} point(s) miss data:\n    {missing[0][3].message}")
 
 
-def run_points(sweep, exp_dir, rows) -> None:
-  """Runs the points without a summary.json.
+def run_points(sweep, exp_dir, rows, parallel_runs: int = 1,
+               extra_modules=()) -> None:
+  """Runs the points without a summary.json (`parallel_runs` > 1: as
+  separate processes, `experiments.parallel`; a failed point does not stop
+  the others and the exit status is the worst of the points').
 
   Raises:
     ConfigError: a point to run misses its data (before any point runs,
@@ -136,6 +140,9 @@ def run_points(sweep, exp_dir, rows) -> None:
                       missing[0][3].flags[0])
   ran = 0
   diverged = [pt.name for pt, _, _, status in rows if status == "diverged"]
+  if parallel_runs > 1:
+    return _run_parallel(sweep, exp_dir, rows, parallel_runs, extra_modules,
+                         diverged)
   for i, (pt, config, out, status) in enumerate(rows):
     if status is not None:
       print(f"[{i + 1}/{len(rows)}] {pt.name}: {status} (summary.json), "
@@ -150,6 +157,12 @@ def run_points(sweep, exp_dir, rows) -> None:
       print(f"[{i + 1}/{len(rows)}] {pt.name}: {e}")
       diverged.append(pt.name)
     ran += 1
+  _finish(sweep, exp_dir, rows, ran, diverged)
+
+
+def _finish(sweep, exp_dir, rows, ran, diverged) -> None:
+  """The closing lines; RunError (exit 3) naming the diverged points."""
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   print(f"\nsweep {sweep.name}: ran {ran}, skipped {len(rows) - ran}; "
         f"results under {exp_dir}")
   print(f"table: {python_command()} -m experiments.report_main "
@@ -160,6 +173,26 @@ def run_points(sweep, exp_dir, rows) -> None:
         f"{', '.join(diverged)} (summary.json status 'diverged')")
     error.exit_code = training_loop.DivergenceError.exit_code
     raise error
+
+
+def _run_parallel(sweep, exp_dir, rows, parallel_runs, extra_modules,
+                  diverged) -> None:
+  """run_points with `parallel_runs` > 1 (`experiments.parallel`)."""
+  for i, (pt, _, _, status) in enumerate(rows):
+    if status is not None:
+      print(f"[{i + 1}/{len(rows)}] {pt.name}: {status} (summary.json), "
+            "skipped")
+  todo = [i for i, r in enumerate(rows) if r[3] is None]
+  outcomes = parallel.run_jobs(
+      [parallel.Job(rows[i][0].name, rows[i][1], rows[i][2]) for i in todo],
+      parallel_runs, extra_modules, total=len(rows),
+      index=[i + 1 for i in todo])
+  if all(o.returncode in (0, 3) for o in outcomes):
+    return _finish(sweep, exp_dir, rows, len(todo), diverged + [
+        o.name for o in outcomes if o.returncode == 3])
+  print(f"\nsweep {sweep.name}: ran {len(todo)}, skipped "
+        f"{len(rows) - len(todo)}; results under {exp_dir}")
+  raise parallel.failure_error(f"sweep {sweep.name}", outcomes, diverged)
 
 
 def python_command() -> str:

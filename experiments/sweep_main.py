@@ -30,6 +30,7 @@ from absl import flags
 
 from experiments import cli
 from experiments import flags_lib
+from experiments import parallel
 from experiments import sweep_lib
 from experiments import sweeps
 
@@ -40,6 +41,7 @@ flags.DEFINE_string("sweep", None, f"The grid to run: "
 flags.DEFINE_bool("dry_run", False, "Print the planned runs and exit.")
 flags.DEFINE_list("only", [], "Run only the points whose name matches one of "
                   "these shell patterns (e.g. 'fedavg_*,*_alpha_0').")
+flags.DEFINE_integer("parallel_runs", 1, parallel.FLAG_HELP, lower_bound=1)
 for _module in flags_lib.key_flag_modules():
   flags.adopt_module_key_flags(_module)
 FLAGS = flags.FLAGS
@@ -50,7 +52,8 @@ def main(argv):
     planned = sweep_lib.plan(FLAGS)
     sweep_lib.print_plan(*planned)
     if not FLAGS.dry_run:
-      sweep_lib.run_points(*planned)
+      sweep_lib.run_points(*planned, parallel_runs=FLAGS.parallel_runs,
+                           extra_modules=FLAGS.extra_modules)
   cli.main(argv, body, "interrupted; run the same command again to resume "
            "(finished points are skipped)")
 

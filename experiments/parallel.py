@@ -1,0 +1,285 @@
+"""`--parallel_runs=N` of `sweep_main` and `reproduce` (issue 18).
+
+With N > 1 the points (sweep) or runs (preset) still to run are each run in
+a separate process, at most N at a time: `python -m experiments.run_point`
+on the point's pickled `ExperimentConfig` -- the very config the sequential
+path hands to `runner.run`, so every run's results are those of N = 1. Each
+child starts its own TFF worker(s) (`--local_workers`), holds its run
+directory's `RunLock` (a directory locked by another process fails that
+point, with exit 2 as in `train_main`) and writes its output to a log file;
+the parent prints one line per point as it starts and as it ends (with its
+status and, for a failure, the last lines of its stderr) and the others go
+on. N = 1 is the sequential path, unchanged.
+
+Exit status of the whole invocation (`exit_status`): the worst of its
+points', in the order 2 (configuration error, directory in use) > 1 (any
+other failure, e.g. a lost worker, an unwritable file, a crash) > 3 (a run
+diverged: its results are written) > 0. SIGINT / SIGTERM / SIGHUP to the
+parent stop every child (SIGTERM; each child then stops its workers, as
+`execution.install_signal_handlers` does for `train_main`), SIGKILL after
+`STOP_TIMEOUT_SEC`; a child whose parent dies gets SIGTERM from the kernel.
+
+Memory: N is capped so that N x (estimated peak RSS of one run) fits in
+MemAvailable (/proc/meminfo); see `PYTHON_PEAK_RSS_BYTES`.
+
+Not reused across points: worker processes and built TFF computations. Each
+point's process pays its own imports, autograph and worker start (a few
+seconds); sharing a worker between concurrent processes would serialize
+them, and a computation built in one process cannot be handed to another.
+"""
+
+import ctypes
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from federated_vision.errors import ConfigError
+
+FLAG_HELP = ("Run up to N points/runs at once, each as its own process with "
+             "its own worker(s) (--local_workers each); 1: one after another "
+             "in this process. Capped so that N runs fit in MemAvailable.")
+# Peak RSS of one run, measured (/proc/<pid>/status VmRSS every 0.3 s) on
+# `reproduce --preset=digits_claims --only=digits_claims_alpha_1`: 0.96 GB,
+# Python 0.78 GB + one local worker_binary 0.18 GB. Ours: rounded up for a
+# small model; a bigger one (MobileNetV2-GN: worker 3.7 GB, issue 18) needs
+# more, so with big models the cap is a floor, not a guarantee.
+PYTHON_PEAK_RSS_BYTES = 900 * 2**20
+WORKER_PEAK_RSS_BYTES = 300 * 2**20
+STOP_TIMEOUT_SEC = 15.0  # Ours: a child's workers stop within ~5 s.
+POLL_SEC = 0.2
+STDERR_LINES = 5  # Last stderr lines shown for a failed point.
+# Exit status -> severity (higher wins); unknown codes are failures (1).
+_SEVERITY = {0: 0, 3: 1, 1: 2, 2: 3}
+_PR_SET_PDEATHSIG = 1
+CHILD_MODULE = "experiments.run_point"
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+Printer = Callable[[str], None]
+
+try:  # Loaded here, not between fork and exec.
+  _LIBC = ctypes.CDLL(None, use_errno=True)
+  _PRCTL = _LIBC.prctl
+except (OSError, AttributeError):  # Not Linux: `_stop` still reaches them.
+  _PRCTL = None
+
+
+class Job(NamedTuple):
+  """One point to run: its name, config and run directory."""
+  name: str
+  config: object  # experiments.config.ExperimentConfig
+  output_dir: str
+
+
+class Outcome(NamedTuple):
+  """How a point's process ended."""
+  name: str
+  returncode: int  # The child's exit status (1 for a signal we did not send).
+  seconds: float
+  stderr_tail: Tuple[str, ...]
+
+
+def exit_status(codes: Sequence[int]) -> int:
+  """The invocation's exit status from its points': the worst of them,
+  2 > 1 > 3 > 0 (see the module docstring); 0 for none."""
+  worst = 0
+  for code in codes:
+    code = code if code in _SEVERITY else 1
+    if _SEVERITY[code] > _SEVERITY[worst]:
+      worst = code
+  return worst
+
+
+def describe(code: int) -> str:
+  """'completed' / 'diverged' / 'failed' for an exit status."""
+  return {0: "completed", 3: "diverged"}.get(code, "failed")
+
+
+def mem_available(meminfo: str = "/proc/meminfo") -> Optional[int]:
+  """MemAvailable in bytes, or None when unknown (not Linux)."""
+  try:
+    with open(meminfo) as f:
+      for line in f:
+        if line.startswith("MemAvailable:"):
+          return int(line.split()[1]) * 1024
+  except (OSError, ValueError, IndexError):
+    return None
+  return None
+
+
+def run_bytes(local_workers: int) -> int:
+  """Estimated peak RSS of one run with `local_workers` local workers."""
+  return PYTHON_PEAK_RSS_BYTES + max(local_workers, 0) * WORKER_PEAK_RSS_BYTES
+
+
+def capped(requested: int, jobs: int, per_run: int,
+           available: Optional[int]) -> Tuple[int, Optional[str]]:
+  """(processes to use, a message if memory capped `requested`).
+
+  min(requested, jobs), further capped to max(1, available // per_run) when
+  `available` is known.
+  """
+  n = max(1, min(requested, jobs))
+  if available is None or n * per_run <= available:
+    return n, None
+  fit = max(1, available // per_run)
+  return fit, (f"--parallel_runs={requested}: capped to {fit}: {n} runs x "
+               f"~{per_run / 2**30:.2f} GB estimated peak RSS exceed "
+               f"MemAvailable {available / 2**30:.2f} GB (/proc/meminfo)")
+
+
+def check_distinct(jobs: Sequence[Job]) -> None:
+  """ConfigError if two jobs would share a run directory."""
+  seen: Dict[str, str] = {}
+  for job in jobs:
+    key = os.path.realpath(job.output_dir)
+    if key in seen:
+      raise ConfigError(f"points {seen[key]} and {job.name} write to the same "
+                        f"directory {job.output_dir}; --parallel_runs cannot "
+                        "run them at once")
+    seen[key] = job.name
+
+
+def _child_setup():
+  """Before exec (in the forked child: no loading, no locks): SIGTERM when
+  the parent dies; SIGINT default (a parent started in the background has it
+  ignored, which exec would pass on), as `execution._child_setup`."""
+  if _PRCTL is not None:
+    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    _LIBC.signal(signal.SIGINT, 0)  # SIG_DFL
+
+
+def _tail(path: str, lines: int = STDERR_LINES) -> Tuple[str, ...]:
+  try:
+    with open(path, errors="replace") as f:
+      text = [l.rstrip() for l in f if l.strip()]
+  except OSError:
+    return ()
+  return tuple(text[-lines:])
+
+
+def _stop(procs: Sequence[subprocess.Popen]) -> None:
+  """SIGTERM to every live child, SIGKILL after `STOP_TIMEOUT_SEC`."""
+  live = [p for p in procs if p.poll() is None]
+  for p in live:
+    p.send_signal(signal.SIGTERM)
+  deadline = time.monotonic() + STOP_TIMEOUT_SEC
+  for p in live:
+    try:
+      p.wait(max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+      p.kill()
+      p.wait()
+
+
+def run_jobs(jobs: Sequence[Job], parallel_runs: int,
+             extra_modules: Sequence[str] = (), echo: Printer = print,
+             total: Optional[int] = None,
+             index: Optional[Sequence[int]] = None) -> List[Outcome]:
+  """Runs `jobs` as child processes, at most `parallel_runs` at once.
+
+  `index[i]` (1-based) and `total` number the progress lines (default: the
+  job's position in `jobs`). Each child's stdout and stderr go to
+  <log dir>/<name>.log / .err (a temporary directory, printed; kept when a
+  point failed, removed otherwise). Returns one `Outcome` per job, in order.
+  On any exception (SIGINT's KeyboardInterrupt, SIGTERM's SystemExit, ...)
+  every child is stopped before it propagates.
+  """
+  from federated_vision import execution  # pylint: disable=g-import-not-at-top
+  check_distinct(jobs)
+  if not jobs:
+    return []
+  total = total or len(jobs)
+  index = list(index or range(1, len(jobs) + 1))
+  n, message = capped(parallel_runs, len(jobs), max(
+      run_bytes(j.config.execution.local_workers) for j in jobs),
+                      mem_available())
+  if message:
+    echo(message)
+  if threading.current_thread() is threading.main_thread():
+    execution.install_signal_handlers()  # SIGTERM/SIGHUP -> SystemExit.
+  logs = tempfile.mkdtemp(prefix="parallel_runs_")
+  echo(f"running {len(jobs)} point(s), {n} at a time; logs: {logs}")
+  pending = list(range(len(jobs)))
+  running: Dict[int, Tuple[subprocess.Popen, float]] = {}
+  outcomes: Dict[int, Outcome] = {}
+  try:
+    while pending or running:
+      while pending and len(running) < n:
+        i = pending.pop(0)
+        running[i] = (_start(jobs[i], logs, extra_modules), time.monotonic())
+        echo(f"[{index[i]}/{total}] {jobs[i].name}: started (pid "
+             f"{running[i][0].pid}) -> {jobs[i].output_dir}")
+      time.sleep(POLL_SEC)
+      for i, (proc, start) in list(running.items()):
+        if proc.poll() is None:
+          continue
+        del running[i]
+        code = proc.returncode if proc.returncode >= 0 else 1
+        tail = () if code == 0 else _tail(_path(logs, jobs[i], ".err"))
+        outcomes[i] = Outcome(jobs[i].name, code, time.monotonic() - start,
+                              tail)
+        echo(f"[{index[i]}/{total}] {jobs[i].name}: {describe(code)} (exit "
+             f"{proc.returncode}, {outcomes[i].seconds:.1f} s)"
+             + "".join(f"\n    | {l}" for l in tail))
+  finally:
+    _stop([p for p, _ in running.values()])
+  if all(o.returncode == 0 for o in outcomes.values()):
+    shutil.rmtree(logs, ignore_errors=True)
+  else:
+    echo(f"logs of the failed points: {logs}")
+  return [outcomes[i] for i in range(len(jobs))]
+
+
+def _path(logs: str, job: Job, suffix: str) -> str:
+  return os.path.join(logs, job.name.replace(os.sep, "_") + suffix)
+
+
+def _start(job: Job, logs: str, extra_modules: Sequence[str]
+           ) -> subprocess.Popen:
+  """Starts `python -m experiments.run_point` on `job`'s pickled config."""
+  config_path = _path(logs, job, ".config.pkl")
+  with open(config_path, "wb") as f:
+    pickle.dump(job.config, f)
+  args = [sys.executable, "-m", CHILD_MODULE, f"--point_config={config_path}"]
+  if extra_modules:
+    args.append(f"--extra_modules={','.join(extra_modules)}")
+  env = dict(os.environ)
+  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  # The child imports this checkout's `experiments`, whatever its cwd.
+  env["PYTHONPATH"] = os.pathsep.join(
+      [_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+  with open(_path(logs, job, ".log"), "w") as out, \
+      open(_path(logs, job, ".err"), "w") as err:
+    return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
+                            stderr=err, env=env, preexec_fn=_child_setup)
+
+
+def failure_lines(outcomes: Sequence[Outcome]) -> List[str]:
+  """'name (exit c)' for every point that did not complete."""
+  return [f"{o.name} ({describe(o.returncode)}, exit {o.returncode})"
+          for o in outcomes if o.returncode != 0]
+
+
+def failure_error(label: str, outcomes: Sequence[Outcome],
+                  diverged_before: Sequence[str] = ()):
+  """The `training_loop.RunError` (one line, `exit_status` of every point)
+  that ends an invocation some of whose points failed or diverged, or None
+  when all completed. `diverged_before`: points whose summary.json already
+  said 'diverged' (skipped now, status 3)."""
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  bad = failure_lines(outcomes) + [f"{n} (diverged earlier)"
+                                   for n in diverged_before]
+  if not bad:
+    return None
+  error = training_loop.RunError(
+      f"{label}: {len(bad)} point(s) did not complete: {', '.join(bad)}")
+  error.exit_code = exit_status([o.returncode for o in outcomes]
+                                + [3] * len(diverged_before))
+  return error
