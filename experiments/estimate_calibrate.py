@@ -1,0 +1,176 @@
+"""Calibration of `experiments.estimate`: timed rounds in a temporary directory.
+
+`calibrate(config, central)` runs a calibration config (1 warm-up round, then
+timed rounds, one evaluation at the last) on the config's TFF workers in a
+temporary directory and records, per method, the median round's wall and CPU
+seconds (this process + its local workers, `/proc/<pid>/stat`), one
+evaluation, the build time up to each method's first round, the first
+round's and first evaluation's excess over a steady one and, if asked, one
+centralized SGD step (Keras `fit`, as `centralized.train_centralized`).
+"""
+
+import os
+import tempfile
+import time
+from typing import Dict, List, NamedTuple, Tuple
+
+from experiments import config as config_lib
+from federated_vision.evaluation import cost
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _pid_cpu(pid: int) -> float:
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      fields = f.read().rsplit(")", 1)[1].split()
+  except OSError:
+    return 0.0
+  return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def _worker_pids() -> List[int]:
+  from federated_vision import execution  # pylint: disable=g-import-not-at-top
+  with execution._LIVE_LOCK:  # pylint: disable=protected-access
+    return [w.pid for w in execution._LIVE_WORKERS if w.pid]  # pylint: disable=protected-access
+
+
+def now() -> cost.Timing:
+  """(wall, CPU of this process + its local workers) seconds, now."""
+  return cost.Timing(time.perf_counter(), time.process_time() + sum(
+      _pid_cpu(p) for p in _worker_pids()))
+
+
+def process_age() -> float:
+  """Seconds since this process started (/proc/self/stat starttime)."""
+  with open("/proc/self/stat") as f:
+    start = int(f.read().rsplit(")", 1)[1].split()[19]) / _CLK_TCK
+  with open("/proc/uptime") as f:
+    return float(f.read().split()[0]) - start
+
+
+def _minus(a: cost.Timing, b: cost.Timing) -> cost.Timing:
+  return cost.Timing(a.wall - b.wall, a.cpu - b.cpu)
+
+
+class Calibration(NamedTuple):
+  """Recorded timings of one shape (`calibrate`)."""
+  build: cost.Timing            # Workers, data, each method's process.
+  warmup_excess: cost.Timing    # Sum over methods + first evaluation.
+  rounds: Dict[str, cost.Timing]  # Method -> median timed round.
+  evaluation: cost.Timing
+  test_examples: int
+  train_examples: int
+  step: cost.Timing             # One centralized SGD step (ZERO if unused).
+  seconds: float                # The calibration's own wall time.
+
+
+class _TimedSampler:
+  """Records `now()` at the start of every round (`round_keys`)."""
+
+  def __init__(self, sampler, marks):
+    self._sampler, self._marks = sampler, marks
+
+  def round_keys(self, round_num):
+    self._marks.append(now())
+    return self._sampler.round_keys(round_num)
+
+  def __getattr__(self, name):
+    return getattr(self._sampler, name)
+
+
+def _evaluate_fn(exp):
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.data import client_data as cdl  # pylint: disable=g-import-not-at-top
+  fed = exp.fed_data
+  eval_ds = cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn)
+  if exp.scenario is None:
+    return eval_ds, training_loop.build_keras_evaluate_fn(exp.keras_model_fn,
+                                                          eval_ds)
+  from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
+  return eval_ds, mixing_scenarios.build_group_evaluate_fn(
+      exp.keras_model_fn, eval_ds, fed.num_classes, exp.scenario.groups)
+
+
+def _central_step(exp, steps_cap: int = 20) -> Tuple[cost.Timing, cost.Timing]:
+  """(one centralized SGD step, the first epoch's excess): Keras fit as in
+  `centralized.train_centralized`, one warm epoch then one timed."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from federated_vision import centralized  # pylint: disable=g-import-not-at-top
+  c = exp.config
+  b = c.methods.client_batch_size or 32
+  model = exp.keras_model_fn()
+  model.compile(optimizer=tf.keras.optimizers.SGD(c.methods.client_learning_rate),
+                loss=tf.keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True))
+  ds = centralized.pooled_training_dataset(exp.fed_data, b, 0, 0).take(steps_cap)
+  steps = sum(1 for _ in ds)
+  t0 = now()
+  model.fit(ds, epochs=1, verbose=0)
+  t1 = now()
+  model.fit(ds, epochs=1, verbose=0)
+  t2 = now()
+  step = _minus(t2, t1).scaled(1 / steps)
+  return step, _minus(_minus(t1, t0), _minus(t2, t1))
+
+
+def calibrate(cal: config_lib.ExperimentConfig, central: bool) -> Calibration:
+  """Runs `cal` (a `calibration_config`) in a temporary directory."""
+  from experiments import runner  # pylint: disable=g-import-not-at-top
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  start = now()
+  with tempfile.TemporaryDirectory(prefix="fv_estimate_") as tmp:
+    cal = config_lib.replace_fields(cal, {"root_output_dir": tmp})
+    with cal.execution.context():
+      exp = runner.build_experiment(cal)
+      eval_ds, evaluate = _evaluate_fn(exp)
+      test_examples = sum(int(b["y"].shape[0]) for b in eval_ds)
+      evals: List[Tuple[cost.Timing, cost.Timing]] = []
+
+      def timed_evaluate(weights):
+        if not evals:  # First call: trace once, untimed as a steady one.
+          a = now()
+          evaluate(weights)
+          evals.append((a, now()))
+        a = now()
+        result = evaluate(weights)
+        evals.append((a, now()))
+        return result
+
+      rounds, excess, gaps, previous = {}, cost.ZERO, cost.ZERO, start
+      t = cal.training
+      for method in exp.methods:
+        marks: List[cost.Timing] = []
+        evals_before = len(evals)
+        training_loop.run_federated_training(
+            method.name, method.process,
+            exp.fed_data if method.fed_data is None else method.fed_data,
+            method.spec, _TimedSampler(method.sampler, marks), timed_evaluate,
+            training_loop.LoopConfig(
+                total_rounds=t.total_rounds, output_dir=os.path.join(
+                    tmp, "calibration", method.name),
+                rounds_per_eval=t.rounds_per_eval,
+                rounds_per_checkpoint=t.rounds_per_checkpoint),
+            log_fn=None)
+        marks.append(now())
+        # Building (workers, data, this method's process) up to its round 1.
+        gaps, previous = gaps + _minus(marks[0], previous), marks[-1]
+        spans = [_minus(b, a) for a, b in zip(marks, marks[1:])]
+        for a, b in evals[evals_before:]:  # Evaluations ran in the last round.
+          spans[-1] = _minus(spans[-1], _minus(b, a))
+        steady = cost.Timing(cost.median([s.wall for s in spans[1:]]),
+                             cost.median([s.cpu for s in spans[1:]]))
+        rounds[method.name] = steady
+        excess = excess + _minus(spans[0], steady)
+      evaluation = _minus(evals[-1][1], evals[-1][0])
+      excess = excess + _minus(_minus(evals[0][1], evals[0][0]), evaluation)
+      step = cost.ZERO
+      if central:
+        step, central_excess = _central_step(exp)
+        excess = excess + central_excess
+      train_examples = sum(exp.fed_data.client_sizes.values())
+  end = now()
+  return Calibration(gaps, excess, rounds, evaluation,
+                     test_examples, train_examples, step, end.wall - start.wall)
+
+
