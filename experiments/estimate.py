@@ -83,18 +83,23 @@ def define_flags() -> None:
                        "twin, one batch per client).", lower_bound=1)
   flags.DEFINE_integer("estimate_clients", 2, "--estimate: clients per round "
                        "of a scaled calibration.", lower_bound=1)
+  flags.DEFINE_integer("estimate_batch_size", 4, "--estimate: largest B of a "
+                       "scaled calibration (MobileNetV2-GN at 299 px and "
+                       "B=64 needs ~21 GB).", lower_bound=1)
 
 
 class Settings(NamedTuple):
   rounds: int = 3
   scaled_rounds: int = 1
   clients: int = 2
+  batch_size: int = 4
 
 
 def settings_from_flags(flag_values) -> Settings:
   return Settings(flag_values.estimate_rounds,
                   flag_values.estimate_scaled_rounds,
-                  flag_values.estimate_clients)
+                  flag_values.estimate_clients,
+                  flag_values.estimate_batch_size)
 
 
 # ------------------------------------------------------------------ shapes
@@ -169,7 +174,7 @@ def calibration_config(config: config_lib.ExperimentConfig, s: Settings
     raise ConfigError(f"--estimate: the data of --dataset={task.name} are not "
                       "on this machine and it has no synthetic twin to "
                       "calibrate on", "dataset")
-  b = config.methods.client_batch_size or 32
+  b = min(config.methods.client_batch_size or s.batch_size, s.batch_size)
   data = dict(dataset=twin, num_clients=s.clients, examples_per_client=b)
   if task.image_size is not None:
     data["image_size"] = config.data.image_size or task.image_size
@@ -177,7 +182,8 @@ def calibration_config(config: config_lib.ExperimentConfig, s: Settings
   return dataclasses.replace(
       cal, data=tasks.DataConfig(**data),
       model=dataclasses.replace(config.model, pretrained_weights=None),
-      methods=dataclasses.replace(m, virtual_client_size=b),
+      methods=dataclasses.replace(m, virtual_client_size=b,
+                                  client_batch_size=b),
       training=dataclasses.replace(cal.training, clients_per_round=s.clients,
                                    client_fraction=None))
 
@@ -202,33 +208,38 @@ def project_run(name: str, config: config_lib.ExperimentConfig,
   """The projection of `config` from its shape's calibration `c`."""
   t = config.training
   lines = []
+  central_b = config.methods.client_batch_size or 32  # As `runner`.
   if is_scaled(config):
     task = tasks.get_task(config.data.dataset)
     target = real_sizes(config, task)
     test = target.test_examples or c.test_examples
-    cal_b = cal_config.methods.client_batch_size or 32
+    cal_b = cal_config.methods.client_batch_size
+    run_b = config.methods.client_batch_size or target.examples_per_client
     round_times = {}
     for method, timing in c.rounds.items():
       b = _method_batches(config, method, target.examples_per_client)
       b_cal = _method_batches(cal_config, method, cal_b)
       f = cost.round_scale(cost.Work(cal_config.training.clients_per_round,
-                                     b_cal, c.test_examples),
-                           cost.Work(target.clients, b, test))
+                                     b_cal, c.test_examples, cal_b),
+                           cost.Work(target.clients, b, test, run_b))
       round_times[method] = timing.scaled(f)
       lines.append(f"    {method}: {timing.wall:.2f} s/round ({timing.cpu:.2f} "
                    f"CPU-s) at C={cal_config.training.clients_per_round} x "
-                   f"{b_cal} batch -> x{f:g} for C={target.clients} x {b} "
-                   f"batches of B={cal_b}: {round_times[method].wall:.2f} s/round")
-    train, steps_b = target.train_examples, cal_b
+                   f"{b_cal} batch of B={cal_b} -> x{f:g} for C="
+                   f"{target.clients} x {b} batches of B={run_b:g}: "
+                   f"{round_times[method].wall:.2f} s/round")
+    train = target.train_examples
+    step = c.step.scaled(central_b / cal_b)  # Per example, as the rounds.
     lines.insert(0, f"  calibrated on the synthetic twin "
                  f"{cal_config.data.dataset} (same model, image size "
-                 f"{cal_config.data.image_size}, B, E), scaled by local batches"
-                 f" per round and test examples; real sizes from "
+                 f"{cal_config.data.image_size}, E), scaled by the examples in"
+                 f" a round's local batches, (C*b*B)/(C_cal*b_cal*B_cal), and "
+                 f"by test examples; real sizes from "
                  f"{target.source}: {target.examples_per_client:.1f} examples "
                  f"per client, {train} training / {test} test examples")
   else:
     test, train = c.test_examples, c.train_examples
-    steps_b = config.methods.client_batch_size or 32
+    step = c.step
     round_times = dict(c.rounds)
     for method, timing in round_times.items():
       lines.append(f"    {method}: {timing.wall:.2f} s/round "
@@ -236,21 +247,20 @@ def project_run(name: str, config: config_lib.ExperimentConfig,
     lines.insert(0, "  calibrated directly on this run's config")
   ev = c.evaluation.scaled(cost.eval_scale(
       cost.Work(1, 1, c.test_examples), cost.Work(1, 1, test)))
-  steps = math.ceil(train / steps_b)
+  steps = math.ceil(train / central_b)
   p = cost.project(c.build + c.warmup_excess, round_times, t.total_rounds,
-                   t.rounds_per_eval, ev, t.centralized_epochs, steps, c.step)
+                   t.rounds_per_eval, ev, t.centralized_epochs, steps, step)
   lines.append(f"    evaluation ({test} examples): {ev.wall:.2f} s x "
                f"{p.num_evaluations} per method")
   if t.centralized_epochs:
     lines.append(f"    centralized: {t.centralized_epochs} epochs x ({steps} "
-                 f"steps x {c.step.wall:.3f} s + an evaluation)")
+                 f"steps x {step.wall:.3f} s + an evaluation)")
   total = p.total
   lines.append(
-      f"  = start-up {cost.duration(p.startup.wall)} + {t.total_rounds} rounds "
-      f"{cost.duration(p.rounds.wall)} + evaluations "
-      f"{cost.duration(p.evaluations.wall)} + centralized "
-      f"{cost.duration(p.centralized.wall)}: wall {cost.duration(total.wall)}, "
-      f"{cost.hours(total.cpu)} CPU")
+      f"  = start-up ({p.startup.wall:.0f} s) + {t.total_rounds} rounds "
+      f"({p.rounds.wall:.0f} s) + evaluations ({p.evaluations.wall:.0f} s) + "
+      f"centralized ({p.centralized.wall:.0f} s): wall "
+      f"{cost.duration(total.wall)}, {cost.hours(total.cpu)} CPU")
   return Estimate(name, p, lines)
 
 
@@ -298,7 +308,7 @@ def report(estimates: List[Estimate], workers: str, echo: Printer = print,
     total = total + e.projection.total
   total = total + cost.Timing(process_startup, process_startup)
   echo(f"total: {len(estimates)} run(s), wall {cost.duration(total.wall)} "
-       f"({total.wall / 3600:.3g} h), {cost.hours(total.cpu)} CPU "
+       f"({total.wall:.0f} s), {cost.hours(total.cpu)} CPU "
        f"(imports {process_startup:.1f} s once; runs one after another)")
   if started:
     echo(f"the estimate itself took {time.perf_counter() - started:.1f} s; "

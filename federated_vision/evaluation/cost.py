@@ -13,12 +13,14 @@ the centralized baseline (--centralized_epochs, one evaluation per epoch:
 `centralized.train_centralized`). The same formula gives wall seconds (from
 wall timings) and CPU seconds (from CPU timings).
 
-Scaling (ours: for shapes too slow to calibrate at full size, e.g.
-MobileNetV2-GN at 299 px): a round's cost is taken as proportional to the
-local batches it trains, t_round = t_cal * (C * b) / (C_cal * b_cal) with C
-clients per round and b local batches per client (E * ceil(n / B), n = N_VC
-under FedVC: `client_data.num_local_batches`); an evaluation's as
-proportional to the test examples, t_eval = t_eval_cal * N_test / N_test_cal.
+Scaling (ours: for shapes too slow or too large to calibrate at full size,
+e.g. MobileNetV2-GN at 299 px, whose B = 64 step needs ~21 GB here): a
+round's cost is taken as proportional to the examples its local batches
+hold, t_round = t_cal * (C * b * B) / (C_cal * b_cal * B_cal) with C clients
+per round, b local batches per client (E * ceil(n / B), n = N_VC under
+FedVC: `client_data.num_local_batches`) and B examples per batch (the
+calibration may use a smaller B_cal); an evaluation's as proportional to
+the test examples, t_eval = t_eval_cal * N_test / N_test_cal.
 """
 
 import math
@@ -47,10 +49,12 @@ class Work(NamedTuple):
     clients: clients per round C.
     batches_per_client: local batches b of each client in a round.
     test_examples: examples in one evaluation.
+    batch_size: examples per local batch B.
   """
   clients: int
   batches_per_client: float
   test_examples: int
+  batch_size: float = 1
 
 
 def local_batches(num_examples: float, batch_size: Optional[int],
@@ -78,11 +82,13 @@ def num_evaluations(total_rounds: int, rounds_per_eval: int) -> int:
 
 
 def round_scale(calibrated: Work, target: Work) -> float:
-  """(C * b) / (C_cal * b_cal): the ratio of local batches per round."""
-  cal = calibrated.clients * calibrated.batches_per_client
+  """(C * b * B) / (C_cal * b_cal * B_cal): the ratio of examples in the
+  local batches of a round."""
+  cal = calibrated.clients * calibrated.batches_per_client * calibrated.batch_size
   if cal <= 0:
     raise ValueError(f"calibration trained no batch: {calibrated}")
-  return target.clients * target.batches_per_client / cal
+  return (target.clients * target.batches_per_client * target.batch_size
+          / cal)
 
 
 def eval_scale(calibrated: Work, target: Work) -> float:
