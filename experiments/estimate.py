@@ -18,12 +18,15 @@ Two ways to calibrate:
     and --estimate_rounds timed rounds; nothing is scaled except the
     evaluation (by test examples).
   * scaled, on the task's synthetic twin (ours: the real-world tasks always,
-    MobileNetV2-GN at 299 px is too slow to calibrate at full size; any task
-    whose data is not on this machine): --estimate_clients clients of one
-    local batch each (examples per client = N_VC = B) at the run's image
-    size and model, 1 warm-up + --estimate_scaled_rounds rounds; a round is
-    then scaled by local batches, (C * b) / (C_cal * b_cal), and an
-    evaluation by test examples. The real data's sizes (mean examples per
+    MobileNetV2-GN at 299 px is too slow to calibrate at full size and its
+    B = 64 step does not fit this machine's memory; any task whose data is
+    not on this machine): --estimate_clients clients of one local batch
+    each (examples per client = N_VC = B_cal = min(B,
+    --estimate_batch_size)) at the run's image size and model, 1 warm-up +
+    --estimate_scaled_rounds rounds; a round is then scaled by the examples
+    its local batches hold, (C * b * B) / (C_cal * b_cal * B_cal), and an
+    evaluation by test examples. FedAvgM shares FedAvg's calibration
+    (`same_client_work`). The real data's sizes (mean examples per
     client, training and test examples) come from --split_csv / --test_csv
     when given, else from `PUBLISHED_SIZES`.
 
@@ -154,6 +157,15 @@ def is_scaled(config: config_lib.ExperimentConfig) -> bool:
       twin_of(name) is not None and presence.missing_data(config.data) is not None)
 
 
+def same_client_work(method: str) -> str:
+  """The method calibrated for `method` in a scaled calibration: FedAvgM is
+  FedAvg's client work plus a server momentum step (ours: one update of the
+  model's weights per round, negligible beside C clients' local batches), so
+  fedavgm[+...] shares fedavg[+...]'s calibration."""
+  head, sep, rest = method.partition("+")
+  return ("fedavg" if head == "fedavgm" else head) + sep + rest
+
+
 def calibration_config(config: config_lib.ExperimentConfig, s: Settings
                        ) -> config_lib.ExperimentConfig:
   """The config calibrated for `config` (the key of its shape): 1 warm-up +
@@ -179,11 +191,18 @@ def calibration_config(config: config_lib.ExperimentConfig, s: Settings
   if task.image_size is not None:
     data["image_size"] = config.data.image_size or task.image_size
   m = config.methods
+  if m.methods:
+    m = dataclasses.replace(m, methods=tuple(dict.fromkeys(
+        same_client_work(n) for n in m.methods)))
+  else:
+    m = dataclasses.replace(m, algorithm=tuple(dict.fromkeys(
+        same_client_work(a) for a in m.algorithm)))
   return dataclasses.replace(
       cal, data=tasks.DataConfig(**data),
       model=dataclasses.replace(config.model, pretrained_weights=None),
-      methods=dataclasses.replace(m, virtual_client_size=b,
-                                  client_batch_size=b),
+      methods=dataclasses.replace(
+          m, virtual_client_size=b, client_batch_size=b,
+          server_momentum=config_lib.MethodsConfig().server_momentum),
       training=dataclasses.replace(cal.training, clients_per_round=s.clients,
                                    client_fraction=None))
 
@@ -216,9 +235,10 @@ def project_run(name: str, config: config_lib.ExperimentConfig,
     cal_b = cal_config.methods.client_batch_size
     run_b = config.methods.client_batch_size or target.examples_per_client
     round_times = {}
-    for method, timing in c.rounds.items():
+    for method in (mc.name for mc in config.methods.expand()):
+      timing = c.rounds[same_client_work(method)]
       b = _method_batches(config, method, target.examples_per_client)
-      b_cal = _method_batches(cal_config, method, cal_b)
+      b_cal = _method_batches(cal_config, same_client_work(method), cal_b)
       f = cost.round_scale(cost.Work(cal_config.training.clients_per_round,
                                      b_cal, c.test_examples, cal_b),
                            cost.Work(target.clients, b, test, run_b))
@@ -236,7 +256,9 @@ def project_run(name: str, config: config_lib.ExperimentConfig,
                  f" a round's local batches, (C*b*B)/(C_cal*b_cal*B_cal), and "
                  f"by test examples; real sizes from "
                  f"{target.source}: {target.examples_per_client:.1f} examples "
-                 f"per client, {train} training / {test} test examples")
+                 f"per client, {train} training / {test} test examples; "
+                 "start-up is the twin's (loading the real images' index is "
+                 "not included)")
   else:
     test, train = c.test_examples, c.train_examples
     step = c.step

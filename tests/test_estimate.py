@@ -85,8 +85,13 @@ def test_real_world_run_is_scaled_from_its_twin_calibration():
   settings = estimate.Settings(rounds=3, scaled_rounds=1, clients=2)
   c10, c100 = _table3_like(10), _table3_like(100)
   cal = estimate.calibration_config(c10, settings)
-  # C = 10 and C = 100 share one calibration (the shape's key).
+  # C = 10 and C = 100 share one calibration (the shape's key), and so do
+  # FedAvgM and FedAvg (the same client work).
   assert cal == estimate.calibration_config(c100, settings)
+  fedavgm = config_lib.replace_fields(c10, dict(
+      methods=["fedavgm+fedvc", "fedavgm+fedir+fedvc"]))
+  assert estimate.calibration_config(fedavgm, settings) == cal
+  assert estimate.same_client_work("fedavgm+fedir+fedvc") == "fedavg+fedir+fedvc"
   assert cal.data.dataset == "synthetic_inaturalist"
   assert (cal.data.image_size, cal.data.num_clients,
           cal.data.examples_per_client) == (299, 2, 4)
