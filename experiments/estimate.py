@@ -81,11 +81,12 @@ def define_flags() -> None:
                     "and CPU-hours, and exit without training.")
   flags.DEFINE_integer("estimate_rounds", 3, "--estimate: timed rounds after "
                        "1 warm-up round (direct calibration).", lower_bound=1)
-  flags.DEFINE_integer("estimate_scaled_rounds", 1, "--estimate: timed rounds "
+  flags.DEFINE_integer("estimate_scaled_rounds", 2, "--estimate: timed rounds "
                        "after 1 warm-up of a scaled calibration (synthetic "
-                       "twin, one batch per client).", lower_bound=1)
-  flags.DEFINE_integer("estimate_clients", 2, "--estimate: clients per round "
-                       "of a scaled calibration.", lower_bound=1)
+                       "twin, one batch per client), alternately of 1 client "
+                       "and of --estimate_clients.", lower_bound=2)
+  flags.DEFINE_integer("estimate_clients", 4, "--estimate: clients per round "
+                       "of a scaled calibration.", lower_bound=2)
   flags.DEFINE_integer("estimate_batch_size", 4, "--estimate: largest B of a "
                        "scaled calibration (MobileNetV2-GN at 299 px and "
                        "B=64 needs ~21 GB).", lower_bound=1)
@@ -93,8 +94,8 @@ def define_flags() -> None:
 
 class Settings(NamedTuple):
   rounds: int = 3
-  scaled_rounds: int = 1
-  clients: int = 2
+  scaled_rounds: int = 2
+  clients: int = 4
   batch_size: int = 4
 
 
@@ -239,22 +240,34 @@ def project_run(name: str, config: config_lib.ExperimentConfig,
       timing = c.rounds[same_client_work(method)]
       b = _method_batches(config, method, target.examples_per_client)
       b_cal = _method_batches(cal_config, same_client_work(method), cal_b)
-      f = cost.round_scale(cost.Work(cal_config.training.clients_per_round,
-                                     b_cal, c.test_examples, cal_b),
-                           cost.Work(target.clients, b, test, run_b))
-      round_times[method] = timing.scaled(f)
-      lines.append(f"    {method}: {timing.wall:.2f} s/round ({timing.cpu:.2f} "
-                   f"CPU-s) at C={cal_config.training.clients_per_round} x "
-                   f"{b_cal} batch of B={cal_b} -> x{f:g} for C="
-                   f"{target.clients} x {b} batches of B={run_b:g}: "
-                   f"{round_times[method].wall:.2f} s/round")
+      c_cal = cal_config.training.clients_per_round
+      units = target.clients * b * run_b
+      one = c.rounds_one.get(same_client_work(method))
+      if one is not None:  # The line through 1 and C_cal clients.
+        fixed, unit = cost.linear_fit(one, timing, b_cal * cal_b,
+                                      c_cal * b_cal * cal_b)
+        round_times[method] = cost.on_line(fixed, unit, units)
+        how = (f"1 client {one.wall:.2f} s, {c_cal} clients {timing.wall:.2f}"
+               f" s of {b_cal} batch(es) of B={cal_b} -> {fixed.wall:.2f} s + "
+               f"{unit.wall * 1000:.1f} ms per example")
+      else:
+        f = cost.round_scale(cost.Work(c_cal, b_cal, c.test_examples, cal_b),
+                             cost.Work(target.clients, b, test, run_b))
+        round_times[method] = timing.scaled(f)
+        how = (f"{timing.wall:.2f} s at C={c_cal} x {b_cal} batch of "
+               f"B={cal_b} -> x{f:g}")
+      lines.append(f"    {method}: {how}; C={target.clients} x {b} batches of "
+                   f"B={run_b:g} = {units:g} examples: "
+                   f"{round_times[method].wall:.2f} s/round "
+                   f"({round_times[method].cpu:.2f} CPU-s)")
     train = target.train_examples
     step = c.step.scaled(central_b / cal_b)  # Per example, as the rounds.
     lines.insert(0, f"  calibrated on the synthetic twin "
                  f"{cal_config.data.dataset} (same model, image size "
                  f"{cal_config.data.image_size}, E), scaled by the examples in"
-                 f" a round's local batches, (C*b*B)/(C_cal*b_cal*B_cal), and "
-                 f"by test examples; real sizes from "
+                 f" a round's local batches (C*b*B; the line through rounds of 1 "
+                 f"and C_cal clients) and by test examples (the line through "
+                 f"half and all of the twin's); real sizes from "
                  f"{target.source}: {target.examples_per_client:.1f} examples "
                  f"per client, {train} training / {test} test examples; "
                  "start-up is the twin's (loading the real images' index is "
@@ -267,8 +280,12 @@ def project_run(name: str, config: config_lib.ExperimentConfig,
       lines.append(f"    {method}: {timing.wall:.2f} s/round "
                    f"({timing.cpu:.2f} CPU-s)")
     lines.insert(0, "  calibrated directly on this run's config")
-  ev = c.evaluation.scaled(cost.eval_scale(
-      cost.Work(1, 1, c.test_examples), cost.Work(1, 1, test)))
+  if c.evaluation_half is not None and test != c.test_examples:
+    ev = cost.on_line(*cost.linear_fit(c.evaluation_half, c.evaluation,
+                                       c.half_examples, c.test_examples), test)
+  else:
+    ev = c.evaluation.scaled(cost.eval_scale(
+        cost.Work(1, 1, c.test_examples), cost.Work(1, 1, test)))
   steps = math.ceil(train / central_b)
   p = cost.project(c.build + c.warmup_excess, round_times, t.total_rounds,
                    t.rounds_per_eval, ev, t.centralized_epochs, steps, step)
@@ -304,7 +321,7 @@ class Estimator:
                 f"{cal.training.total_rounds - 1} timed round(s) after 1 "
                 f"warm-up, {','.join(m.name for m in cal.methods.expand())}"
                 f" on {cal.data.dataset}...")
-      self._cache[key] = calib.calibrate(cal, central)
+      self._cache[key] = calib.calibrate(cal, central, is_scaled(config))
       self.echo(f"[estimate] calibration took "
                 f"{self._cache[key].seconds:.1f} s")
     else:

@@ -12,7 +12,7 @@ centralized SGD step (Keras `fit`, as `centralized.train_centralized`).
 import os
 import tempfile
 import time
-from typing import Dict, List, NamedTuple, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from experiments import config as config_lib
 from federated_vision.evaluation import cost
@@ -63,17 +63,25 @@ class Calibration(NamedTuple):
   train_examples: int
   step: cost.Timing             # One centralized SGD step (ZERO if unused).
   seconds: float                # The calibration's own wall time.
+  # Two-point calibrations only: method -> median round of ONE client, and
+  # one evaluation of the first `half_examples` test examples.
+  rounds_one: Dict[str, cost.Timing] = {}
+  evaluation_half: Optional[cost.Timing] = None
+  half_examples: int = 0
 
 
 class _TimedSampler:
-  """Records `now()` at the start of every round (`round_keys`)."""
+  """Records `now()` at the start of every round (`round_keys`); with
+  `two_point`, the even rounds after the warm-up train only the first
+  client drawn."""
 
-  def __init__(self, sampler, marks):
-    self._sampler, self._marks = sampler, marks
+  def __init__(self, sampler, marks, two_point: bool = False):
+    self._sampler, self._marks, self._two_point = sampler, marks, two_point
 
   def round_keys(self, round_num):
     self._marks.append(now())
-    return self._sampler.round_keys(round_num)
+    keys = self._sampler.round_keys(round_num)
+    return keys[:1] if self._two_point and round_num % 2 == 0 else keys
 
   def __getattr__(self, name):
     return getattr(self._sampler, name)
@@ -114,8 +122,19 @@ def _central_step(exp, steps_cap: int = 20) -> Tuple[cost.Timing, cost.Timing]:
   return step, _minus(_minus(t1, t0), _minus(t2, t1))
 
 
-def calibrate(cal: config_lib.ExperimentConfig, central: bool) -> Calibration:
-  """Runs `cal` (a `calibration_config`) in a temporary directory."""
+def _timed_pair(fn, weights) -> Tuple[object, cost.Timing]:
+  a = now()
+  result = fn(weights)
+  return result, _minus(now(), a)
+
+
+def calibrate(cal: config_lib.ExperimentConfig, central: bool,
+              two_point: bool = False) -> Calibration:
+  """Runs `cal` (a `calibration_config`) in a temporary directory.
+
+  With `two_point`, rounds 2, 4, ... train one client (`rounds_one`) and
+  rounds 3, 5, ... all C_cal (`rounds`); an evaluation of half the test set
+  is timed beside the full one."""
   from experiments import runner  # pylint: disable=g-import-not-at-top
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   start = now()
@@ -123,29 +142,41 @@ def calibrate(cal: config_lib.ExperimentConfig, central: bool) -> Calibration:
     cal = config_lib.replace_fields(cal, {"root_output_dir": tmp})
     with cal.execution.context():
       exp = runner.build_experiment(cal)
+      runner.write_partition_report(exp)  # Part of a run's start-up.
       eval_ds, evaluate = _evaluate_fn(exp)
       test_examples = sum(int(b["y"].shape[0]) for b in eval_ds)
-      evals: List[Tuple[cost.Timing, cost.Timing]] = []
+      half_n = test_examples // 2 if two_point and exp.scenario is None else 0
+      if half_n:
+        evaluate_half = training_loop.build_keras_evaluate_fn(
+            exp.keras_model_fn, eval_ds.unbatch().take(half_n).batch(half_n))
+      spent: List[cost.Timing] = []  # Each call's whole duration.
+      full: List[cost.Timing] = []   # [0]: the first (tracing) evaluation.
+      halves: List[cost.Timing] = []
 
       def timed_evaluate(weights):
-        if not evals:  # First call: trace once, untimed as a steady one.
-          a = now()
-          evaluate(weights)
-          evals.append((a, now()))
         a = now()
-        result = evaluate(weights)
-        evals.append((a, now()))
+        if not full:
+          full.append(_timed_pair(evaluate, weights)[1])
+          if half_n:
+            halves.append(_timed_pair(evaluate_half, weights)[1])
+        if half_n:
+          halves.append(_timed_pair(evaluate_half, weights)[1])
+        result, t = _timed_pair(evaluate, weights)
+        full.append(t)
+        spent.append(_minus(now(), a))
         return result
 
       rounds, excess, gaps, previous = {}, cost.ZERO, cost.ZERO, start
+      rounds_one: Dict[str, cost.Timing] = {}
       t = cal.training
       for method in exp.methods:
         marks: List[cost.Timing] = []
-        evals_before = len(evals)
+        spent_before = len(spent)
         training_loop.run_federated_training(
             method.name, method.process,
             exp.fed_data if method.fed_data is None else method.fed_data,
-            method.spec, _TimedSampler(method.sampler, marks), timed_evaluate,
+            method.spec, _TimedSampler(method.sampler, marks, two_point),
+            timed_evaluate,
             training_loop.LoopConfig(
                 total_rounds=t.total_rounds, output_dir=os.path.join(
                     tmp, "calibration", method.name),
@@ -156,14 +187,21 @@ def calibrate(cal: config_lib.ExperimentConfig, central: bool) -> Calibration:
         # Building (workers, data, this method's process) up to its round 1.
         gaps, previous = gaps + _minus(marks[0], previous), marks[-1]
         spans = [_minus(b, a) for a, b in zip(marks, marks[1:])]
-        for a, b in evals[evals_before:]:  # Evaluations ran in the last round.
-          spans[-1] = _minus(spans[-1], _minus(b, a))
-        steady = cost.Timing(cost.median([s.wall for s in spans[1:]]),
-                             cost.median([s.cpu for s in spans[1:]]))
+        for e in spent[spent_before:]:  # Evaluations ran in the last round.
+          spans[-1] = _minus(spans[-1], e)
+        # spans[r - 1] is round r; with two_point even rounds had 1 client.
+        timed = [(r, sp) for r, sp in enumerate(spans, 1) if r > 1]
+        steady = _median([sp for r, sp in timed
+                          if not two_point or r % 2 == 1])
         rounds[method.name] = steady
+        if two_point:
+          rounds_one[method.name] = _median([sp for r, sp in timed
+                                             if r % 2 == 0])
         excess = excess + _minus(spans[0], steady)
-      evaluation = _minus(evals[-1][1], evals[-1][0])
-      excess = excess + _minus(_minus(evals[0][1], evals[0][0]), evaluation)
+      evaluation = full[-1]
+      excess = excess + _minus(full[0], evaluation)
+      if half_n:
+        excess = excess + _minus(halves[0], halves[-1])
       step = cost.ZERO
       if central:
         step, central_excess = _central_step(exp)
@@ -171,6 +209,12 @@ def calibrate(cal: config_lib.ExperimentConfig, central: bool) -> Calibration:
       train_examples = sum(exp.fed_data.client_sizes.values())
   end = now()
   return Calibration(gaps, excess, rounds, evaluation,
-                     test_examples, train_examples, step, end.wall - start.wall)
+                     test_examples, train_examples, step, end.wall - start.wall,
+                     rounds_one, halves[-1] if half_n else None, half_n)
+
+
+def _median(timings: List[cost.Timing]) -> cost.Timing:
+  return cost.Timing(cost.median([t.wall for t in timings]),
+                     cost.median([t.cpu for t in timings]))
 
 

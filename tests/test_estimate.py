@@ -114,7 +114,47 @@ def test_real_world_run_is_scaled_from_its_twin_calibration():
   assert e.projection.total.cpu == pytest.approx(cpu, rel=1e-12)
   text = "\n".join(e.lines)
   assert "synthetic twin synthetic_inaturalist" in text
-  assert "x3200 for C=100 x 4 batches of B=64" in text
+  assert "-> x3200; C=100 x 4 batches of B=64 = 25600 examples" in text
+
+
+def test_linear_fit_through_two_points_and_its_noise_fallback():
+  fixed, unit = cost.linear_fit(T(3.0, 5.0), T(6.0, 11.0), 4, 16)
+  assert fixed == T(2.0, 3.0) and unit == T(0.25, 0.5)
+  assert cost.on_line(fixed, unit, 256) == T(2.0 + 64.0, 3.0 + 128.0)
+  # A larger point faster than the smaller one: proportional to the larger.
+  fixed, unit = cost.linear_fit(T(6.0, 5.0), T(5.0, 11.0), 4, 16)
+  assert fixed == T(0.0, 3.0) and unit == T(5.0 / 16, 0.5)
+  with pytest.raises(ValueError):
+    cost.linear_fit(T(1.0, 1.0), T(2.0, 2.0), 4, 4)
+
+
+def test_two_point_calibration_extrapolates_the_line():
+  settings = estimate.Settings(rounds=3, scaled_rounds=2, clients=4)
+  c10 = _table3_like(10)
+  cal = estimate.calibration_config(c10, settings)
+  recorded = Calibration(
+      build=T(30.0, 40.0), warmup_excess=T(10.0, 12.0),
+      rounds={"fedavg+fedvc": T(6.0, 11.0), "fedavg+fedir+fedvc": T(7.0, 12.0)},
+      evaluation=T(0.9, 1.3), test_examples=8, train_examples=128,
+      step=cost.ZERO, seconds=120.0,
+      rounds_one={"fedavg+fedvc": T(3.0, 5.0),
+                  "fedavg+fedir+fedvc": T(4.0, 6.0)},
+      evaluation_half=T(0.6, 0.9), half_examples=4)
+  e = estimate.project_run("inat_c10", c10, cal, recorded)
+  # Points at 1 x 4 and 4 x 4 examples; the run: 10 x 4 x 64 = 2560.
+  def line(small, large):
+    unit = (large - small) / (16 - 4)
+    return small - 4 * unit + 2560 * unit
+  def ev_line(small, large):
+    unit = (large - small) / (8 - 4)
+    return small - 4 * unit + 22_690 * unit
+  wall = _reference(40.0, [line(3.0, 6.0), line(4.0, 7.0)], 5000, 250,
+                    ev_line(0.6, 0.9))
+  cpu = _reference(52.0, [line(5.0, 11.0), line(6.0, 12.0)], 5000, 250,
+                   ev_line(0.9, 1.3))
+  assert e.projection.total.wall == pytest.approx(wall, rel=1e-12)
+  assert e.projection.total.cpu == pytest.approx(cpu, rel=1e-12)
+  assert "2560 examples" in "\n".join(e.lines)
 
 
 def test_centralized_run_uses_published_training_examples():
@@ -129,10 +169,10 @@ def test_centralized_run_uses_published_training_examples():
   cal = estimate.calibration_config(central, estimate.Settings())
   e = estimate.project_run("central", central, cal, recorded)
   steps = math.ceil(120_300 / 64)
-  # One plain round: 2 clients x 1 batch of 4 -> 10 clients x
-  # ceil(12.97/64) = 1 batch of 64: x80; a centralized step: 64/4 x.
+  # One plain round: 4 clients x 1 batch of 4 -> 10 clients x
+  # ceil(12.97/64) = 1 batch of 64: x40; a centralized step: 64/4 x.
   ev = 0.5 * 22_690 / 8
-  wall = _reference(1.0, [2.0 * 80], 1, 1, ev, 30, steps, 0.25 * 16)
+  wall = _reference(1.0, [2.0 * 40], 1, 1, ev, 30, steps, 0.25 * 16)
   assert e.projection.total.wall == pytest.approx(wall, rel=1e-12)
 
 

@@ -20,11 +20,15 @@ hold, t_round = t_cal * (C * b * B) / (C_cal * b_cal * B_cal) with C clients
 per round, b local batches per client (E * ceil(n / B), n = N_VC under
 FedVC: `client_data.num_local_batches`) and B examples per batch (the
 calibration may use a smaller B_cal); an evaluation's as proportional to
-the test examples, t_eval = t_eval_cal * N_test / N_test_cal.
+the test examples, t_eval = t_eval_cal * N_test / N_test_cal. A small
+calibration carries per-round (per-evaluation) costs that do not grow with
+the examples (broadcast, aggregation, dataset set-up, dispatch), so when
+two calibration points of different sizes are timed, the line through them,
+t = t_fixed + u * t_unit (`linear_fit`), is extrapolated instead (ours).
 """
 
 import math
-from typing import Mapping, NamedTuple, Optional, Sequence
+from typing import Mapping, NamedTuple, Optional, Sequence, Tuple
 
 
 class Timing(NamedTuple):
@@ -96,6 +100,34 @@ def eval_scale(calibrated: Work, target: Work) -> float:
   if calibrated.test_examples <= 0:
     raise ValueError(f"calibration evaluated no example: {calibrated}")
   return target.test_examples / calibrated.test_examples
+
+
+def _fit(small: float, large: float, u_small: float, u_large: float
+         ) -> Tuple[float, float]:
+  unit = (large - small) / (u_large - u_small)
+  fixed = small - unit * u_small
+  if unit <= 0 or fixed < 0:  # Noise: the proportional model of `large`.
+    return 0.0, large / u_large
+  return fixed, unit
+
+
+def linear_fit(small: Timing, large: Timing, units_small: float,
+               units_large: float) -> Tuple[Timing, Timing]:
+  """(t_fixed, t_unit) of the line t = t_fixed + u * t_unit through two
+  timed points (wall and CPU each); where the points give a non-positive
+  slope or intercept (timing noise), t_fixed = 0 and t_unit = large /
+  units_large (proportional to the larger point)."""
+  if not 0 < units_small < units_large:
+    raise ValueError(f"need 0 < units_small < units_large, got "
+                     f"{units_small}, {units_large}")
+  wall = _fit(small.wall, large.wall, units_small, units_large)
+  cpu = _fit(small.cpu, large.cpu, units_small, units_large)
+  return Timing(wall[0], cpu[0]), Timing(wall[1], cpu[1])
+
+
+def on_line(fixed: Timing, unit: Timing, units: float) -> Timing:
+  """t_fixed + units * t_unit."""
+  return fixed + unit.scaled(units)
 
 
 def median(values: Sequence[float]) -> float:
