@@ -23,9 +23,15 @@ Two ways to calibrate:
     not on this machine): --estimate_clients clients of one local batch
     each (examples per client = N_VC = B_cal = min(B,
     --estimate_batch_size)) at the run's image size and model, 1 warm-up +
-    --estimate_scaled_rounds rounds; a round is then scaled by the examples
-    its local batches hold, (C * b * B) / (C_cal * b_cal * B_cal), and an
-    evaluation by test examples. FedAvgM shares FedAvg's calibration
+    --estimate_scaled_rounds rounds, alternately of 1 and of C_cal
+    clients; a round's time is then the line through those two points
+    extrapolated to the examples the run's round trains, C * E * n (n = N_VC
+    under FedVC, else the mean examples per client), and an evaluation's
+    the line through half and all of the twin's test set, at N_test
+    (`cost.linear_fit`; proportional scaling when the points are noise).
+    Per-example cost at B_cal is taken for B (ours: on CPU a larger batch
+    is at most as costly per example, so this errs high); a centralized
+    step is scaled by B / B_cal. FedAvgM shares FedAvg's calibration
     (`same_client_work`). The real data's sizes (mean examples per
     client, training and test examples) come from --split_csv / --test_csv
     when given, else from `PUBLISHED_SIZES`.
@@ -222,6 +228,13 @@ def _method_batches(config, method_name: str, n: float) -> int:
                             m.virtual_client_size if fedvc else None)
 
 
+def _client_examples(config, method_name: str, n: float) -> float:
+  """E * (N_VC under FedVC, else n): the examples one client trains."""
+  m = config.methods
+  fedvc = "fedvc" in method_name.split("+")
+  return m.client_epochs * (m.virtual_client_size if fedvc else n)
+
+
 def project_run(name: str, config: config_lib.ExperimentConfig,
                 cal_config: config_lib.ExperimentConfig, c: Calibration
                 ) -> Estimate:
@@ -241,23 +254,26 @@ def project_run(name: str, config: config_lib.ExperimentConfig,
       b = _method_batches(config, method, target.examples_per_client)
       b_cal = _method_batches(cal_config, same_client_work(method), cal_b)
       c_cal = cal_config.training.clients_per_round
-      units = target.clients * b * run_b
+      # Examples a client trains in a round: E * (N_VC under FedVC, else n).
+      units = target.clients * _client_examples(config, method,
+                                                target.examples_per_client)
+      cal_units = _client_examples(cal_config, same_client_work(method), cal_b)
       one = c.rounds_one.get(same_client_work(method))
       if one is not None:  # The line through 1 and C_cal clients.
-        fixed, unit = cost.linear_fit(one, timing, b_cal * cal_b,
-                                      c_cal * b_cal * cal_b)
+        fixed, unit = cost.linear_fit(one, timing, cal_units,
+                                      c_cal * cal_units)
         round_times[method] = cost.on_line(fixed, unit, units)
         how = (f"1 client {one.wall:.2f} s, {c_cal} clients {timing.wall:.2f}"
                f" s of {b_cal} batch(es) of B={cal_b} -> {fixed.wall:.2f} s + "
                f"{unit.wall * 1000:.1f} ms per example")
       else:
-        f = cost.round_scale(cost.Work(c_cal, b_cal, c.test_examples, cal_b),
-                             cost.Work(target.clients, b, test, run_b))
+        f = cost.round_scale(cost.Work(c_cal, cal_units, c.test_examples),
+                             cost.Work(1, units, test))
         round_times[method] = timing.scaled(f)
         how = (f"{timing.wall:.2f} s at C={c_cal} x {b_cal} batch of "
                f"B={cal_b} -> x{f:g}")
       lines.append(f"    {method}: {how}; C={target.clients} x {b} batches of "
-                   f"B={run_b:g} = {units:g} examples: "
+                   f"B={run_b:g} ({units:g} examples): "
                    f"{round_times[method].wall:.2f} s/round "
                    f"({round_times[method].cpu:.2f} CPU-s)")
     train = target.train_examples

@@ -114,7 +114,7 @@ def test_real_world_run_is_scaled_from_its_twin_calibration():
   assert e.projection.total.cpu == pytest.approx(cpu, rel=1e-12)
   text = "\n".join(e.lines)
   assert "synthetic twin synthetic_inaturalist" in text
-  assert "-> x3200; C=100 x 4 batches of B=64 = 25600 examples" in text
+  assert "-> x3200; C=100 x 4 batches of B=64 (25600 examples)" in text
 
 
 def test_linear_fit_through_two_points_and_its_noise_fallback():
@@ -154,7 +154,7 @@ def test_two_point_calibration_extrapolates_the_line():
                    ev_line(0.9, 1.3))
   assert e.projection.total.wall == pytest.approx(wall, rel=1e-12)
   assert e.projection.total.cpu == pytest.approx(cpu, rel=1e-12)
-  assert "2560 examples" in "\n".join(e.lines)
+  assert "(2560 examples)" in "\n".join(e.lines)
 
 
 def test_centralized_run_uses_published_training_examples():
@@ -169,10 +169,11 @@ def test_centralized_run_uses_published_training_examples():
   cal = estimate.calibration_config(central, estimate.Settings())
   e = estimate.project_run("central", central, cal, recorded)
   steps = math.ceil(120_300 / 64)
-  # One plain round: 4 clients x 1 batch of 4 -> 10 clients x
-  # ceil(12.97/64) = 1 batch of 64: x40; a centralized step: 64/4 x.
+  # One plain round: 4 clients x 4 examples -> 10 clients x 12.97 (one
+  # batch each, not full); a centralized step: 64/4 x.
   ev = 0.5 * 22_690 / 8
-  wall = _reference(1.0, [2.0 * 40], 1, 1, ev, 30, steps, 0.25 * 16)
+  wall = _reference(1.0, [2.0 * 10 * (120_300 / 9_275) / 16], 1, 1, ev, 30,
+                    steps, 0.25 * 16)
   assert e.projection.total.wall == pytest.approx(wall, rel=1e-12)
 
 

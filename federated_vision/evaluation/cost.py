@@ -15,12 +15,12 @@ wall timings) and CPU seconds (from CPU timings).
 
 Scaling (ours: for shapes too slow or too large to calibrate at full size,
 e.g. MobileNetV2-GN at 299 px, whose B = 64 step needs ~21 GB here): a
-round's cost is taken as proportional to the examples its local batches
-hold, t_round = t_cal * (C * b * B) / (C_cal * b_cal * B_cal) with C clients
-per round, b local batches per client (E * ceil(n / B), n = N_VC under
-FedVC: `client_data.num_local_batches`) and B examples per batch (the
-calibration may use a smaller B_cal); an evaluation's as proportional to
-the test examples, t_eval = t_eval_cal * N_test / N_test_cal. A small
+round's cost is taken as proportional to the examples it trains,
+t_round = t_cal * (C * E * n) / (C_cal * E * n_cal) (`round_scale` with
+Work(clients, examples per client, ...); n = N_VC under FedVC, else the
+mean client size; `local_batches` counts the batches b = E * ceil(n / B)
+for display), and an evaluation's as proportional to the test examples,
+t_eval = t_eval_cal * N_test / N_test_cal. A small
 calibration carries per-round (per-evaluation) costs that do not grow with
 the examples (broadcast, aggregation, dataset set-up, dispatch), so when
 two calibration points of different sizes are timed, the line through them,
