@@ -2,7 +2,7 @@
 
 `calibrate(config, central)` runs a calibration config (1 warm-up round, then
 timed rounds, one evaluation at the last) on the config's TFF workers in a
-temporary directory and records, per method, the median round's wall and CPU
+temporary directory and records, per method, the mean timed round's wall and CPU
 seconds (this process + its local workers, `/proc/<pid>/stat`), one
 evaluation, the build time up to each method's first round, the first
 round's and first evaluation's excess over a steady one and, if asked, one
@@ -57,13 +57,13 @@ class Calibration(NamedTuple):
   """Recorded timings of one shape (`calibrate`)."""
   build: cost.Timing            # Workers, data, each method's process.
   warmup_excess: cost.Timing    # Sum over methods + first evaluation.
-  rounds: Dict[str, cost.Timing]  # Method -> median timed round.
+  rounds: Dict[str, cost.Timing]  # Method -> mean timed round.
   evaluation: cost.Timing
   test_examples: int
   train_examples: int
   step: cost.Timing             # One centralized SGD step (ZERO if unused).
   seconds: float                # The calibration's own wall time.
-  # Two-point calibrations only: method -> median round of ONE client, and
+  # Two-point calibrations only: method -> mean round of ONE client, and
   # one evaluation of the first `half_examples` test examples.
   rounds_one: Dict[str, cost.Timing] = {}
   evaluation_half: Optional[cost.Timing] = None
@@ -191,12 +191,12 @@ def calibrate(cal: config_lib.ExperimentConfig, central: bool,
           spans[-1] = _minus(spans[-1], e)
         # spans[r - 1] is round r; with two_point even rounds had 1 client.
         timed = [(r, sp) for r, sp in enumerate(spans, 1) if r > 1]
-        steady = _median([sp for r, sp in timed
-                          if not two_point or r % 2 == 1])
+        steady = _mean([sp for r, sp in timed
+                        if not two_point or r % 2 == 1])
         rounds[method.name] = steady
         if two_point:
-          rounds_one[method.name] = _median([sp for r, sp in timed
-                                             if r % 2 == 0])
+          rounds_one[method.name] = _mean([sp for r, sp in timed
+                                           if r % 2 == 0])
         excess = excess + _minus(spans[0], steady)
       evaluation = full[-1]
       excess = excess + _minus(full[0], evaluation)
@@ -213,8 +213,10 @@ def calibrate(cal: config_lib.ExperimentConfig, central: bool,
                      rounds_one, halves[-1] if half_n else None, half_n)
 
 
-def _median(timings: List[cost.Timing]) -> cost.Timing:
-  return cost.Timing(cost.median([t.wall for t in timings]),
-                     cost.median([t.cpu for t in timings]))
+def _mean(timings: List[cost.Timing]) -> cost.Timing:
+  """The mean (a run's total is a sum: the mean, not the median, projects
+  it; rounds slowed by other processes count)."""
+  return cost.Timing(sum(t.wall for t in timings) / len(timings),
+                     sum(t.cpu for t in timings) / len(timings))
 
 
