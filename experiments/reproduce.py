@@ -4,13 +4,16 @@
       [--dry_run] [--only=run_glob,...] [--report_only]
       [--results_root=DIR (default: --root_output_dir, i.e. output)]
       [--local_workers=N] [--workers=host:port,...] [--parallel_runs=N]
+      [--estimate]
 
 Plans the preset's runs (a missing data flag or file, or data not on this
 machine, stops it before any run starts; --report_only reads finished runs
 and needs no data flag), runs the unfinished ones (resuming interrupted
 runs, skipping finished ones), then writes <results_root>/<preset>.md/.csv,
 the studies' tables and contours, TensorBoard HParams for the sweep and, for
---preset=digits_claims, one verdict line per claim. Logic:
+--preset=digits_claims, one verdict line per claim. --estimate prints each
+run's projected wall time and CPU-hours (calibrated per run shape, on the
+synthetic twin where the data are not here) and trains nothing. Logic:
 `experiments.reproduce_lib`; presets: `federated_vision.reproduction`.
 """
 
@@ -24,12 +27,14 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
 from experiments import cli
+from experiments import estimate
 from experiments import flags_lib
 from experiments import parallel
 from experiments import reproduce_lib
 
 flags_lib.define_flags()  # The data-location flags, named as in train_main.
 cli.define_flags()
+estimate.define_flags()
 flags.DEFINE_string("preset", None, "Preset name (see --dry_run of any "
                     "preset, or federated_vision.reproduction.presets).")
 flags.DEFINE_bool("dry_run", False, "List the runs: the preset's base "
@@ -52,6 +57,19 @@ def main(argv):
   def body():
     if not FLAGS.preset:
       cli.fail("--preset: required")
+    if FLAGS.estimate:
+      if FLAGS.dry_run or FLAGS.report_only:
+        cli.fail("--estimate: not with --dry_run or --report_only")
+      try:
+        preset = reproduce_lib.get_preset(FLAGS.preset)
+        estimate.estimate_preset(
+            preset, plan.select(preset, FLAGS.only),
+            reproduce_lib.given_data(FLAGS),
+            reproduce_lib.execution_settings(FLAGS),
+            estimate.settings_from_flags(FLAGS))
+      except (plan.PlanError, reproduce_lib.ReproduceError) as e:
+        cli.fail(str(e))
+      return
     try:
       reproduce_lib.reproduce(
           FLAGS.preset, reproduce_lib.output_root(FLAGS),

@@ -223,6 +223,18 @@ def _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
     raise error
 
 
+def get_preset(preset_name: Union[str, spec.Preset]) -> spec.Preset:
+  """A registered preset by name (ReproduceError naming --preset if none),
+  or `preset_name` itself when it is a `spec.Preset`."""
+  from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
+  if isinstance(preset_name, spec.Preset):
+    return preset_name
+  try:
+    return presets.get_preset(preset_name)
+  except KeyError as e:
+    raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
+
+
 def data_flag_names() -> List[str]:
   """Every data-location flag some preset takes from the command line."""
   from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top

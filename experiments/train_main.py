@@ -8,6 +8,9 @@ summary.json under --root_output_dir/--experiment_name.
 
   .venv/bin/python -m experiments.train_main --total_rounds=5 --fedvc --imbalance_sigma=1
 
+--estimate prints the run's projected wall time and CPU-hours from a few
+calibration rounds and exits 0 without training (`experiments.estimate`).
+
 Flags -> `experiments.config.ExperimentConfig` -> `experiments.runner.run`.
 Exit status: 0 done; 2 bad flag, directory in use or holding another
 experiment (experiment.json); 3 divergence; 1 unreadable checkpoint or
@@ -28,10 +31,12 @@ from absl import flags
 
 from experiments import cli
 from experiments import config as config_lib
+from experiments import estimate
 from experiments import flags_lib
 
 flags_lib.define_flags()
 cli.define_flags()
+estimate.define_flags()
 for _module in flags_lib.key_flag_modules():
   flags.adopt_module_key_flags(_module)
 FLAGS = flags.FLAGS
@@ -39,6 +44,9 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   from experiments import runner  # pylint: disable=g-import-not-at-top
+  if FLAGS.estimate:  # Calibrate in a temporary directory; train nothing.
+    cli.main(argv, lambda: estimate.estimate_train_main(FLAGS))
+    return
   cli.main(argv, lambda: runner.run(config_lib.from_flags(FLAGS)))
 
 

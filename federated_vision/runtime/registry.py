@@ -29,6 +29,13 @@ def discard(worker) -> None:
     _LIVE_WORKERS.discard(worker)
 
 
+def live_worker_pids():
+  """Process ids of the local workers this process has started and not
+  stopped (e.g. to add their CPU time to this process's)."""
+  with _LIVE_LOCK:
+    return [w.pid for w in _LIVE_WORKERS if getattr(w, "pid", None)]
+
+
 def stop_all_workers() -> None:
   """Stops every worker this process started (also run at exit)."""
   with _LIVE_LOCK:

@@ -1,0 +1,428 @@
+"""`train_main --estimate` / `reproduce --estimate`: a run's cost, before it runs.
+
+Calibrates a few rounds per distinct run shape on this machine, on the
+given TFF workers, in a temporary directory (no experiment directory is
+created or touched), then prints per run the projected wall time and
+CPU-hours (`federated_vision.evaluation.cost`, whose docstring states the
+formula):
+
+  T = T_start + sum_m [R * t_round_m + n_eval * t_eval]
+      + epochs * (ceil(N_train / B) * t_step + t_eval)
+
+A shape is what sets a round's cost: task, model and its options, image
+size, clients per round, examples per client / N_VC, B, E, the method set.
+Runs of one shape share one calibration (`calibration_config` is its key).
+
+Two ways to calibrate:
+  * direct: the run's own config (its data, C, B, ...) for 1 warm-up round
+    and --estimate_rounds timed rounds; nothing is scaled except the
+    evaluation (by test examples).
+  * scaled, on the task's synthetic twin (ours: the real-world tasks always,
+    MobileNetV2-GN at 299 px is too slow to calibrate at full size and its
+    B = 64 step does not fit this machine's memory; any task whose data is
+    not on this machine): --estimate_clients clients of one local batch
+    each (examples per client = N_VC = B_cal = min(B,
+    --estimate_batch_size)) at the run's image size and model, 1 warm-up +
+    --estimate_scaled_rounds rounds, alternately of 1 and of C_cal
+    clients; a round's time is then the line through those two points
+    extrapolated to the examples the run's round trains, C * E * n (n = N_VC
+    under FedVC, else the mean examples per client), and an evaluation's
+    the line through half and all of the twin's test set, at N_test
+    (`cost.linear_fit`; proportional scaling when the points are noise).
+    Per-example cost at B_cal is taken for B (ours: on CPU a larger batch
+    is at most as costly per example, so this errs high); a centralized
+    step is scaled by B / B_cal. FedAvgM shares FedAvg's calibration
+    (`same_client_work`). The real data's sizes (mean examples per
+    client, training and test examples) come from --split_csv / --test_csv
+    when given, else from `PUBLISHED_SIZES`.
+
+Wall time is for the workers given (calibrated on them); CPU seconds are this
+process's plus its local workers' (remote workers' CPU is not counted).
+"""
+
+import dataclasses
+import math
+import os
+import time
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
+
+from absl import flags
+
+from experiments import config as config_lib
+from experiments import estimate_calibrate as calib
+from experiments.estimate_calibrate import Calibration
+from federated_vision import tasks
+from federated_vision.errors import ConfigError
+from federated_vision.evaluation import cost
+from federated_vision.tasks import presence
+
+Printer = Callable[[str], None]
+REAL_WORLD = ("inaturalist", "landmarks")
+
+# Sizes of the real data when its files are not given: (training examples,
+# clients, test examples).
+PUBLISHED_SIZES = {
+    # Hsu, Qi & Brown 2020 §4.1: "a balanced training set consisting of
+    # 1,203 classes and 120,300 examples"; "a population of 9,275 clients".
+    # Test: ours (the paper does not state it): iNaturalist-2017's "95,986
+    # test examples" (§4.1) x 1,203 / 5,089 classes kept.
+    "inaturalist": (120_300, 9_275, 22_690),
+    # §4.2: "164,172 images of 2,028 landmarks from 1,262 users"; "The test
+    # split contains 19,526 images".
+    "landmarks": (164_172, 1_262, 19_526),
+    # The standard test sets (10,000 images each); K x n from the task.
+    "cifar10": (None, None, 10_000),
+    "cifar100": (None, None, 10_000),
+    "mnist": (None, None, 10_000),
+}
+
+
+def define_flags() -> None:
+  """--estimate, --estimate_rounds, --estimate_scaled_rounds,
+  --estimate_clients (idempotent)."""
+  if "estimate" in flags.FLAGS:
+    return
+  flags.DEFINE_bool("estimate", False, "Calibrate a few rounds per run shape "
+                    "in a temporary directory, print the projected wall time "
+                    "and CPU-hours, and exit without training.")
+  flags.DEFINE_integer("estimate_rounds", 3, "--estimate: timed rounds after "
+                       "1 warm-up round (direct calibration).", lower_bound=1)
+  flags.DEFINE_integer("estimate_scaled_rounds", 2, "--estimate: timed rounds "
+                       "after 1 warm-up of a scaled calibration (synthetic "
+                       "twin, one batch per client), alternately of 1 client "
+                       "and of --estimate_clients.", lower_bound=2)
+  flags.DEFINE_integer("estimate_clients", 4, "--estimate: clients per round "
+                       "of a scaled calibration.", lower_bound=2)
+  flags.DEFINE_integer("estimate_batch_size", 4, "--estimate: largest B of a "
+                       "scaled calibration (MobileNetV2-GN at 299 px and "
+                       "B=64 needs ~21 GB).", lower_bound=1)
+
+
+class Settings(NamedTuple):
+  rounds: int = 3
+  scaled_rounds: int = 2
+  clients: int = 4
+  batch_size: int = 4
+
+
+def settings_from_flags(flag_values) -> Settings:
+  return Settings(flag_values.estimate_rounds,
+                  flag_values.estimate_scaled_rounds,
+                  flag_values.estimate_clients,
+                  flag_values.estimate_batch_size)
+
+
+# ------------------------------------------------------------------ shapes
+class Target(NamedTuple):
+  """The real run's sizes that a scaled calibration is scaled to."""
+  clients: int
+  examples_per_client: float
+  train_examples: int
+  test_examples: Optional[int]
+  source: str
+
+
+def _csv_rows(path: str) -> List[List[str]]:
+  with open(path) as f:
+    return [line.rstrip("\n").split(",") for line in f][1:]
+
+
+def real_sizes(config: config_lib.ExperimentConfig, task) -> Target:
+  """Mean examples per client, training and test examples of the real data:
+  --split_csv / --test_csv when given, else `PUBLISHED_SIZES` / the task."""
+  d = config.data
+  train, clients, test = PUBLISHED_SIZES.get(task.name, (None, None, None))
+  source = "published sizes"
+  if d.split_csv and os.path.isfile(d.split_csv):
+    rows = _csv_rows(d.split_csv)
+    train, clients = len(rows), len({r[0] for r in rows})
+    source = f"--split_csv={d.split_csv}"
+  if d.test_csv and os.path.isfile(d.test_csv):
+    test = len(_csv_rows(d.test_csv))
+  if train is None:  # An array task: K x n.
+    clients = d.num_clients or task.num_clients
+    n = d.examples_per_client or task.examples_per_client
+    if clients is None or n is None:
+      raise ConfigError(f"--estimate: --dataset={task.name}: give "
+                        "--num_clients and --examples_per_client", "dataset")
+    train, source = clients * n, "the task's K x n"
+  t = config.training
+  per_round = (t.clients_per_round if t.client_fraction is None else
+               config_lib.clients_per_round(config, clients))
+  return Target(per_round, train / clients, train, test, source)
+
+
+def twin_of(name: str) -> Optional[str]:
+  twin = f"synthetic_{name}"
+  return twin if twin in tasks.task_names() else None
+
+
+def is_scaled(config: config_lib.ExperimentConfig) -> bool:
+  """Scaled on the twin: real-world tasks, and tasks whose data are absent."""
+  name = config.data.dataset
+  return name in REAL_WORLD or (
+      twin_of(name) is not None and presence.missing_data(config.data) is not None)
+
+
+def same_client_work(method: str) -> str:
+  """The method calibrated for `method` in a scaled calibration: FedAvgM is
+  FedAvg's client work plus a server momentum step (ours: one update of the
+  model's weights per round, negligible beside C clients' local batches), so
+  fedavgm[+...] shares fedavg[+...]'s calibration."""
+  head, sep, rest = method.partition("+")
+  return ("fedavg" if head == "fedavgm" else head) + sep + rest
+
+
+def calibration_config(config: config_lib.ExperimentConfig, s: Settings
+                       ) -> config_lib.ExperimentConfig:
+  """The config calibrated for `config` (the key of its shape): 1 warm-up +
+  timed rounds, evaluation only at the last, no centralized baseline; on
+  the synthetic twin with one batch per client when `is_scaled`."""
+  scaled = is_scaled(config)
+  rounds = 1 + (s.scaled_rounds if scaled else s.rounds)
+  values = dict(total_rounds=rounds, rounds_per_eval=rounds,
+                rounds_per_checkpoint=rounds, centralized_epochs=0,
+                target_accuracy=None, root_output_dir="<tmp>",
+                experiment_name="calibration")
+  cal = config_lib.replace_fields(config, values)
+  if not scaled:
+    return cal
+  task = tasks.get_task(config.data.dataset)
+  twin = twin_of(task.name)
+  if twin is None or config.mixing.mixing:
+    raise ConfigError(f"--estimate: the data of --dataset={task.name} are not "
+                      "on this machine and it has no synthetic twin to "
+                      "calibrate on", "dataset")
+  b = min(config.methods.client_batch_size or s.batch_size, s.batch_size)
+  data = dict(dataset=twin, num_clients=s.clients, examples_per_client=b)
+  if task.image_size is not None:
+    data["image_size"] = config.data.image_size or task.image_size
+  m = config.methods
+  if m.methods:
+    m = dataclasses.replace(m, methods=tuple(dict.fromkeys(
+        same_client_work(n) for n in m.methods)))
+  else:
+    m = dataclasses.replace(m, algorithm=tuple(dict.fromkeys(
+        same_client_work(a) for a in m.algorithm)))
+  return dataclasses.replace(
+      cal, data=tasks.DataConfig(**data),
+      model=dataclasses.replace(config.model, pretrained_weights=None),
+      methods=dataclasses.replace(
+          m, virtual_client_size=b, client_batch_size=b,
+          server_momentum=config_lib.MethodsConfig().server_momentum),
+      training=dataclasses.replace(cal.training, clients_per_round=s.clients,
+                                   client_fraction=None))
+
+
+# -------------------------------------------------------------- projection
+class Estimate(NamedTuple):
+  name: str
+  projection: cost.Projection
+  lines: List[str]
+
+
+def _method_batches(config, method_name: str, n: float) -> int:
+  m = config.methods
+  fedvc = "fedvc" in method_name.split("+")
+  return cost.local_batches(n, m.client_batch_size or None, m.client_epochs,
+                            m.virtual_client_size if fedvc else None)
+
+
+def _client_examples(config, method_name: str, n: float) -> float:
+  """E * (N_VC under FedVC, else n): the examples one client trains."""
+  m = config.methods
+  fedvc = "fedvc" in method_name.split("+")
+  return m.client_epochs * (m.virtual_client_size if fedvc else n)
+
+
+def project_run(name: str, config: config_lib.ExperimentConfig,
+                cal_config: config_lib.ExperimentConfig, c: Calibration
+                ) -> Estimate:
+  """The projection of `config` from its shape's calibration `c`."""
+  t = config.training
+  lines = []
+  central_b = config.methods.client_batch_size or 32  # As `runner`.
+  if is_scaled(config):
+    task = tasks.get_task(config.data.dataset)
+    target = real_sizes(config, task)
+    test = target.test_examples or c.test_examples
+    cal_b = cal_config.methods.client_batch_size
+    run_b = config.methods.client_batch_size or target.examples_per_client
+    round_times = {}
+    for method in (mc.name for mc in config.methods.expand()):
+      timing = c.rounds[same_client_work(method)]
+      b = _method_batches(config, method, target.examples_per_client)
+      b_cal = _method_batches(cal_config, same_client_work(method), cal_b)
+      c_cal = cal_config.training.clients_per_round
+      # Examples a client trains in a round: E * (N_VC under FedVC, else n).
+      units = target.clients * _client_examples(config, method,
+                                                target.examples_per_client)
+      cal_units = _client_examples(cal_config, same_client_work(method), cal_b)
+      one = c.rounds_one.get(same_client_work(method))
+      if one is not None:  # The line through 1 and C_cal clients.
+        fixed, unit = cost.linear_fit(one, timing, cal_units,
+                                      c_cal * cal_units)
+        round_times[method] = cost.on_line(fixed, unit, units)
+        how = (f"1 client {one.wall:.2f} s, {c_cal} clients {timing.wall:.2f}"
+               f" s of {b_cal} batch(es) of B={cal_b} -> {fixed.wall:.2f} s + "
+               f"{unit.wall * 1000:.1f} ms per example")
+      else:
+        f = cost.round_scale(cost.Work(c_cal, cal_units, c.test_examples),
+                             cost.Work(1, units, test))
+        round_times[method] = timing.scaled(f)
+        how = (f"{timing.wall:.2f} s at C={c_cal} x {b_cal} batch of "
+               f"B={cal_b} -> x{f:g}")
+      lines.append(f"    {method}: {how}; C={target.clients} x {b} batches of "
+                   f"B={run_b:g} ({units:g} examples): "
+                   f"{round_times[method].wall:.2f} s/round "
+                   f"({round_times[method].cpu:.2f} CPU-s)")
+    train = target.train_examples
+    step = c.step.scaled(central_b / cal_b)  # Per example, as the rounds.
+    lines.insert(0, f"  calibrated on the synthetic twin "
+                 f"{cal_config.data.dataset} (same model, image size "
+                 f"{cal_config.data.image_size}, E), scaled by the examples in"
+                 f" a round's local batches (C*b*B; the line through rounds of 1 "
+                 f"and C_cal clients) and by test examples (the line through "
+                 f"half and all of the twin's); real sizes from "
+                 f"{target.source}: {target.examples_per_client:.1f} examples "
+                 f"per client, {train} training / {test} test examples; "
+                 "start-up is the twin's (loading the real images' index is "
+                 "not included)")
+  else:
+    test, train = c.test_examples, c.train_examples
+    step = c.step
+    round_times = dict(c.rounds)
+    for method, timing in round_times.items():
+      lines.append(f"    {method}: {timing.wall:.2f} s/round "
+                   f"({timing.cpu:.2f} CPU-s)")
+    lines.insert(0, "  calibrated directly on this run's config")
+  if c.evaluation_half is not None and test != c.test_examples:
+    ev = cost.on_line(*cost.linear_fit(c.evaluation_half, c.evaluation,
+                                       c.half_examples, c.test_examples), test)
+  else:
+    ev = c.evaluation.scaled(cost.eval_scale(
+        cost.Work(1, 1, c.test_examples), cost.Work(1, 1, test)))
+  steps = math.ceil(train / central_b)
+  p = cost.project(c.build + c.warmup_excess, round_times, t.total_rounds,
+                   t.rounds_per_eval, ev, t.centralized_epochs, steps, step)
+  lines.append(f"    evaluation ({test} examples): {ev.wall:.2f} s x "
+               f"{p.num_evaluations} per method")
+  if t.centralized_epochs:
+    lines.append(f"    centralized: {t.centralized_epochs} epochs x ({steps} "
+                 f"steps x {step.wall:.3f} s + an evaluation)")
+  total = p.total
+  lines.append(
+      f"  = start-up ({p.startup.wall:.0f} s) + {t.total_rounds} rounds "
+      f"({p.rounds.wall:.0f} s) + evaluations ({p.evaluations.wall:.0f} s) + "
+      f"centralized ({p.centralized.wall:.0f} s): wall "
+      f"{cost.duration(total.wall)}, {cost.hours(total.cpu)} CPU")
+  return Estimate(name, p, lines)
+
+
+class Estimator:
+  """Calibrates each distinct shape once, projects every run."""
+
+  def __init__(self, settings: Settings = Settings(), echo: Printer = print):
+    self.settings, self.echo = settings, echo
+    self._cache: Dict[Tuple[object, bool], Calibration] = {}
+
+  def estimate(self, name: str, config: config_lib.ExperimentConfig
+               ) -> Estimate:
+    cal = calibration_config(config, self.settings)
+    config_lib.validate(cal)
+    central = config.training.centralized_epochs > 0
+    key = (cal, central)
+    if key not in self._cache:
+      self.echo(f"[estimate] calibrating {name}: "
+                f"{cal.training.total_rounds - 1} timed round(s) after 1 "
+                f"warm-up, {','.join(m.name for m in cal.methods.expand())}"
+                f" on {cal.data.dataset}...")
+      self._cache[key] = calib.calibrate(cal, central, is_scaled(config))
+      self.echo(f"[estimate] calibration took "
+                f"{self._cache[key].seconds:.1f} s")
+    else:
+      self.echo(f"[estimate] {name}: same shape as a calibrated run")
+    return project_run(name, config, cal, self._cache[key])
+
+
+FORMULA = ("projection = start-up + rounds x per-round time + evaluations "
+           "(every --rounds_per_eval and at the last) x evaluation time + "
+           "centralized epochs x (steps x step time + an evaluation)")
+
+
+def report(estimates: List[Estimate], workers: str, echo: Printer = print,
+           process_startup: float = 0.0, started: float = 0.0) -> None:
+  """Prints each run's projection and the total."""
+  echo(f"cost estimate ({workers}); {FORMULA}")
+  total = cost.ZERO
+  for e in estimates:
+    echo(f"run {e.name}: wall {cost.duration(e.projection.total.wall)}, "
+         f"{cost.hours(e.projection.total.cpu)} CPU")
+    for line in e.lines:
+      echo(line)
+    total = total + e.projection.total
+  total = total + cost.Timing(process_startup, process_startup)
+  echo(f"total: {len(estimates)} run(s), wall {cost.duration(total.wall)} "
+       f"({total.wall:.0f} s), {cost.hours(total.cpu)} CPU "
+       f"(imports {process_startup:.1f} s once; runs one after another)")
+  if started:
+    echo(f"the estimate itself took {time.perf_counter() - started:.1f} s; "
+         "nothing was trained or written")
+
+
+def describe_workers(e: config_lib.ExecutionConfig) -> str:
+  out = f"{e.local_workers} local worker(s)"
+  if e.workers:
+    out += f" + {len(e.workers)} remote (their CPU is not counted)"
+  return out
+
+
+def run_config(flag_values: Mapping[str, object]) -> config_lib.ExperimentConfig:
+  """A run's config for estimating: validated, except for a real-world
+  task (calibrated on its twin, so its data flags need not be given)."""
+  config = config_lib.replace_fields(config_lib.ExperimentConfig(), flag_values)
+  if config.data.dataset in REAL_WORLD:
+    config_lib.validate(dataclasses.replace(config, data=tasks.DataConfig(
+        dataset=f"synthetic_{config.data.dataset}",
+        image_size=config.data.image_size)))  # Everything but the data.
+    return config
+  config = config_lib.from_values(flag_values)
+  if not is_scaled(config):
+    presence.require(config.data)
+  return config
+
+
+def estimate_train_main(flag_values, echo: Printer = print) -> None:
+  """`train_main --estimate`: one run, from the parsed flags."""
+  started, imports = time.perf_counter(), calib.process_age()
+  names = list(config_lib.field_sections())
+  values = {n: flag_values[n].value for n in names}
+  if values["dataset"] not in REAL_WORLD:  # Flags given but unread: errors.
+    config_lib.from_values(values, [n for n in names if flag_values[n].present])
+  config = run_config(values)
+  est = Estimator(settings_from_flags(flag_values), echo)
+  e = est.estimate(config.output.experiment_name, config)
+  report([e], describe_workers(config.execution), echo, imports, started)
+
+
+def estimate_preset(preset, runs, data: Mapping[str, object],
+                    execution: Mapping[str, object], settings: Settings,
+                    echo: Printer = print) -> List[Estimate]:
+  """`reproduce --estimate`: every run of `runs` (a preset's selection),
+  with the data flags given (`data`) and the workers (`execution`)."""
+  started, imports = time.perf_counter(), calib.process_age()
+  configs = []
+  for run in runs:  # Every config checked before the first calibration.
+    values = dict(run.flag_dict(), **{n: data[n] for n in run.data_flags
+                                      if data.get(n) not in (None, "", [])},
+                  **execution, experiment_name=run.name)
+    try:
+      configs.append((run.name, run_config(values)))
+    except ConfigError as e:
+      raise ConfigError(f"run {run.name}: {e}", e.field) from None
+  echo(f"preset {preset.name}: estimating {len(configs)} run(s)")
+  est = Estimator(settings, echo)
+  out = [est.estimate(name, config) for name, config in configs]
+  workers = describe_workers(configs[0][1].execution) if configs else ""
+  report(out, workers, echo, imports, started)
+  return out
