@@ -102,6 +102,11 @@ def main(argv):
     if warning:
       logging.warning("%s", warning)
   from federated_vision.realworld import image_data, tfrecords  # pylint: disable=g-import-not-at-top
+  from federated_vision import runtime  # pylint: disable=g-import-not-at-top
+  # Importing the library changes no process-wide state; a binary installs
+  # the managed TFF runtime itself (TFF's own import-time context is then
+  # dropped while the interpreter is intact, not in a __del__ at exit).
+  runtime.install()
   assert tuple(CHECK_MODES) == image_data.CHECK_MODES
   assert tuple(BAD_IMAGE_POLICIES) == image_data.BAD_IMAGE_POLICIES
   config = image_data.LoaderConfig(

@@ -111,7 +111,8 @@ def scheme_unused(task: "Task", data: DataConfig) -> Dict[str, str]:
   """Fields a partition scheme leaves unread: {field: why} (`Task.unused`).
 
   A split CSV is the partition (no scheme, no Dirichlet draw); iid and shards
-  draw no Dirichlet proportions; shards fix the shard size (McMahan et al.
+  draw no Dirichlet proportions (dirichlet and dirichlet_per_class read
+  --alpha); shards fix the shard size (McMahan et al.
   2017, Section 3: 2 shards per client) and give every client the same size.
   """
   if task.fixed_partition is not None:
@@ -120,7 +121,7 @@ def scheme_unused(task: "Task", data: DataConfig) -> Dict[str, str]:
     return {n: "--split_csv gives the partition"
             for n in ("partition", "alpha", "imbalance_sigma")}
   out = {}
-  if data.partition != "dirichlet":
+  if data.partition not in ("dirichlet", "dirichlet_per_class"):
     out["alpha"] = (f"--partition={data.partition} draws no Dirichlet class "
                     "proportions")
   if data.partition == "shards":
