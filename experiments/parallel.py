@@ -16,7 +16,7 @@ points', in the order 2 (configuration error, directory in use) > 1 (any
 other failure, e.g. a lost worker, an unwritable file, a crash) > 3 (a run
 diverged: its results are written) > 0. SIGINT / SIGTERM / SIGHUP to the
 parent stop every child (SIGTERM; each child then stops its workers, as
-`execution.install_signal_handlers` does for `train_main`), SIGKILL after
+`runtime.signals.install_signal_handlers` does for `train_main`), SIGKILL after
 `STOP_TIMEOUT_SEC`; a child whose parent dies gets SIGTERM from the kernel.
 
 Memory: N is capped so that N x (estimated peak RSS of one run) fits in
@@ -41,6 +41,7 @@ import time
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from federated_vision.errors import ConfigError
+from federated_vision.runtime import signals as runtime_signals
 
 FLAG_HELP = ("Run up to N points/runs at once, each as its own process with "
              "its own worker(s) (--local_workers each); 1: one after another "
@@ -149,7 +150,7 @@ def check_distinct(jobs: Sequence[Job]) -> None:
 def _child_setup():
   """Before exec (in the forked child: no loading, no locks): SIGTERM when
   the parent dies; SIGINT default (a parent started in the background has it
-  ignored, which exec would pass on), as `execution._child_setup`."""
+  ignored, which exec would pass on), as `runtime.workers._child_setup`."""
   if _PRCTL is not None:
     _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     _LIBC.signal(signal.SIGINT, 0)  # SIG_DFL
@@ -191,7 +192,6 @@ def run_jobs(jobs: Sequence[Job], parallel_runs: int,
   On any exception (SIGINT's KeyboardInterrupt, SIGTERM's SystemExit, ...)
   every child is stopped before it propagates.
   """
-  from federated_vision import execution  # pylint: disable=g-import-not-at-top
   check_distinct(jobs)
   if not jobs:
     return []
@@ -203,7 +203,7 @@ def run_jobs(jobs: Sequence[Job], parallel_runs: int,
   if message:
     echo(message)
   if threading.current_thread() is threading.main_thread():
-    execution.install_signal_handlers()  # SIGTERM/SIGHUP -> SystemExit.
+    runtime_signals.install_signal_handlers()  # SIGTERM/SIGHUP -> SystemExit.
   logs = tempfile.mkdtemp(prefix="parallel_runs_")
   echo(f"running {len(jobs)} point(s), {n} at a time; logs: {logs}")
   pending = list(range(len(jobs)))
