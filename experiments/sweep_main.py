@@ -13,9 +13,7 @@ alpha sweep) on the command line is an error.
 
   .venv/bin/python -m experiments.sweep_main --sweep=hsu2019_cifar10 --dry_run
   .venv/bin/python -m experiments.sweep_main --sweep=hsu2019_cifar10 \\
-      --data_source=archive --archive_path=/data/cifar-10-python.tar.gz \\
-      --only='fedavg*'
-  .venv/bin/python -m experiments.report_main --input_dir=output/hsu2019_cifar10
+      --data_source=archive --archive_path=/data/cifar-10-python.tar.gz
 """
 
 import os
