@@ -1,10 +1,13 @@
 """`--parallel_runs=N` of `sweep_main` and `reproduce` (issue 18).
 
-With N > 1 the points (sweep) or runs (preset) still to run are each run in
-a separate process, at most N at a time: `python -m experiments.run_point`
-on the point's pickled `ExperimentConfig` -- the very config the sequential
-path hands to `runner.run`, so every run's results are those of N = 1. Each
-child starts its own TFF worker(s) (`--local_workers`), holds its run
+With N > 1 the points (sweep) or runs (preset) still to run are shared out
+among N child processes (`python -m experiments.run_point`), each running
+one point after another on the point's pickled `ExperimentConfig` -- the
+very config the sequential path hands to `runner.run`, so every run's
+results are those of N = 1. A child is reused for the next point as the
+sequential path's one process is (imports and TensorFlow's start-up paid
+once per child); after a failed point it exits and a fresh child takes the
+next. Each point starts its own TFF worker(s) (`--local_workers`), holds its run
 directory's `RunLock` (a directory locked by another process fails that
 point, with exit 2 as in `train_main`) and writes its output to a log file;
 the parent prints one line per point as it starts and as it ends (with its
@@ -22,15 +25,17 @@ parent stop every child (SIGTERM; each child then stops its workers, as
 Memory: N is capped so that N x (estimated peak RSS of one run) fits in
 MemAvailable (/proc/meminfo); see `PYTHON_PEAK_RSS_BYTES`.
 
-Not reused across points: worker processes and built TFF computations. Each
-point's process pays its own imports, autograph and worker start (a few
-seconds); sharing a worker between concurrent processes would serialize
-them, and a computation built in one process cannot be handed to another.
+Not reused across points: worker processes and built TFF computations (as
+in the sequential path: each point pays its autograph and worker start, a
+few seconds); sharing a worker between concurrent processes would
+serialize them, and a computation built in one process cannot be handed to
+another.
 """
 
 import ctypes
 import os
 import pickle
+import select
 import shutil
 import signal
 import subprocess
@@ -58,6 +63,9 @@ POLL_SEC = 0.2
 STDERR_LINES = 5  # Last stderr lines shown for a failed point.
 # Exit status -> severity (higher wins); unknown codes are failures (1).
 _SEVERITY = {0: 0, 3: 1, 1: 2, 2: 3}
+# A child goes on to its next job after these statuses (done, diverged:
+# the run ended normally); after any other it exits and a fresh one starts.
+CONTINUE = (0, 3)
 _PR_SET_PDEATHSIG = 1
 CHILD_MODULE = "experiments.run_point"
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -179,14 +187,58 @@ def _stop(procs: Sequence[subprocess.Popen]) -> None:
       p.wait()
 
 
+class _Slot:
+  """One long-lived `run_point` child and the job it is running, if any."""
+
+  def __init__(self, proc: subprocess.Popen, status_fd: int):
+    self.proc = proc
+    self.status_fd = status_fd
+    self.buffer = b""
+    self.job: Optional[int] = None
+    self.start = 0.0
+    self.retiring = False  # Its last job's status ends it: no new job.
+
+  def assign(self, i: int, config_path: str, out: str, err: str) -> bool:
+    """Hands job `i` to the child; False if the child is gone."""
+    try:
+      self.proc.stdin.write(f"{config_path}\t{out}\t{err}\n".encode())
+      self.proc.stdin.flush()
+    except OSError:  # BrokenPipeError: it died while idle.
+      self.retiring = True
+      return False
+    self.job, self.start = i, time.monotonic()
+    return True
+
+  def read_statuses(self) -> List[int]:
+    """Statuses the child has written since the last call."""
+    try:
+      chunk = os.read(self.status_fd, 4096)
+    except BlockingIOError:
+      return []
+    self.buffer += chunk
+    *lines, self.buffer = self.buffer.split(b"\n")
+    return [int(l) for l in lines if l.strip()]
+
+  def close(self) -> None:
+    try:
+      self.proc.stdin.close()
+    except OSError:  # Its stdin's reader is gone.
+      pass
+    os.close(self.status_fd)
+
+
 def run_jobs(jobs: Sequence[Job], parallel_runs: int,
              extra_modules: Sequence[str] = (), echo: Printer = print,
              total: Optional[int] = None,
              index: Optional[Sequence[int]] = None) -> List[Outcome]:
-  """Runs `jobs` as child processes, at most `parallel_runs` at once.
+  """Runs `jobs` in child processes, at most `parallel_runs` at once.
 
+  Each child (`experiments.run_point`) runs one job after another, as the
+  sequential path does in its one process, so imports and start-up are paid
+  once per child; a child whose job ended with a status other than 0 or 3
+  (or that died) is replaced by a fresh one for the next job.
   `index[i]` (1-based) and `total` number the progress lines (default: the
-  job's position in `jobs`). Each child's stdout and stderr go to
+  job's position in `jobs`). Each job's stdout and stderr go to
   <log dir>/<name>.log / .err (a temporary directory, printed; kept when a
   point failed, removed otherwise). Returns one `Outcome` per job, in order.
   On any exception (SIGINT's KeyboardInterrupt, SIGTERM's SystemExit, ...)
@@ -207,29 +259,58 @@ def run_jobs(jobs: Sequence[Job], parallel_runs: int,
   logs = tempfile.mkdtemp(prefix="parallel_runs_")
   echo(f"running {len(jobs)} point(s), {n} at a time; logs: {logs}")
   pending = list(range(len(jobs)))
-  running: Dict[int, Tuple[subprocess.Popen, float]] = {}
+  slots: List[_Slot] = []
   outcomes: Dict[int, Outcome] = {}
+
+  def finish(slot: _Slot, code: int) -> None:
+    i, slot.job = slot.job, None
+    slot.retiring = code not in CONTINUE
+    code = code if code >= 0 else 1
+    tail = () if code == 0 else (_tail(_path(logs, jobs[i], ".err"))
+                                 or _tail(_slot_path(logs, slot, ".err")))
+    outcomes[i] = Outcome(jobs[i].name, code, time.monotonic() - slot.start,
+                          tail)
+    echo(f"[{index[i]}/{total}] {jobs[i].name}: {describe(code)} (exit "
+         f"{code}, {outcomes[i].seconds:.1f} s)"
+         + "".join(f"\n    | {l}" for l in tail))
+
   try:
-    while pending or running:
-      while pending and len(running) < n:
-        i = pending.pop(0)
-        running[i] = (_start(jobs[i], logs, extra_modules), time.monotonic())
-        echo(f"[{index[i]}/{total}] {jobs[i].name}: started (pid "
-             f"{running[i][0].pid}) -> {jobs[i].output_dir}")
-      time.sleep(POLL_SEC)
-      for i, (proc, start) in list(running.items()):
-        if proc.poll() is None:
-          continue
-        del running[i]
-        code = proc.returncode if proc.returncode >= 0 else 1
-        tail = () if code == 0 else _tail(_path(logs, jobs[i], ".err"))
-        outcomes[i] = Outcome(jobs[i].name, code, time.monotonic() - start,
-                              tail)
-        echo(f"[{index[i]}/{total}] {jobs[i].name}: {describe(code)} (exit "
-             f"{proc.returncode}, {outcomes[i].seconds:.1f} s)"
-             + "".join(f"\n    | {l}" for l in tail))
+    while pending or any(s.job is not None for s in slots):
+      for slot in [s for s in slots if s.job is None and
+                   (s.retiring or s.proc.poll() is not None)]:
+        if slot.proc.poll() is None:
+          continue  # Exiting after a failed job: replaced once it is gone.
+        slot.close()
+        slots.remove(slot)
+      while pending and len(slots) < n:
+        slots.append(_start_slot(logs, len(slots), extra_modules))
+      for slot in slots:
+        if slot.job is None and not slot.retiring and pending:
+          i = pending[0]
+          if not slot.assign(i, _write_config(logs, jobs[i]),
+                             _path(logs, jobs[i], ".log"),
+                             _path(logs, jobs[i], ".err")):
+            continue
+          pending.pop(0)
+          echo(f"[{index[i]}/{total}] {jobs[i].name}: started (pid "
+               f"{slot.proc.pid}) -> {jobs[i].output_dir}")
+      busy = [s for s in slots if s.job is not None]
+      ready, _, _ = select.select([s.status_fd for s in busy], [], [],
+                                  POLL_SEC)
+      for slot in busy:
+        if slot.status_fd in ready:
+          for code in slot.read_statuses():
+            finish(slot, code)
+        if slot.job is not None and slot.proc.poll() is not None:
+          for code in slot.read_statuses():  # Written just before it exited.
+            finish(slot, code)
+          if slot.job is not None:  # Died without a status (a signal, ...).
+            finish(slot, slot.proc.returncode)
   finally:
-    _stop([p for p, _ in running.values()])
+    for slot in slots:
+      slot.close()  # End of input: an idle child exits.
+    _stop([s.proc for s in slots if s.job is not None])
+    _wait_or_stop([s.proc for s in slots])
   if all(o.returncode == 0 for o in outcomes.values()):
     shutil.rmtree(logs, ignore_errors=True)
   else:
@@ -241,13 +322,35 @@ def _path(logs: str, job: Job, suffix: str) -> str:
   return os.path.join(logs, job.name.replace(os.sep, "_") + suffix)
 
 
-def _start(job: Job, logs: str, extra_modules: Sequence[str]
-           ) -> subprocess.Popen:
-  """Starts `python -m experiments.run_point` on `job`'s pickled config."""
+def _slot_path(logs: str, slot: _Slot, suffix: str) -> str:
+  return os.path.join(logs, f"child-{slot.proc.pid}{suffix}")
+
+
+def _write_config(logs: str, job: Job) -> str:
   config_path = _path(logs, job, ".config.pkl")
   with open(config_path, "wb") as f:
     pickle.dump(job.config, f)
-  args = [sys.executable, "-m", CHILD_MODULE, f"--point_config={config_path}"]
+  return config_path
+
+
+def _wait_or_stop(procs: Sequence[subprocess.Popen]) -> None:
+  """Waits for children told to exit; `_stop` those that do not in time."""
+  deadline = time.monotonic() + STOP_TIMEOUT_SEC
+  for p in procs:
+    try:
+      p.wait(max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+      _stop([p])
+
+
+def _start_slot(logs: str, number: int, extra_modules: Sequence[str]
+                ) -> _Slot:
+  """Starts a `python -m experiments.run_point` child reading jobs from its
+  stdin and writing their statuses to a pipe; its own output (start-up
+  noise, a crash before its first job) goes to <logs>/child-<pid>.log/.err."""
+  read_fd, write_fd = os.pipe()
+  os.set_blocking(read_fd, False)
+  args = [sys.executable, "-m", CHILD_MODULE, f"--status_fd={write_fd}"]
   if extra_modules:
     args.append(f"--extra_modules={','.join(extra_modules)}")
   env = dict(os.environ)
@@ -255,10 +358,16 @@ def _start(job: Job, logs: str, extra_modules: Sequence[str]
   # The child imports this checkout's `experiments`, whatever its cwd.
   env["PYTHONPATH"] = os.pathsep.join(
       [_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-  with open(_path(logs, job, ".log"), "w") as out, \
-      open(_path(logs, job, ".err"), "w") as err:
-    return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out,
-                            stderr=err, env=env, preexec_fn=_child_setup)
+  out_path = os.path.join(logs, f"starting-{number}.log")
+  with open(out_path, "w") as out, open(out_path[:-4] + ".err", "w") as err:
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out,
+                            stderr=err, env=env, pass_fds=(write_fd,),
+                            preexec_fn=_child_setup)
+  os.close(write_fd)
+  slot = _Slot(proc, read_fd)
+  for suffix in (".log", ".err"):  # Named by pid from now on.
+    os.replace(out_path[:-4] + suffix, _slot_path(logs, slot, suffix))
+  return slot
 
 
 def failure_lines(outcomes: Sequence[Outcome]) -> List[str]:
