@@ -23,6 +23,7 @@ BENCHMARKS = (
     ("benchmarks.bench_memory", [], ["--quick"]),
     ("benchmarks.bench_workers", [], ["--quick"]),
     ("benchmarks.bench_realworld_builders", [], ["--skip_per_n_max"]),
+    ("benchmarks.bench_parallel_runs", [], ["--quick"]),
 )
 
 
