@@ -22,6 +22,7 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
 from experiments import cli
+from experiments import runner
 
 cli.define_flags()
 flags.DEFINE_string("point_config", None, "Pickled ExperimentConfig to run.")
@@ -29,7 +30,6 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-  from experiments import runner  # pylint: disable=g-import-not-at-top
 
   def body():
     with open(FLAGS.point_config, "rb") as f:

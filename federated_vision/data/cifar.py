@@ -86,6 +86,7 @@ def load_arrays_tfds(name: str = "cifar10", data_dir: Optional[str] = None,
     FileNotFoundError: the data set is not prepared under `data_dir` (the
       message names `data_dir`).
   """
+  # Local: tensorflow_datasets is a heavy optional dependency.
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   num_classes = num_classes_of(name, label_mode)
   try:

@@ -35,6 +35,7 @@ def load_arrays_tfds(data_dir: Optional[str] = None) -> archives.ImageArrays:
   Raises:
     FileNotFoundError: MNIST is not prepared under `data_dir` (named).
   """
+  # Local: tensorflow_datasets is a heavy optional dependency.
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   try:
     train, test = tfds.load("mnist", split=["train", "test"], data_dir=data_dir,
