@@ -198,7 +198,8 @@ def _model_weights(training_process, state):
 def _result(name, rows, version, config, status) -> RunResult:
   evaluated = [r for r in rows if r.get("test_accuracy") not in (None, "")]
   # As written to metrics.csv, so a resumed run reports identical numbers.
-  final = lambda key: float(metrics_csv_lib.format_value(evaluated[-1][key])) if evaluated else math.nan
+  final = lambda key: (float(metrics_csv_lib.format_value(evaluated[-1][key]))
+                       if evaluated else math.nan)
   final_accuracy, final_loss = final("test_accuracy"), final("test_loss")
   non_finite = tuple(int(r["round"]) for r in rows
                      if str(r.get("non_finite", "0")) == "1")
