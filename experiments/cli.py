@@ -20,6 +20,7 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from absl import flags
+from absl import logging
 
 from experiments import help_lib
 from federated_vision import runtime
@@ -103,7 +104,6 @@ def main(argv: Sequence[str], body: Callable[[], None],
   sys.stdout.reconfigure(line_buffering=True)  # Progress reaches pipes/logs.
   if len(argv) > 1:
     fail(f"unexpected arguments {argv[1:]}; all options are --flags")
-  from absl import logging  # pylint: disable=g-import-not-at-top
   logging.set_verbosity(logging.WARNING)  # TFF logs every checkpoint at INFO.
   if "tensorflow" in sys.modules:
     sys.modules["tensorflow"].get_logger().setLevel("ERROR")

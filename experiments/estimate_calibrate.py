@@ -15,6 +15,7 @@ import time
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from experiments import config as config_lib
+from experiments import runner
 from federated_vision.evaluation import cost
 from federated_vision.runtime import registry
 
@@ -87,6 +88,7 @@ class _TimedSampler:
 
 
 def _evaluate_fn(exp):
+  # Local: TF / TFF only when --estimate calibrates (not at start-up).
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   from federated_vision.data import client_data as cdl  # pylint: disable=g-import-not-at-top
   fed = exp.fed_data
@@ -94,6 +96,7 @@ def _evaluate_fn(exp):
   if exp.scenario is None:
     return eval_ds, training_loop.build_keras_evaluate_fn(exp.keras_model_fn,
                                                           eval_ds)
+  # Local: TF / TFF only when --estimate calibrates (not at start-up).
   from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
   return eval_ds, mixing_scenarios.build_group_evaluate_fn(
       exp.keras_model_fn, eval_ds, fed.num_classes, exp.scenario.groups)
@@ -102,6 +105,7 @@ def _evaluate_fn(exp):
 def _central_step(exp, steps_cap: int = 20) -> Tuple[cost.Timing, cost.Timing]:
   """(one centralized SGD step, the first epoch's excess): Keras fit as in
   `centralized.train_centralized`, one warm epoch then one timed."""
+  # Local: TF / TFF only when --estimate calibrates (not at start-up).
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from federated_vision import centralized  # pylint: disable=g-import-not-at-top
   c = exp.config
@@ -134,7 +138,7 @@ def calibrate(cal: config_lib.ExperimentConfig, central: bool,
   With `two_point`, rounds 2, 4, ... train one client (`rounds_one`) and
   rounds 3, 5, ... all C_cal (`rounds`); an evaluation of half the test set
   is timed beside the full one."""
-  from experiments import runner  # pylint: disable=g-import-not-at-top
+  # Local: TF / TFF only when --estimate calibrates (not at start-up).
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   start = now()
   with tempfile.TemporaryDirectory(prefix="fv_estimate_") as tmp:

@@ -382,6 +382,7 @@ def failure_error(label: str, outcomes: Sequence[Outcome],
   that ends an invocation some of whose points failed or diverged, or None
   when all completed. `diverged_before`: points whose summary.json already
   said 'diverged' (skipped now, status 3)."""
+  # Local: training_loop imports TFF (seconds): only when needed.
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   bad = failure_lines(outcomes) + [f"{n} (diverged earlier)"
                                    for n in diverged_before]

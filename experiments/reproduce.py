@@ -31,6 +31,7 @@ from experiments import estimate
 from experiments import flags_lib
 from experiments import parallel
 from experiments import reproduce_lib
+from federated_vision.reproduction import plan
 
 flags_lib.define_flags()  # The data-location flags, named as in train_main.
 cli.define_flags()
@@ -52,7 +53,6 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-  from federated_vision.reproduction import plan  # pylint: disable=g-import-not-at-top
 
   def body():
     if not FLAGS.preset:

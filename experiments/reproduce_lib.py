@@ -20,7 +20,12 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from experiments import config as config_lib
 from experiments import parallel
+from experiments import runner
+from federated_vision.reproduction import claims
+from federated_vision.reproduction import hparams
 from federated_vision.reproduction import plan as plan_lib
+from federated_vision.reproduction import presets
+from federated_vision.reproduction import report as report_lib
 from federated_vision.reproduction import results
 from federated_vision.reproduction import spec
 
@@ -105,14 +110,11 @@ def check_runnable(planned: Sequence[plan_lib.PlannedRun]) -> None:
 
 def run_one(flags: Mapping[str, object]) -> None:
   """`runner.run` on the config of `flags` (ConfigError names the flag)."""
-  from experiments import runner  # pylint: disable=g-import-not-at-top
   runner.run(config_lib.from_values(flags))
 
 
 def write_outputs(preset: spec.Preset, root: str, echo: Printer) -> None:
   """Report, studies, HParams sweep experiment and (digits) claims."""
-  from federated_vision.reproduction import hparams  # pylint: disable=g-import-not-at-top
-  from federated_vision.reproduction import report as report_lib  # pylint: disable=g-import-not-at-top
   rep = report_lib.build_report(preset, root)
   paths = report_lib.write_report(rep, root)
   echo(report_lib.format_markdown(rep))
@@ -121,7 +123,6 @@ def write_outputs(preset: spec.Preset, root: str, echo: Printer) -> None:
   if finished:
     hparams.write_sweep(root, finished, write_sessions=False)
   if preset.name == "digits_claims":
-    from federated_vision.reproduction import claims  # pylint: disable=g-import-not-at-top
     lines = [v.line for v in claims.check_digits_claims(root)]
     path = os.path.join(root, "digits_claims_verdicts.txt")
     with open(path, "w") as f:
@@ -155,7 +156,6 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
     ReproduceError / PlanError / ConfigError: one line naming the preset,
       run, flag or file -- for plan and config errors before any run starts.
   """
-  from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
   if isinstance(preset_name, spec.Preset):
     preset = preset_name
   else:
@@ -226,7 +226,6 @@ def _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
 def get_preset(preset_name: Union[str, spec.Preset]) -> spec.Preset:
   """A registered preset by name (ReproduceError naming --preset if none),
   or `preset_name` itself when it is a `spec.Preset`."""
-  from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
   if isinstance(preset_name, spec.Preset):
     return preset_name
   try:
@@ -237,7 +236,6 @@ def get_preset(preset_name: Union[str, spec.Preset]) -> spec.Preset:
 
 def data_flag_names() -> List[str]:
   """Every data-location flag some preset takes from the command line."""
-  from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
   return sorted({f for r in presets.all_runs().values() for f in r.data_flags})
 
 

@@ -20,8 +20,11 @@ import os
 import shutil
 from typing import Dict, Optional
 
+import numpy as np
+
 from experiments import config as config_lib
 from experiments import usage
+from federated_vision import __version__
 from federated_vision.errors import ConfigError, show
 
 RECORD_FILE = "experiment.json"
@@ -45,7 +48,6 @@ def recorded_settings(config: config_lib.ExperimentConfig) -> Dict[str, object]:
 
 def partition_fingerprint(fed_data) -> str:
   """sha256 of the client ids (in order) and the per-client class counts."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
   h = hashlib.sha256()
   h.update("\n".join(map(str, fed_data.client_data.client_ids)).encode())
   counts = np.ascontiguousarray(np.asarray(fed_data.class_counts, np.int64))
@@ -129,7 +131,7 @@ def start(directory: str, config: config_lib.ExperimentConfig,
     ConfigError: the same settings built another partition (e.g. the data
       files changed).
   """
-  from federated_vision import __version__  # pylint: disable=g-import-not-at-top
+  # Local: evaluation.reporting imports TensorFlow; only when a run starts.
   from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
   settings = recorded_settings(config)
   if record is not None:

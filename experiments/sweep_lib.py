@@ -19,6 +19,7 @@ import sys
 from experiments import config as config_lib
 from experiments import flags_lib
 from experiments import parallel
+from experiments import runner
 from experiments import sweeps
 from federated_vision.errors import ConfigError, show
 from federated_vision.tasks import presence
@@ -131,7 +132,7 @@ def run_points(sweep, exp_dir, rows, parallel_runs: int = 1,
       (now or in an earlier invocation); one line, exit status 3 (as a
       diverged train_main run).
   """
-  from experiments import runner  # pylint: disable=g-import-not-at-top
+  # Local: training_loop imports TFF (seconds): only when needed.
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   missing = _missing(rows)
   if missing:
@@ -162,6 +163,7 @@ def run_points(sweep, exp_dir, rows, parallel_runs: int = 1,
 
 def _finish(sweep, exp_dir, rows, ran, diverged) -> None:
   """The closing lines; RunError (exit 3) naming the diverged points."""
+  # Local: training_loop imports TFF (seconds): only when needed.
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   print(f"\nsweep {sweep.name}: ran {ran}, skipped {len(rows) - ran}; "
         f"results under {exp_dir}")

@@ -42,6 +42,7 @@ e.g. `cnn_shards_C0.1_E5_Binf`.
 import itertools
 from typing import Dict, NamedTuple, Sequence, Tuple
 
+from experiments import config as config_lib
 from federated_vision import selection
 
 HSU2019_CIFAR10_ALPHAS = (100.0, 10.0, 1.0, 0.5, 0.2, 0.1, 0.05, 0.0)
@@ -160,7 +161,6 @@ def point_config(config, sweep: Sweep, point: Point,
     explicit: the fields given on the command line.
     output_dir: if set, results go to <output_dir>/<point name>.
   """
-  from experiments import config as config_lib  # pylint: disable=g-import-not-at-top
   values = point_flags(sweep, point, explicit)
   if output_dir is not None:
     values.update(root_output_dir=output_dir, experiment_name=point.name)

@@ -33,6 +33,7 @@ from experiments import cli
 from experiments import config as config_lib
 from experiments import estimate
 from experiments import flags_lib
+from experiments import runner
 
 flags_lib.define_flags()
 cli.define_flags()
@@ -43,7 +44,6 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-  from experiments import runner  # pylint: disable=g-import-not-at-top
   if FLAGS.estimate:  # Calibrate in a temporary directory; train nothing.
     cli.main(argv, lambda: estimate.estimate_train_main(FLAGS))
     return

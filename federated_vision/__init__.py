@@ -12,7 +12,7 @@ split builders and loaders), `tasks/` (data set + model registry),
 `methods.py` (algorithm / client-work / data-side variant registry),
 `errors.py`, `registry.py`, `runtime/` (the managed TFF workers and contexts;
 `runtime.install()`),
-`training_loop.py`, `centralized.py`.
+`training_loop.py` (its parts in `training/`), `centralized.py`.
 """
 
 import importlib

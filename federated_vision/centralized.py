@@ -4,6 +4,7 @@ Relative accuracy (Hsu, Qi & Brown 2020) divides federated accuracy by this
 model's accuracy.
 """
 
+import time
 from typing import Callable, List, NamedTuple
 
 import tensorflow as tf
@@ -42,7 +43,6 @@ def train_centralized(keras_model_fn: Callable[[], tf.keras.Model],
                       learning_rate: float, batch_size: int, epochs: int,
                       seed: int = 0, momentum: float = 0.0) -> CentralizedResult:
   """Trains on the union of the clients' data with SGD; evaluates each epoch."""
-  import time  # pylint: disable=g-import-not-at-top
   if epochs <= 0:
     raise ValueError(f"epochs must be > 0, got {epochs}")
   if batch_size <= 0:

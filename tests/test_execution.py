@@ -7,6 +7,7 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
@@ -63,6 +64,30 @@ def test_default_context_is_managed():
   assert worker.is_running()
   worker.stop()
   assert not worker.is_running()
+
+
+@tff.federated_computation(tff.FederatedType(np.int32, tff.CLIENTS))
+def _federated_sum(x):
+  return tff.federated_sum(x)
+
+
+def test_stopped_default_worker_restarts_for_the_next_computation():
+  # TFF caches one executor per cardinalities, holding the connection it was
+  # made with: a stopped default worker used to fail the next computation
+  # (WorkerLostError, 'its connection was closed') instead of restarting.
+  worker = contexts.install_managed_default_context()
+  assert _add_one(1) == 2
+  assert _federated_sum([1, 2, 3]) == 6
+  first_pid, starts = worker.pid, worker.starts
+  worker.stop()
+  assert not worker.is_running()
+  assert _add_one(41) == 42
+  assert worker.is_running() and worker.pid != first_pid
+  assert worker.starts == starts + 1
+  assert _federated_sum([1, 2, 3]) == 6  # Same cardinalities as before.
+  assert _federated_sum([5, 7]) == 12
+  assert worker.starts == starts + 1  # One restart served every call.
+  assert not _alive(first_pid)
 
 
 def test_worker_dies_with_sigkilled_parent(tmp_path):

@@ -112,10 +112,7 @@ def test_group_evaluate_fn_built_first_survives_process_builds(fed):
                                        INPUT_SPEC)
   process = algorithms.build_fedavg(model_fn,
                                     tff.learning.optimizers.build_sgdm(0.1))
-  # Its own workers, as docs/algorithms.md shows (the process's default
-  # worker may have been stopped by tests/test_execution.py).
-  with contexts.managed_execution_context():
-    weights = process.get_model_weights(process.initialize())
+  weights = process.get_model_weights(process.initialize())
   got = evaluate(weights)
   algorithms.build_fedavg(model_fn, tff.learning.optimizers.build_sgdm(0.2))
   again = evaluate(weights)

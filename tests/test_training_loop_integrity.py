@@ -309,7 +309,7 @@ def test_disk_full_while_appending_metrics_keeps_csv_whole(tmp_path,
       self.f.write(",".join(values[:3]))
       self.f.flush()
       raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-  monkeypatch.setattr(tl.csv, "writer", FullWriter)
+  monkeypatch.setattr(csv, "writer", FullWriter)
   with pytest.raises(tl.OutputWriteError,
                      match=r"cannot append round 2 to .*metrics.csv: "
                      r"No space left on device$"):

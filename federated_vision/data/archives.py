@@ -334,6 +334,33 @@ def check_arrays(arrays: ImageArrays, num_classes: int,
                        f"[0, {num_classes})")
 
 
+def load_prepared_tfds(name: str, data_dir: Optional[str], instead: str):
+  """`tfds.load(name, split=['train', 'test'], with_info=True)`, no download.
+
+  Args:
+    name: the tensorflow-datasets name ('cifar10', 'cifar100', 'mnist').
+    data_dir: where it was prepared (None: tfds' default).
+    instead: what the user can give instead, for the message.
+
+  Returns:
+    ((train, test), info).
+
+  Raises:
+    FileNotFoundError: `name` is not prepared under `data_dir` (named).
+  """
+  # Local: tensorflow_datasets is a heavy optional dependency.
+  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  try:
+    return tfds.load(name, split=["train", "test"], data_dir=data_dir,
+                     download=False, try_gcs=False, with_info=True)
+  except (AssertionError, FileNotFoundError,
+          tfds.core.registered.DatasetNotFoundError) as e:
+    raise FileNotFoundError(
+        f"tensorflow-datasets {name!r} is not prepared under data_dir="
+        f"{data_dir!r} (download=False; prepare it there with tfds, or use "
+        f"{instead} instead): {e}") from e
+
+
 def dataset_to_numpy(dataset, keys: Sequence[str],
                      batch_size: int = 4096) -> dict:
   """Concatenates the `keys` of a dict `tf.data.Dataset` into numpy arrays.

@@ -34,6 +34,7 @@ import tensorflow_federated as tff
 
 from federated_vision.data import client_data as client_data_lib
 from federated_vision.data import mixing_scenarios
+from federated_vision.data import round_keys
 
 SQLITE_FILE = "celeba.sqlite"
 ORIGIN = "https://storage.googleapis.com/tff-datasets-public/celeba.sqlite.lzma"
@@ -247,7 +248,7 @@ def load_scenario(cache_dir: str,
   train_fn = train.serializable_dataset_fn
 
   def dataset_fn(key):
-    row = client_data_lib._row_lookup(ids)(key)  # pylint: disable=protected-access
+    row = round_keys.row_lookup(ids)(key)
     client_id = tf.gather(tf.constant(ids), row)
     return train_fn(client_id).filter(lambda e: e["smiling"]).map(_to_raw)
 

@@ -86,18 +86,9 @@ def load_arrays_tfds(name: str = "cifar10", data_dir: Optional[str] = None,
     FileNotFoundError: the data set is not prepared under `data_dir` (the
       message names `data_dir`).
   """
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
   num_classes = num_classes_of(name, label_mode)
-  try:
-    (train, test), info = tfds.load(name, split=["train", "test"],
-                                    data_dir=data_dir, download=False,
-                                    try_gcs=False, with_info=True)
-  except (AssertionError, FileNotFoundError,
-          tfds.core.registered.DatasetNotFoundError) as e:
-    raise FileNotFoundError(
-        f"tensorflow-datasets {name!r} is not prepared under data_dir="
-        f"{data_dir!r} (download=False; prepare it there with tfds, or use "
-        f"the archive path instead): {e}") from e
+  (train, test), info = archives.load_prepared_tfds(name, data_dir,
+                                                    "the archive path")
   label_key = "coarse_label" if label_mode == "coarse" else "label"
   out = []
   keys = ["image", label_key] + (["id"] if "id" in train.element_spec else [])

@@ -181,19 +181,26 @@ def _source_map(rows: split_rows.SplitRows, source: SourceIds
     s = source.of_image.get(str(image))
     if s is None:
       continue
-    first = out.setdefault(c, (s, line, image))
-    if first[0] != s:
-      raise SplitFormatError(
-          f"{rows.path}:{line}: class {c} is {source.what} {s} (image "
-          f"{image}) but {source.what} {first[0]} on line {first[1]} (image "
-          f"{first[2]}), {via}")
-    first = class_of.setdefault(s, (c, line, image))
-    if first[0] != c:
-      raise SplitFormatError(
-          f"{rows.path}:{line}: {source.what} {s} is class {c} (image "
-          f"{image}) but class {first[0]} on line {first[1]} (image "
-          f"{first[2]}), {via}")
+    where = (rows.path, line, image, via)
+    _claim(out, "class", c, source.what, s, where)
+    _claim(class_of, source.what, s, "class", c, where)
   return out
+
+
+def _claim(seen: Dict[int, Tuple[int, int, str]], key_name: str, key: int,
+           value_name: str, value: int, where: Tuple[str, int, str, str]
+           ) -> None:
+  """Records `key -> value` in `seen`; SplitFormatError if `key` had another.
+
+  `where` is (path, line, image, source files); the message names both lines.
+  """
+  path, line, image, via = where
+  first = seen.setdefault(key, (value, line, image))
+  if first[0] != value:
+    raise SplitFormatError(
+        f"{path}:{line}: {key_name} {key} is {value_name} {value} (image "
+        f"{image}) but {value_name} {first[0]} on line {first[1]} (image "
+        f"{first[2]}), {via}")
 
 
 def check_with_metadata(train: split_rows.SplitRows, test: split_rows.SplitRows,

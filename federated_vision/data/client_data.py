@@ -7,223 +7,53 @@ latter: each `ClientData` has a `serializable_dataset_fn` whose graph holds
 (or reads from disk) the examples and the partition.
 
 Round keys. The ids sent to the learning process each round are *round keys*
-`"<client_id>@<round>"` (or `"<client_id>@<round>.<slot>"` for FedVC's virtual
-clients). `serializable_dataset_fn` strips the suffix, so a round key loads the
-client's data, while the training pipeline hashes the whole key, together with
-the run's seed, into the seed of every random op: FedVC resampling, the
-per-epoch shuffles and augmentation (`key_seed`, `derive_seed`). Hence the
-batches of round r depend only on (run seed, r, client): runs are reproducible
-and resumable, every round reshuffles, and two run seeds see different orders.
+`"<client_id>@<round>"`, from which every random op of a client's round is
+seeded (`round_keys`), so runs are reproducible and resumable.
 
 Local epochs follow McMahan et al. 2017, Algorithm 1 (ClientUpdate): each of
 the E epochs is a fresh shuffle of the client's round data cut into batches
 of B, the last one smaller, so a client takes E * ceil(n / B) steps
 (`num_local_batches`); FedVC's virtual client takes E * ceil(N_VC / B).
+
+This module holds the data set (`FederatedDataset`) and the client training
+pipeline (`TrainingSpec`, `build_training_dataset_fn`); the ClientData classes
+are in `in_graph_client_data`, round keys and seeds in `round_keys`, and their
+public names are re-exported here.
 """
 
-import hashlib
-import os
 from typing import Callable, Dict, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from federated_vision.data import in_graph_client_data
+from federated_vision.data import round_keys
 from federated_vision.runtime.tf_internals import op_seed_only
 
-ROUND_KEY_SEPARATOR = "@"
+# Re-exported: round keys and seeds (round_keys.py), the ClientData classes
+# (in_graph_client_data.py), under the names callers use.
+ROUND_KEY_SEPARATOR = round_keys.ROUND_KEY_SEPARATOR
+round_key = round_keys.round_key
+base_client_id = round_keys.base_client_id
+key_seed = round_keys.key_seed
+derive_seed = round_keys.derive_seed
+scalar_seed = round_keys.scalar_seed
+RESAMPLE_STREAM = round_keys.RESAMPLE_STREAM
+SUBSET_STREAM = round_keys.SUBSET_STREAM
+SHUFFLE_STREAM = round_keys.SHUFFLE_STREAM
+AUGMENT_STREAM = round_keys.AUGMENT_STREAM
+# Kept for algorithms/mixing_data.py (owned elsewhere); use round_keys.row_lookup.
+_row_lookup = round_keys.row_lookup
+MAX_INLINE_BYTES = in_graph_client_data.MAX_INLINE_BYTES
+InGraphClientData = in_graph_client_data.InGraphClientData
+ArrayClientData = in_graph_client_data.ArrayClientData
+
 # Optional per-batch feature: the client's class counts over its whole local
 # data, float32 [num_classes] (FedIR's q_k; see `label_counts_fn`).
 LABEL_COUNTS_KEY = "label_counts"
-# Arrays larger than this are written to per-client files instead of being
-# embedded as graph constants (graphs are re-sent to the worker every round).
-MAX_INLINE_BYTES = 16 << 20
 
 Element = Dict[str, tf.Tensor]
-
-
-def round_key(client_id: str, round_num: int, slot: Optional[int] = None) -> str:
-  """The id sent to the learning process for `client_id` in `round_num`."""
-  key = f"{client_id}{ROUND_KEY_SEPARATOR}{int(round_num)}"
-  return key if slot is None else f"{key}.{int(slot)}"
-
-
-def base_client_id(key: tf.Tensor) -> tf.Tensor:
-  """Strips a round-key suffix in-graph ('a@3.1' -> 'a'; 'a' -> 'a')."""
-  return tf.strings.regex_replace(key, ROUND_KEY_SEPARATOR + ".*$", "")
-
-
-def key_seed(key: tf.Tensor, seed: int) -> tf.Tensor:
-  """A stateless-RNG seed [2] (int64) from a round key and the run's seed."""
-  h = tf.strings.to_hash_bucket_fast(key, 2**62)
-  return tf.stack([h, tf.constant(int(seed), tf.int64)])
-
-
-# Streams of `derive_seed`: one per random op of the training pipeline.
-RESAMPLE_STREAM, SUBSET_STREAM, SHUFFLE_STREAM, AUGMENT_STREAM = range(4)
-
-
-def derive_seed(seed: tf.Tensor, *data) -> tf.Tensor:
-  """A [2] int64 stateless seed folding integers into `seed` (both halves).
-
-  `derive_seed(s, stream, epoch, ...)` gives every random op its own
-  reproducible seed that depends on the whole of `s` (round key hash and run
-  seed).
-  """
-  seed = tf.cast(seed, tf.int64)
-  for d in data:
-    seed = tf.random.experimental.stateless_fold_in(seed, tf.cast(d, tf.int64))
-  return seed
-
-
-def scalar_seed(seed: tf.Tensor) -> tf.Tensor:
-  """An int64 scalar op seed (e.g. for `tf.data.Dataset.shuffle`) from [2]."""
-  return tf.random.stateless_uniform([], seed=seed, minval=None, maxval=None,
-                                     dtype=tf.int64)
-
-
-def _check_client_ids(client_ids: Sequence[str]) -> None:
-  if not client_ids:
-    raise ValueError("a ClientData needs at least one client")
-  if len(set(client_ids)) != len(client_ids):
-    raise ValueError("client ids must be unique")
-  bad = [c for c in client_ids if ROUND_KEY_SEPARATOR in c or not c]
-  if bad:
-    raise ValueError(f"client ids must be non-empty and not contain "
-                     f"'{ROUND_KEY_SEPARATOR}': {bad[:3]}")
-
-
-def _row_lookup(client_ids: Sequence[str]) -> Callable[[tf.Tensor], tf.Tensor]:
-  """In-graph client id -> row number; raises InvalidArgumentError if absent."""
-  ids = tf.constant(list(client_ids), tf.string)
-
-  def lookup(key):
-    base = base_client_id(key)
-    hits = tf.reshape(tf.where(tf.equal(ids, base)), [-1])
-    check = tf.debugging.assert_equal(tf.size(hits), 1,
-                                      message="unknown client id")
-    with tf.control_dependencies([check]):  # Enforced in graph mode too.
-      return tf.identity(hits[0])
-  return lookup
-
-
-class InGraphClientData(tff.simulation.datasets.ClientData):
-  """A ClientData whose datasets are built in-graph from the client id.
-
-  Subclasses set, in `__init__`: `self._client_ids` (list), `self._sizes`
-  (client id -> examples), `self._dataset_fn` (serializable; accepts plain ids
-  and round keys) and `self._spec` (element spec dict).
-  """
-
-  @property
-  def client_ids(self):
-    return list(self._client_ids)
-
-  @property
-  def serializable_dataset_fn(self):
-    return self._dataset_fn
-
-  def create_tf_dataset_for_client(self, client_id: str) -> tf.data.Dataset:
-    if client_id not in self._sizes:
-      raise ValueError(f"unknown client id {client_id!r}")
-    return self._dataset_fn(tf.constant(client_id))
-
-  @property
-  def element_type_structure(self):
-    return dict(self._spec)
-
-  def client_size(self, client_id: str) -> int:
-    return int(self._sizes[client_id])
-
-  @property
-  def client_sizes(self) -> Dict[str, int]:
-    return dict(self._sizes)
-
-
-class ArrayClientData(InGraphClientData):
-  """ClientData over in-memory arrays and a partition of their indices.
-
-  Elements are dicts of the given arrays' rows (e.g. {'x': image, 'y': label}).
-  Small arrays are graph constants; larger ones are written once per client
-  under `storage_dir` (serialized tensors) and read by the graph.
-  """
-
-  def __init__(self, arrays: Mapping[str, np.ndarray],
-               partition: Mapping[str, np.ndarray],
-               storage_dir: Optional[str] = None,
-               max_inline_bytes: int = MAX_INLINE_BYTES):
-    arrays = {k: np.asarray(v) for k, v in arrays.items()}
-    sizes = {len(v) for v in arrays.values()}
-    if len(sizes) != 1:
-      raise ValueError(f"arrays must have equal lengths, got "
-                       f"{ {k: len(v) for k, v in arrays.items()} }")
-    total = sizes.pop()
-    self._client_ids = list(partition.keys())
-    _check_client_ids(self._client_ids)
-    self._indices = [np.asarray(partition[c], np.int64) for c in self._client_ids]
-    self._sizes = {c: len(i) for c, i in zip(self._client_ids, self._indices)}
-    for cid, idx in zip(self._client_ids, self._indices):
-      if idx.size and (idx.min() < 0 or idx.max() >= total):
-        raise ValueError(f"client {cid!r} has indices outside [0, {total})")
-    self._arrays = arrays
-    self._spec = {k: tf.TensorSpec(v.shape[1:], tf.as_dtype(v.dtype))
-                  for k, v in arrays.items()}
-    nbytes = sum(v.nbytes for v in arrays.values())
-    self._files = None
-    if nbytes > max_inline_bytes:
-      if storage_dir is None:
-        raise ValueError(f"arrays take {nbytes} bytes (> {max_inline_bytes}); "
-                         "give storage_dir for per-client files")
-      self._files = self._write_client_files(storage_dir)
-    self._dataset_fn = self._build_dataset_fn()
-
-  def _write_client_files(self, storage_dir: str) -> Dict[str, list]:
-    digest = hashlib.sha1()
-    for k in sorted(self._arrays):
-      digest.update(k.encode())
-      digest.update(np.ascontiguousarray(self._arrays[k]).data)
-    for cid, idx in zip(self._client_ids, self._indices):
-      digest.update(cid.encode())
-      digest.update(idx.tobytes())
-    root = os.path.join(storage_dir, digest.hexdigest()[:16])
-    files = {k: [] for k in self._arrays}
-    done = os.path.join(root, "COMPLETE")
-    for row, idx in enumerate(self._indices):
-      for k, v in self._arrays.items():
-        files[k].append(os.path.join(root, f"{row}.{k}.tensor"))
-    if not os.path.exists(done):
-      os.makedirs(root, exist_ok=True)
-      for row, idx in enumerate(self._indices):
-        for k, v in self._arrays.items():
-          tf.io.write_file(files[k][row], tf.io.serialize_tensor(v[idx]))
-      with open(done, "w") as f:
-        f.write("ok\n")
-    return files
-
-  def _build_dataset_fn(self):
-    client_ids = list(self._client_ids)
-    spec = self._spec
-    if self._files is None:
-      flat = np.concatenate(self._indices) if self._indices else np.zeros([0], np.int64)
-      splits = np.cumsum([0] + [len(i) for i in self._indices]).astype(np.int64)
-      arrays = self._arrays
-
-      def dataset_fn(client_id):
-        row = _row_lookup(client_ids)(client_id)
-        idx = tf.constant(flat)[tf.constant(splits)[row]:tf.constant(splits)[row + 1]]
-        return tf.data.Dataset.from_tensor_slices(
-            {k: tf.gather(tf.constant(v), idx) for k, v in arrays.items()})
-    else:
-      files = self._files
-
-      def dataset_fn(client_id):
-        row = _row_lookup(client_ids)(client_id)
-        return tf.data.Dataset.from_tensor_slices({
-            k: tf.ensure_shape(
-                tf.io.parse_tensor(tf.io.read_file(tf.constant(paths)[row]),
-                                   spec[k].dtype), [None] + spec[k].shape.as_list())
-            for k, paths in files.items()})
-    return dataset_fn
 
 
 class FederatedDataset(NamedTuple):
@@ -336,7 +166,7 @@ def label_counts_fn(client_ids: Sequence[str], class_counts: np.ndarray
 
   def lookup(key):
     # Constants are made inside the (traced) function, not captured eagerly.
-    row = _row_lookup(ids)(key)
+    row = round_keys.row_lookup(ids)(key)
     begin, end = tf.constant(splits)[row], tf.constant(splits)[row + 1]
     return tf.scatter_nd(tf.constant(classes)[begin:end, None],
                          tf.constant(values)[begin:end], [num_classes])

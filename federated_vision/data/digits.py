@@ -22,6 +22,7 @@ INPUT_SHAPE = (8, 8, 1)
 
 def load_arrays(test_fraction: float = 0.2, split_seed: int = 0):
   """(x_train, y_train, x_test, y_test); x float32 in [0, 1], [N, 8, 8, 1]."""
+  # Local: scikit-learn is a heavy optional dependency (its digits data).
   from sklearn import datasets as sk_datasets  # pylint: disable=g-import-not-at-top
   if not 0 < test_fraction < 1:
     raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")

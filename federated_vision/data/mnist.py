@@ -35,16 +35,8 @@ def load_arrays_tfds(data_dir: Optional[str] = None) -> archives.ImageArrays:
   Raises:
     FileNotFoundError: MNIST is not prepared under `data_dir` (named).
   """
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  try:
-    train, test = tfds.load("mnist", split=["train", "test"], data_dir=data_dir,
-                            download=False, try_gcs=False)
-  except (AssertionError, FileNotFoundError,
-          tfds.core.registered.DatasetNotFoundError) as e:
-    raise FileNotFoundError(
-        f"tensorflow-datasets 'mnist' is not prepared under data_dir="
-        f"{data_dir!r} (download=False; prepare it there with tfds, or use "
-        f"the IDX files instead): {e}") from e
+  (train, test), _ = archives.load_prepared_tfds("mnist", data_dir,
+                                                 "the IDX files")
   train = archives.dataset_to_numpy(train, ["image", "label"])
   test = archives.dataset_to_numpy(test, ["image", "label"])
   arrays = archives.ImageArrays(

@@ -16,6 +16,7 @@ from typing import Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
+from federated_vision.data import indexed_splits
 from federated_vision.data import partition as partition_lib
 from federated_vision.evaluation.reporting import write_json
 
@@ -114,6 +115,7 @@ def plot_class_counts(counts: np.ndarray, path: str,
   if client_ids is not None and len(client_ids) != counts.shape[0]:
     raise ValueError(f"client_ids has {len(client_ids)} ids for "
                      f"{counts.shape[0]} clients")
+  # Local: matplotlib is a heavy optional dependency, loaded only to draw.
   # pylint: disable=g-import-not-at-top
   from matplotlib.backends.backend_agg import FigureCanvasAgg
   from matplotlib.figure import Figure
@@ -237,7 +239,6 @@ def dirichlet_sweep(out_dir: str, name: str, labels: Sequence[int],
     The summary dict: {"alphas": [{"alpha", "emd", "classes_per_client",
     "csv", "json", "png"}], ...}.
   """
-  from federated_vision.data import indexed_splits  # pylint: disable=g-import-not-at-top
   if not alphas:
     raise ValueError("alphas must not be empty")
   rows = []

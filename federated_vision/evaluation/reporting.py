@@ -11,6 +11,7 @@ from federated_vision.evaluation import curves
 
 
 def _pyplot():
+  # Local: matplotlib is a heavy optional dependency, loaded only to draw.
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top

@@ -47,6 +47,7 @@ Inputs are float images in [0, 1] (what the data loaders produce); a
 import os
 from typing import List, Optional, Sequence, Union
 
+import h5py  # A TensorFlow dependency, loaded with it.
 import numpy as np
 import tensorflow as tf
 
@@ -302,7 +303,6 @@ def load_pretrained_weights(model: tf.keras.Model,
     ValueError: a backbone layer (or one of its weights) is missing from the
       file, or a shape differs; the message names the layer.
   """
-  import h5py  # pylint: disable=g-import-not-at-top  # A TensorFlow dependency.
   path = os.fspath(path)
   if not os.path.isfile(path):
     raise FileNotFoundError(f"pretrained_weights file not found: {path!r}")

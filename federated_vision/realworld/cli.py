@@ -3,6 +3,7 @@
 Defines no flags (the binaries do); the helpers take the parsed flag values.
 """
 
+import glob
 import json
 import os
 import sys
@@ -61,7 +62,6 @@ def require_flags(flag_values, names: Sequence[str]) -> None:
 
 def image_check_config(flag_values, output_dir: str):
   """ImageCheckConfig from the flags, or None when no images were given."""
-  import glob  # pylint: disable=g-import-not-at-top
   shards = []
   for pattern in getattr(flag_values, "tar_shards", None) or []:
     hits = sorted(glob.glob(pattern))

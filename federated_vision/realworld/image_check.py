@@ -82,6 +82,7 @@ def index_tar_shards(shards: Sequence[str]) -> Dict[str, Tuple[str, int, int, in
 
 def decodes(path: str, byte_range=WHOLE_FILE) -> bool:
   """Whether the file (or byte range) is a JPEG/PNG/GIF/BMP that PIL decodes."""
+  # Local: PIL is a heavy optional dependency, loaded only to decode images.
   from PIL import Image  # pylint: disable=g-import-not-at-top
   try:
     with open(path, "rb") as f:

@@ -23,7 +23,8 @@ from typing import List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from federated_vision.data import client_data as cd
+from federated_vision.data import in_graph_client_data
+from federated_vision.data import round_keys
 
 _HASH_BUCKETS = 2**62
 
@@ -49,7 +50,7 @@ def make_row_lookup(client_ids: Sequence[str]):
   ids_arr = np.array(ids, dtype=object)
 
   def lookup(key):
-    base = cd.base_client_id(key)
+    base = round_keys.base_client_id(key)
     h = tf.strings.to_hash_bucket_fast(base, _HASH_BUCKETS)
     pos = tf.searchsorted(tf.constant(sorted_hashes), tf.reshape(h, [1]))[0]
     pos = tf.minimum(pos, len(ids) - 1)
@@ -105,7 +106,7 @@ def _index_bytes(index: ExampleIndex, order: np.ndarray) -> List[bytes]:
   return lines
 
 
-class IndexedImageClientData(cd.InGraphClientData):
+class IndexedImageClientData(in_graph_client_data.InGraphClientData):
   """ClientData of {'path', 'range', 'y'} elements read from an index file.
 
   The graph holds sorted client ids and byte offsets only; see module doc.
@@ -120,7 +121,7 @@ class IndexedImageClientData(cd.InGraphClientData):
       raise ValueError("a ClientData needs at least one example")
     clients = np.array(index.client_ids, dtype=object)
     client_ids = sorted(set(index.client_ids))
-    cd._check_client_ids(client_ids)
+    round_keys.check_client_ids(client_ids)
     row_of = {c: r for r, c in enumerate(client_ids)}
     rows = np.fromiter((row_of[c] for c in clients), np.int64, count=n)
     order = np.argsort(rows, kind="stable")

@@ -43,6 +43,7 @@ class InatMetadata:
 
 
 def load_json(path: str):
+  """The parsed JSON file; `InputError` naming it (and the line) if not."""
   if not os.path.isfile(path):
     raise InputError(f"{path}: no such file")
   try:
@@ -55,6 +56,7 @@ def load_json(path: str):
 
 
 def get_field(entry, key, path, what, i):
+  """`entry[key]`; `InputError` naming `path` and `what[i]` if it is absent."""
   if not isinstance(entry, dict) or key not in entry:
     raise InputError(f"{path}: {what}[{i}] lacks '{key}'")
   return entry[key]

@@ -42,6 +42,7 @@ def split_stats(client_of_example: Sequence[str], labels: Sequence[int],
 def plot_split(name: str, sizes: Sequence[int], classes_per_client: Sequence[int],
                output_dir: str) -> Dict[str, str]:
   """Writes `<name>_examples_per_client.png` and `<name>_classes_per_client.png`."""
+  # Local: matplotlib is a heavy optional dependency, loaded only to draw.
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
@@ -100,5 +101,6 @@ def write_json(path: str, obj) -> str:
   Imported on use: `evaluation.reporting` imports TensorFlow (through
   `evaluation.metrics`), which the builders otherwise never load.
   """
+  # Local: evaluation.reporting imports TensorFlow (see the docstring).
   from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
   return reporting.write_json(path, obj)

@@ -13,39 +13,17 @@ number classes alike (`federated_vision.data.class_numbering`):
     GLD-v2-clean").
 """
 
-import json
-import os
 from typing import Dict, Optional, Sequence, Tuple
 
 from federated_vision.data import class_numbering
 from federated_vision.data import split_io
 from federated_vision.realworld import inaturalist_metadata, landmarks
+from federated_vision.realworld.inaturalist_metadata import get_field
 
 INAT_WHAT = "iNaturalist 2017 category"
 GLD_WHAT = "GLD-v2 landmark"
 GLD_TRAIN_COLUMNS = ("id", "landmark_id")
 GLD_CLEAN_COLUMNS = ("landmark_id", "images")
-
-
-def _load_json(path: str):
-  if not os.path.isfile(path):
-    raise inaturalist_metadata.InputError(f"{path}: no such file")
-  try:
-    with open(path, encoding="utf-8") as f:
-      return json.load(f)
-  except json.JSONDecodeError as e:
-    raise inaturalist_metadata.InputError(
-        f"{path}:{e.lineno}: invalid JSON ({e.msg})"
-        ) from None
-  except UnicodeDecodeError as e:
-    raise inaturalist_metadata.InputError(f"{path}: not UTF-8 text ({e.reason})"
-                                          ) from None
-
-
-def _entry(path: str, what: str, i: int, entry, key: str):
-  if not isinstance(entry, dict) or key not in entry:
-    raise inaturalist_metadata.InputError(f"{path}: {what}[{i}] lacks '{key}'")
-  return entry[key]
 
 
 def inaturalist_categories(json_paths: Sequence[str]
@@ -62,7 +40,7 @@ def inaturalist_categories(json_paths: Sequence[str]
   pairs = []
   seen: Dict[str, Tuple[str, str]] = {}  # stem -> (file, image id).
   for path in json_paths:
-    meta = _load_json(path)
+    meta = inaturalist_metadata.load_json(path)
     if not isinstance(meta, dict) or not isinstance(meta.get("images"), list):
       raise inaturalist_metadata.InputError(f"{path}: missing or non-list 'images'")
     annotations = meta.get("annotations") or []
@@ -70,17 +48,17 @@ def inaturalist_categories(json_paths: Sequence[str]
       raise inaturalist_metadata.InputError(f"{path}: non-list 'annotations'")
     stem_of = {}
     for i, im in enumerate(meta["images"]):
-      name = _entry(path, "images", i, im, "file_name")
+      name = get_field(im, "file_name", path, "images", i)
       if not isinstance(name, str) or not name:
         raise inaturalist_metadata.InputError(
             f"{path}: images[{i}].file_name is not "
             "a path")
-      stem_of[str(_entry(path, "images", i, im, "id"))] = (
-          os.path.splitext(os.path.basename(name))[0])
+      stem_of[str(get_field(im, "id", path, "images", i))] = (
+          inaturalist_metadata.file_stem(name))
     category_of: Dict[str, int] = {}
     for i, a in enumerate(annotations):
-      image = str(_entry(path, "annotations", i, a, "image_id"))
-      category = _entry(path, "annotations", i, a, "category_id")
+      image = str(get_field(a, "image_id", path, "annotations", i))
+      category = get_field(a, "category_id", path, "annotations", i)
       if image not in stem_of:
         raise inaturalist_metadata.InputError(
             f"{path}: annotations[{i}] refers to "

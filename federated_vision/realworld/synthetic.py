@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from federated_vision.data import split_io
+from federated_vision.realworld import image_data
 
 # iNaturalist-like source ids of the synthetic classes (`label` column):
 # class c is source category LABEL_OFFSET + 7 * c, deliberately not 0..K-1.
@@ -21,6 +22,7 @@ LABEL_OFFSET = 100
 
 def write_jpeg(path: str, seed: int, size=(12, 16)) -> None:
   """A small random RGB JPEG (decodable by PIL and tf.io.decode_jpeg)."""
+  # Local: PIL is a heavy optional dependency, loaded only to write JPEGs.
   from PIL import Image  # pylint: disable=g-import-not-at-top
   os.makedirs(os.path.dirname(path), exist_ok=True)
   rng = np.random.default_rng(seed)
@@ -78,7 +80,6 @@ def synthetic_inaturalist(root: str, num_clients: int = 4,
 
   Writes tiny JPEGs and a `user_id,image_id,class,label` split under `root`.
   """
-  from federated_vision.realworld import image_data  # pylint: disable=g-import-not-at-top
   split_path, test_path = write_synthetic_split(
       root, num_clients, examples_per_client, num_classes, seed)
   config_kw.setdefault("cache_dir", os.path.join(root, "cache"))
@@ -91,7 +92,6 @@ def synthetic_landmarks(root: str, num_clients: int = 4,
                         examples_per_client: int = 5, num_classes: int = 3,
                         seed: int = 0, image_size: int = 224, **config_kw):
   """Synthetic twin of `image_data.load_landmarks` (user_id,image_id,class)."""
-  from federated_vision.realworld import image_data  # pylint: disable=g-import-not-at-top
   split_path, test_path = write_synthetic_split(
       root, num_clients, examples_per_client, num_classes, seed,
       with_label=False)

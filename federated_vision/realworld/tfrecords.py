@@ -22,6 +22,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.data import client_data as cd
+from federated_vision.data import round_keys
 from federated_vision.data import split_io
 from federated_vision.realworld import image_config
 from federated_vision.realworld import image_index
@@ -107,7 +108,7 @@ class TFRecordClientData(cd.InGraphClientData):
       self._client_ids.append(r["client_id"])
       self._sizes[r["client_id"]] = int(r["num_examples"])
       files.append(os.path.abspath(os.path.join(output_dir, r["file"])))
-    cd._check_client_ids(self._client_ids)
+    round_keys.check_client_ids(self._client_ids)
     lookup = image_index.make_row_lookup(self._client_ids)
 
     def dataset_fn(client_id):

@@ -14,6 +14,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from federated_vision.reproduction import presets
 from federated_vision.reproduction import results
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import digits_claims as dc
@@ -269,6 +270,5 @@ def check(runs: Mapping[str, results.RunDir],
 
 def check_digits_claims(root: str) -> List[Verdict]:
   """Reads the digits_claims runs under `root` and returns the verdicts."""
-  from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
   preset = presets.get_preset("digits_claims")
   return check(results.read_runs(root, preset.runs), preset)

@@ -19,6 +19,8 @@ import math
 import os
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+import numpy as np
+
 from federated_vision.reproduction import results
 from federated_vision.reproduction import spec
 
@@ -159,10 +161,10 @@ def _ordered(panels):
 def plot_contour(groups: Sequence[Group], path: str, value_label: str) -> str:
   """Figure-8 style PNG: per panel, alpha (y) x eta_eff (x, log), best value
   as colour; filled contours where the grid allows, values at the points."""
+  # Local: matplotlib is a heavy optional dependency, loaded only to draw.
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  import numpy as np  # pylint: disable=g-import-not-at-top
   panels = _ordered({g.panel for g in groups})
   values = [g.best.value for g in groups if g.best is not None]
   vmin, vmax = (min(values), max(values)) if values else (0.0, 1.0)
@@ -212,6 +214,7 @@ def plot_contour(groups: Sequence[Group], path: str, value_label: str) -> str:
 def plot_sensitivity(points: Sequence[Point], path: str,
                      value_label: str) -> str:
   """Value vs eta_eff (log x), one line per momentum, one axes per panel."""
+  # Local: matplotlib is a heavy optional dependency, loaded only to draw.
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top

@@ -78,12 +78,14 @@ def method_hparams(flags: Mapping[str, object], method: str
 
 
 def _writer(logdir: str, suffix: str = ""):
+  # Local: tensorboard takes seconds to import; reproduction stays light.
   from tensorboard.summary.writer import event_file_writer  # pylint: disable=g-import-not-at-top
   os.makedirs(logdir, exist_ok=True)
   return event_file_writer.EventFileWriter(logdir, filename_suffix=suffix)
 
 
 def _write(writer, summary, step: int = 0) -> None:
+  # Local: tensorboard takes seconds to import; reproduction stays light.
   from tensorboard.compat.proto import event_pb2  # pylint: disable=g-import-not-at-top
   writer.add_event(event_pb2.Event(wall_time=time.time(), step=step,
                                    summary=summary))
@@ -109,6 +111,7 @@ def write_session(logdir: str, hparams: Mapping[str, object],
   Returns:
     logdir.
   """
+  # Local: tensorboard takes seconds to import; reproduction stays light.
   from tensorboard.plugins.hparams import api_pb2  # pylint: disable=g-import-not-at-top
   from tensorboard.plugins.hparams import metadata  # pylint: disable=g-import-not-at-top
   from tensorboard.plugins.hparams import summary_v2  # pylint: disable=g-import-not-at-top
@@ -141,6 +144,7 @@ def write_session(logdir: str, hparams: Mapping[str, object],
 def write_experiment(logdir: str, sessions: Sequence[Mapping[str, object]],
                      metric_keys: Sequence[str] = METRIC_KEYS) -> str:
   """The sweep-level HParams config: every hyper-parameter seen, metrics."""
+  # Local: tensorboard takes seconds to import; reproduction stays light.
   from tensorboard.plugins.hparams import summary_v2 as hp  # pylint: disable=g-import-not-at-top
   names = sorted({k for s in sessions for k in s})
   hparams = [hp.HParam(n) for n in names]
@@ -222,6 +226,7 @@ def read_hparams(logdir: str) -> Dict[str, Dict[str, object]]:
     "metrics": {key: last value}, "status": "success" | "failure" | None}.
     The sweep config (if any) is under "" -> {"experiment": [hparam names]}.
   """
+  # Local: tensorboard takes seconds to import; reproduction stays light.
   from tensorboard.backend.event_processing import plugin_event_multiplexer  # pylint: disable=g-import-not-at-top
   from tensorboard.plugins.hparams import api_pb2  # pylint: disable=g-import-not-at-top
   from tensorboard.plugins.hparams import metadata  # pylint: disable=g-import-not-at-top

@@ -10,7 +10,8 @@ here, and only here. Each function says which public API is missing.
 """
 
 import asyncio
-from typing import Callable, Sequence
+import threading
+from typing import Callable, List, Sequence
 
 import grpc
 from tensorflow_federated.proto.v0 import executor_pb2
@@ -88,22 +89,60 @@ def retire_default_context() -> None:
 
 # --- Contexts over our own workers.
 
+class _ReconnectingExecutorFactory(
+    python_executor_stacks.ResourceManagingExecutorFactory):
+  """TFF's executor-per-cardinalities cache, emptied when the connection changes.
+
+  TFF keeps the `RemoteExecutor` made for a set of cardinalities and reuses it
+  for every later computation with them; it holds the stub of the connection
+  it was made over. A worker stopped and started again (the auto-restarting
+  default worker) has a new connection, so a kept executor would fail the
+  next computation ('closed channel') instead of running it on the restarted
+  worker. Here every `create_executor` first asks `get_stub()` for the
+  worker's stub (which restarts a stopped auto-restart worker, and raises
+  `WorkerLostError` for a stopped pool worker) and drops the kept executors
+  when its connection is not theirs.
+  """
+
+  def __init__(self, get_stub: Callable[[], "GuardedStub"],
+               default_num_clients: int):
+    super().__init__(executor_stack_fn=self._stack_fn)
+    self._get_stub = get_stub
+    self._default_num_clients = default_num_clients
+    self._lock = threading.Lock()
+    self._stub = None  # The stub the next new executor is made over.
+    self._connection = None  # The connection of the kept executors.
+    self._made: List[dict] = []  # Their cardinalities (cache keys).
+
+  def _stack_fn(self, cardinalities):
+    if cardinalities.get(placements.CLIENTS) is None:
+      cardinalities[placements.CLIENTS] = self._default_num_clients
+    executor = remote_executor.RemoteExecutor(self._stub, stream_structs=False)
+    executor.set_cardinalities(cardinalities)
+    return executor
+
+  def create_executor(self, cardinalities):
+    with self._lock:
+      stub = self._get_stub()
+      if stub.connection is not self._connection:
+        for made in self._made:
+          self.clean_up_executor(made)  # Its dispose finds a lost worker: no-op.
+        self._made, self._connection = [], stub.connection
+      self._stub = stub
+      self._made.append(dict(cardinalities))  # Before `_stack_fn` fills it in.
+      return super().create_executor(cardinalities)
+
+
 def sync_context(get_stub: Callable[[], object], default_num_clients: int = 0):
   """A sync TFF execution context whose executors talk to `get_stub()`.
 
   Mirrors `tff.backends.native.create_sync_local_cpp_execution_context`
   with its ServiceManager (a worker TFF starts itself) replaced by our
-  stub; TFF has no public constructor taking a stub or channel.
+  stub; TFF has no public constructor taking a stub or channel. Executors
+  are remade when the worker's connection changes
+  (`_ReconnectingExecutorFactory`).
   """
-  def stack_fn(cardinalities):
-    if cardinalities.get(placements.CLIENTS) is None:
-      cardinalities[placements.CLIENTS] = default_num_clients
-    executor = remote_executor.RemoteExecutor(get_stub(), stream_structs=False)
-    executor.set_cardinalities(cardinalities)
-    return executor
-
-  factory = python_executor_stacks.ResourceManagingExecutorFactory(
-      executor_stack_fn=stack_fn)
+  factory = _ReconnectingExecutorFactory(get_stub, default_num_clients)
   return sync_execution_context.SyncExecutionContext(
       executor_fn=factory,
       compiler_fn=compiler.desugar_and_transform_to_native,
@@ -166,13 +205,19 @@ class GuardedStub(remote_executor_stub.RemoteExecutorStub):
   else and TFF has no public hook for its errors.
 
   Args:
-    worker: the `workers._Worker` (for `loss_message`, `_lost`, `describe`).
+    worker: the `workers._Worker` (for `loss_message`, `_lost`, `describe`,
+      `serves`).
     stub: the worker's `grpc_stub`.
   """
 
   def __init__(self, worker, stub):
     self._worker = worker
     self._stub = stub
+
+  @property
+  def connection(self):
+    """The worker's gRPC stub this wraps: a new one at every (re)connect."""
+    return self._stub
 
   def _call(self, method: str, request):
     try:
@@ -194,6 +239,10 @@ class GuardedStub(remote_executor_stub.RemoteExecutorStub):
       raise
 
   def _dispose(self, method: str, request, response):
+    if not self._worker.serves(self._stub):
+      # A closed connection (the worker stopped or restarted since): nothing
+      # is left on it, and asking why it closed would wait for the new process.
+      return response
     try:
       return self._call(method, request)
     except WorkerLostError:

@@ -113,6 +113,10 @@ class _Worker:
   def connected(self) -> bool:
     return self._channel is not None
 
+  def serves(self, stub) -> bool:
+    """Whether `stub` is this worker's current connection (not a closed one)."""
+    return stub is not None and stub is self._stub
+
   def _connect(self, deadline: float, alive=lambda: None) -> None:
     """Opens the channel; waits until the service is serving or `deadline`."""
     channel = grpc.insecure_channel(self.address,

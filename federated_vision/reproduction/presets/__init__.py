@@ -12,6 +12,7 @@ One module per paper; each exposes PRESETS, a tuple of functions returning a
 import functools
 from typing import Dict, Tuple
 
+from federated_vision.reproduction import published
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import augenstein
 from federated_vision.reproduction.presets import digits_claims
@@ -93,5 +94,4 @@ def describe(preset: spec.Preset) -> str:
 
 
 def published_paper(preset: spec.Preset) -> str:
-  from federated_vision.reproduction import published  # pylint: disable=g-import-not-at-top
   return published.PAPERS[preset.paper]

@@ -1,0 +1,7 @@
+"""The parts of the federated training loop (`federated_vision.training_loop`).
+
+One module a job: `errors` (what stops a run), `run_lock` (one run per
+directory), `checkpoints` (program states), `metrics_csv` (metrics.csv),
+`tensorboard` (scalars and their purge on resume), `divergence` (non-finite
+checks), `progress` (the per-round display).
+"""
