@@ -67,7 +67,7 @@ def build_method(config: MethodConfig, inputs: MethodInputs,
 
   Raises:
     ConfigError / ValueError: see `validate_method_config` and
-      `mixing_strategies.validate` / `check_combination`.
+      `mixing_strategies.checked_params`.
   """
   validate_method_config(config)
   if mixing is not None:
@@ -111,10 +111,8 @@ def _build_mixing(config: MethodConfig, inputs: MethodInputs,
                   mixing: MixingRun) -> Method:
   """`build_method` with a mixing strategy, named '<method>+<strategy>'."""
   strategy = mixing_strategies.get_strategy(mixing.strategy)
-  mixing_strategies.check_combination(mixing.strategy, config.algorithm,
-                                      config.variants)
-  params = strategy.params_from(mixing.settings)
-  params.validate()
+  params = mixing_strategies.checked_params(
+      mixing.strategy, mixing.settings, config.algorithm, config.variants)
   server, settings = get_algorithm(config.algorithm).server_optimizer(config)
   parts, variant_settings = {}, _plain_settings()
   for name in config.variants:

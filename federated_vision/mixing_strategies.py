@@ -23,6 +23,7 @@ combination rules see the built-in algorithms and variants.
 """
 
 import dataclasses
+import functools
 import math
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
@@ -232,10 +233,34 @@ def validate(settings: MixingSettings, methods=(),
   if len(set(settings.mixing)) != len(settings.mixing):
     raise bad("mixing", list(settings.mixing), "a strategy is repeated")
   for name in settings.mixing:
-    strategy = get_strategy(name)
-    strategy.params_from(settings).validate()
     for method in methods or (components.MethodConfig(),):
-      check_combination(name, method.algorithm, method.variants)
+      checked_params(name, settings, method.algorithm, tuple(method.variants))
+
+
+def checked_params(strategy: str, settings: MixingSettings,
+                   algorithm: str = "fedavg", variants: Tuple[str, ...] = ()):
+  """The strategy's hyper-parameters from `settings`, validated, and its
+  combination with the method checked; a combination that passed is
+  remembered, so `validate` (the config) and `methods.build_method` check
+  it once per run.
+
+  Raises:
+    ConfigError: naming the flag (both flags for a refused combination).
+  """
+  key = (strategy, settings, algorithm, tuple(variants))
+  try:
+    hash(key)
+  except TypeError:  # Unhashable settings (e.g. a list): not remembered.
+    return _checked.__wrapped__(*key)
+  return _checked(*key)
+
+
+@functools.lru_cache(maxsize=None)  # Successes only: errors are not cached.
+def _checked(strategy, settings, algorithm, variants):
+  params = get_strategy(strategy).params_from(settings)
+  params.validate()
+  check_combination(strategy, algorithm, variants)
+  return params
 
 
 def settings_of(strategy: MixingStrategy, params) -> Dict[str, object]:
