@@ -126,7 +126,7 @@ def _build_mixing(config: MethodConfig, inputs: MethodInputs,
       server_optimizer=server, **parts))
   name = f"{config.name}+{mixing.strategy}"
   settings.update(built.settings)
-  settings.update(mixing_strategies.settings_of(strategy, params))
+  settings.update(strategy.settings(params))
   settings.update(variant_settings, mixing=mixing.strategy,
                   client_optimizer="sgd",
                   client_learning_rate=config.client_learning_rate,

@@ -147,6 +147,10 @@ class MixingStrategy:
     return tuple(f.name for f in dataclasses.fields(self.params)
                  if f.name in SETTINGS_FIELDS)
 
+  def settings(self, params) -> Dict[str, object]:
+    """What summary.json records of its hyper-parameters: every field."""
+    return dataclasses.asdict(params)
+
   def params_from(self, settings: MixingSettings):
     """Its hyper-parameters with the run's settings (not validated)."""
     return dataclasses.replace(
@@ -261,12 +265,6 @@ def _checked(strategy, settings, algorithm, variants):
   params.validate()
   check_combination(strategy, algorithm, variants)
   return params
-
-
-def settings_of(strategy: MixingStrategy, params) -> Dict[str, object]:
-  """The recorded hyper-parameters of a strategy (its dataclass fields)."""
-  del strategy
-  return dataclasses.asdict(params)
 
 
 # --- Built-in strategies (builders in `algorithms.mixing`). -----------------
