@@ -106,7 +106,7 @@ class StrategyInputs(NamedTuple):
     spec: the algorithm's client `TrainingSpec` (B, E, seed).
     client_optimizer: the client SGD (`methods.client_sgd`).
     server_optimizer: the algorithm's server optimizer.
-    fedir: FedIR's client work (the fedir variant).
+    fedir: whether the client work is FedIR's (the fedir variant).
     fedir_target_distribution: FedIR's p(y), None = uniform.
     virtual_client_size: FedVC's N_VC (the fedvc variant), or None.
   """
@@ -135,7 +135,8 @@ class MixingStrategy:
       settings).
     params: its hyper-parameters (a frozen dataclass with `validate()`);
       fields named as `MixingSettings` fields are read from the run's.
-    refuses: {variant: reason} of variants it cannot be combined with.
+    refuses: ((variant, reason), ...) of variants it cannot be combined
+      with (the reason completes '... cannot be combined with <reason>').
   """
   name: str
   build: StrategyBuilder
@@ -161,7 +162,12 @@ _STRATEGIES: Registry[MixingStrategy] = Registry("mixing strategy", "mixing")
 
 
 def register_mixing_strategy(strategy: MixingStrategy) -> None:
-  """Adds a strategy (ValueError if the name is taken or bad)."""
+  """Adds a strategy (ValueError if the name is taken or bad, also by an
+  algorithm or variant: '<method>+<strategy>' must name one method)."""
+  if strategy.name in components.algorithm_names() + \
+      components.variant_names():
+    raise ValueError(f"mixing strategy name {strategy.name!r} is already "
+                     "registered as an algorithm or variant")
   if not dataclasses.is_dataclass(strategy.params) or not callable(
       getattr(strategy.params, "validate", None)):
     raise ValueError(f"mixing strategy {strategy.name!r}: params must be a "

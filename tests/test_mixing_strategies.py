@@ -97,6 +97,9 @@ def test_a_check_that_passed_runs_once_and_own_fields_keep_their_value():
   assert len(_CALLS) == 2
   with pytest.raises(ValueError, match="already registered"):
     ms.register_mixing_strategy(ms.get_strategy("counting_test"))
+  with pytest.raises(ValueError, match="already registered as an algorithm "
+                     "or variant"):
+    ms.register_mixing_strategy(ms.MixingStrategy("fedvc", lambda *a: None))
   with pytest.raises(ValueError, match="validate"):
     ms.register_mixing_strategy(ms.MixingStrategy("no_validate",
                                                   lambda *a: None, object()))
