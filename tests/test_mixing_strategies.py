@@ -11,6 +11,7 @@ from federated_vision import methods
 from federated_vision import mixing_strategies as ms
 from federated_vision.errors import ConfigError
 from federated_vision.mixing_settings import MixingSettings
+from federated_vision.registry import Registry
 
 
 def test_builtin_strategies_read_the_flags_of_their_algorithms():
@@ -86,7 +87,13 @@ class _CountingParams:
     _CALLS.append(self)
 
 
-def test_a_check_that_passed_runs_once_and_own_fields_keep_their_value():
+def test_a_check_that_passed_runs_once_and_own_fields_keep_their_value(
+    monkeypatch):
+  # A registry of this test's own: the strategy does not outlive it.
+  registry = Registry("mixing strategy", "mixing")
+  for name in ms.strategy_names():
+    registry.add(name, ms.get_strategy(name))
+  monkeypatch.setattr(ms, "_STRATEGIES", registry)
   ms.register_mixing_strategy(ms.MixingStrategy(
       "counting_test", lambda *a: None, _CountingParams()))
   settings = MixingSettings(mixing=("counting_test",), central_steps=5)
