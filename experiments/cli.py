@@ -34,8 +34,10 @@ def define_flags() -> None:
   flags.DEFINE_list("extra_modules", [], "Python modules to import before "
                     "the config is built, e.g. mypkg.tasks: they may register "
                     "tasks (federated_vision.tasks.register_task), models "
-                    "(tasks.models.register_model) and algorithms or "
-                    "variants (federated_vision.methods.register_*).")
+                    "(tasks.models.register_model), algorithms or "
+                    "variants (federated_vision.methods.register_*) and "
+                    "mixing strategies (federated_vision.mixing_strategies."
+                    "register_mixing_strategy).")
 
 
 def fail(message: str, status: int = 2) -> NoReturn:

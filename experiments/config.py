@@ -42,6 +42,7 @@ from experiments import usage
 from federated_vision import method_names
 from federated_vision.runtime import worker_config as worker_config_lib
 from federated_vision import methods as methods_lib
+from federated_vision import mixing_strategies
 from federated_vision import tasks
 from federated_vision.errors import ConfigError, bad
 from federated_vision.evaluation import convergence
@@ -393,7 +394,7 @@ def validate(config: ExperimentConfig,
     methods_lib.validate_method_config(method)
   check_output(config.output)
   check_execution(config.execution)
-  methods_lib.validate_mixing(config.mixing, m.expand(), given)
+  mixing_strategies.validate(config.mixing, m.expand(), given)
   if config.mixing.mixing and config.data.dataset not in \
       tasks.scenario_task_names():
     raise ConfigError(f"--mixing: --dataset={config.data.dataset} has no "

@@ -1,18 +1,19 @@
-"""Flags of the `mixing` section (`methods.MixingSettings`; Augenstein et al.)
+"""Flags of the `mixing` section (`mixing_settings.MixingSettings`; Augenstein et al.)
 and of the CelebA task's data (`DataConfig.celeba_cache_dir`)."""
 
 from absl import flags
 
-from federated_vision import methods
+from federated_vision import mixing_settings
 
 
 def define_flags() -> None:
   """Mixing strategies, their hyper-parameters and the mixing data sets."""
-  d = methods.MixingSettings()
+  d = mixing_settings.MixingSettings()
   flags.DEFINE_list("mixing", list(d.mixing), "Mixing federated and "
                     "centralized data (Augenstein et al.), strategies run "
                     "side by side: "
-                    f"{','.join(methods.MIXING_STRATEGIES)}. Each --algorithm "
+                    f"{','.join(mixing_settings.MIXING_STRATEGIES)} (and any "
+                    "registered from --extra_modules). Each --algorithm "
                     "(fedavg, fedavgm; with --fedir / --fedvc) runs once per "
                     "strategy as '<method>+<strategy>'. Needs a task with a "
                     "mixing scenario (--dataset=digits with "

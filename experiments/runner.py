@@ -9,9 +9,10 @@
 import math
 import os
 import tempfile
-from typing import Callable, Dict, List, NamedTuple, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional
 
 from experiments import config as config_lib
+from experiments import mixing_report
 from experiments import usage
 from federated_vision.errors import bad
 from federated_vision.tasks import presence
@@ -58,8 +59,16 @@ def check_output_dir(output: config_lib.OutputConfig) -> str:
   return path
 
 
-def build_experiment(config: config_lib.ExperimentConfig) -> Experiment:
-  """Validates `config`, loads the data and builds every method."""
+def build_experiment(config: config_lib.ExperimentConfig,
+                     resolved: Optional[Dict[str, object]] = None
+                     ) -> Experiment:
+  """Loads the data and builds every method of `config`.
+
+  Args:
+    config: the experiment.
+    resolved: `config_lib.validate(config)`'s result when the caller
+      validated it already (`run`); else it is validated here.
+  """
   import numpy as np  # pylint: disable=g-import-not-at-top
   from federated_vision import methods as methods_lib  # pylint: disable=g-import-not-at-top
   from federated_vision import tasks  # pylint: disable=g-import-not-at-top
@@ -67,7 +76,8 @@ def build_experiment(config: config_lib.ExperimentConfig) -> Experiment:
   from federated_vision.evaluation import partition_report  # pylint: disable=g-import-not-at-top
   from federated_vision.models import build_tff_model_fn  # pylint: disable=g-import-not-at-top
 
-  resolved = config_lib.resolve(config)
+  resolved = dict(resolved) if resolved is not None else \
+      config_lib.resolve(config)
   output_dir = check_output_dir(config.output)
   seed = config.training.seed
   task = tasks.get_task(config.data.dataset)
@@ -98,13 +108,11 @@ def build_experiment(config: config_lib.ExperimentConfig) -> Experiment:
       [fed.client_sizes[c] for c in ids], per_round, seed,
       lambda: np.concatenate([b["y"].numpy()
                               for b in fed.test_data.batch(4096)]))
-  if scenario is None:
-    methods = [methods_lib.build_method(m, inputs)
-               for m in config.methods.expand()]
-  else:
-    methods = [methods_lib.build_mixing_method(m, s, config.mixing, inputs,
-                                               scenario)
-               for m in config.methods.expand() for s in config.mixing.mixing]
+  runs = [None] if scenario is None else [
+      methods_lib.MixingRun(s, config.mixing, scenario)
+      for s in config.mixing.mixing]
+  methods = [methods_lib.build_method(m, inputs, mix)
+             for m in config.methods.expand() for mix in runs]
   stats = partition_report.counts_summary(fed.class_counts,
                                          fed.info.get("class_prior"))
   return Experiment(config, fed, keras_model_fn, methods, output_dir,
@@ -158,39 +166,6 @@ def write_partition_report(exp: Experiment) -> dict:
       max_clients_in_plot=100, summary=exp.partition_stats)
 
 
-def mixing_eval_columns(exp: Experiment) -> Tuple[str, ...]:
-  """Evaluation keys written as `test_<key>` columns with --mixing: accuracy
-  per group (`accuracy_<group>`) and per class (`accuracy_class_<c>`)."""
-  if exp.scenario is None:
-    return ()
-  return (tuple(f"accuracy_{g}" for g in exp.scenario.groups)
-          + tuple(f"accuracy_class_{c}" for c in range(exp.fed_data.num_classes)))
-
-
-# Summary names of the mixing scenarios' group accuracies.
-GROUP_FIELDS = {"missing": "missing_class_accuracy",
-                "present": "present_class_accuracy"}
-
-
-def mixing_summary(exp: Experiment, method, rows) -> Dict[str, object]:
-  """summary.json fields of one mixing method, from its last evaluated
-  metrics row (so a resumed run reports the numbers it wrote): the extra
-  bytes per round, accuracy per group (`accuracy_smiling`,
-  `accuracy_unsmiling`, `missing_class_accuracy`, `present_class_accuracy`)
-  and per class."""
-  evaluated = [r for r in rows if r.get("test_accuracy") not in (None, "")]
-  last = evaluated[-1] if evaluated else {}
-  value = lambda key: float(last[key]) if last.get(key) not in (None, "") \
-      else math.nan
-  out = {"mixing": method.settings["mixing"],
-         "extra_broadcast_bytes_per_round": method.extra_broadcast_bytes}
-  for g in exp.scenario.groups:
-    out[GROUP_FIELDS.get(g, f"accuracy_{g}")] = value(f"test_accuracy_{g}")
-  out["accuracy_per_class"] = [value(f"test_accuracy_class_{c}")
-                               for c in range(exp.fed_data.num_classes)]
-  return out
-
-
 def _train(exp: Experiment, evaluate):
   """{method: RunResult}, and the `DivergenceError` that stopped the run (or
   None): methods after a diverged one are not run."""
@@ -213,7 +188,7 @@ def _train(exp: Experiment, evaluate):
               round_columns=(() if exp.scenario is None else
                              (("extra_broadcast_bytes",
                                method.extra_broadcast_bytes),)),
-              eval_columns=mixing_eval_columns(exp)))
+              eval_columns=mixing_report.eval_columns(exp)))
     except training_loop.DivergenceError as e:
       results[method.name] = e.result
       return results, e
@@ -283,7 +258,7 @@ def run(config: config_lib.ExperimentConfig) -> dict:
   """
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   from experiments import run_record  # pylint: disable=g-import-not-at-top
-  config_lib.validate(config)
+  resolved = config_lib.validate(config)  # Once per run.
   presence.require(config.data)  # Data on this machine, before any directory.
   new_dirs = _new_dirs(config.output_dir)
   out = check_output_dir(config.output)
@@ -296,7 +271,7 @@ def run(config: config_lib.ExperimentConfig) -> dict:
         record = run_record.check(out, config)
         # Workers first: a bad --workers address fails before data is loaded.
         with config.execution.context():
-          exp = build_experiment(config)
+          exp = build_experiment(config, resolved)
           run_record.start(out, config, run_record.partition_fingerprint(
               exp.fed_data), record)
           started = True
@@ -406,7 +381,8 @@ def _run(exp: Experiment) -> dict:
         "acc_at_batch": at.get(name, {}).get("acc_at_batch"),
         "resumed_from_round": r.resumed_from, "settings": settings[name]}
     if exp.scenario is not None:
-      summary["methods"][name].update(mixing_summary(exp, by_name[name], r.rows))
+      summary["methods"][name].update(
+          mixing_report.method_summary(exp, by_name[name], r.rows))
     if t.target_accuracy is not None:
       summary["methods"][name]["rounds_to_target"] = rounds_to_target(
           r.rows, t.target_accuracy)
@@ -445,7 +421,7 @@ def _run(exp: Experiment) -> dict:
            central_reason, t.total_rounds, batch_ref)))
   if exp.scenario is not None:
     print()
-    print(format_mixing_table(exp, summary))
+    print(mixing_report.format_table(exp, summary))
   print()
   print(f"results: {out}")
   print(f"  experiment.json, hparams.json, summary.json, "
@@ -456,16 +432,3 @@ def _run(exp: Experiment) -> dict:
   if diverged is not None:
     raise diverged
   return summary
-
-
-def format_mixing_table(exp: Experiment, summary: dict) -> str:
-  """One row per mixing method: accuracy per group, overall, extra bytes."""
-  from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
-  fields = [GROUP_FIELDS.get(g, f"accuracy_{g}") for g in exp.scenario.groups]
-  rows = [[name] + [m.get(f) for f in fields]
-          + [m.get("final_accuracy"), m.get("extra_broadcast_bytes_per_round")]
-          for name, m in summary["methods"].items()]
-  notes = {f: "no evaluation yet, or no test example of that group"
-           for f in fields + ["accuracy"]}
-  return reporting.format_table(
-      ["method"] + fields + ["accuracy", "extra_bytes/round"], rows, notes)

@@ -19,10 +19,10 @@ fields it does not read and why:
             --fedvc, --include_plain), whichever chose the methods.
   training  --clients_per_round or --client_fraction, whichever sets the
             clients per round; the rest always.
-  mixing    without --mixing none (`methods.validate_mixing`); with it,
-            each strategy's own hyper-parameters (`STRATEGY_FIELDS`, as
-            `algorithms.mixing.build_mixing_method` reads them) and the
-            task scenario's (`Task.mixing_reads`).
+  mixing    without --mixing none (`mixing_strategies.validate`); with
+            it, each strategy's own hyper-parameters (the fields of its
+            registered hyper-parameter dataclass, `MixingStrategy.reads`)
+            and the task scenario's (`Task.mixing_reads`).
   execution the local workers' settings only with --local_workers >= 1.
   output, run, and the fields of `ALWAYS_USED`: read by every run.
 
@@ -38,6 +38,7 @@ from typing import Dict, Iterable
 
 from federated_vision import method_usage
 from federated_vision import methods as methods_lib
+from federated_vision import mixing_strategies
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
 from federated_vision.tasks import base as task_base
@@ -63,15 +64,6 @@ ALWAYS_USED.update({n: "output location"
 ALWAYS_USED.update({n: "run control" for n in (
     "overwrite", "on_divergence", "resume_from_last_valid")})
 
-# Mixing strategy -> the MixingSettings fields it reads (Augenstein et al.,
-# Algorithms 2-4; `algorithms.mixing.build_mixing_method`).
-STRATEGY_FIELDS = {
-    "none": (), "oracle": (),
-    "parallel": ("merge_weight", "central_steps", "central_batch_size",
-                 "central_learning_rate"),
-    "example_transfer": ("central_examples_per_client",),
-    "gradient_transfer": ("gradient_weight", "central_batch_size"),
-}
 LOCAL_WORKER_FIELDS = ("max_concurrent_computation_calls",
                        "worker_malloc_arena_max", "worker_intra_op_threads",
                        "worker_inter_op_threads")
@@ -107,13 +99,12 @@ def _methods_unused(config) -> Dict[str, str]:
 
 def _mixing_unused(config) -> Dict[str, str]:
   strategies = config.mixing.mixing
-  fields = [f.name for f in dataclasses.fields(methods_lib.MixingSettings)
-            if f.name != "mixing"]
+  fields = [n for n in mixing_strategies.SETTINGS_FIELDS if n != "mixing"]
   if not strategies:
     return {n: "only used with --mixing" for n in fields}
   read = set()
-  for s in strategies:
-    read |= set(STRATEGY_FIELDS.get(s, fields))
+  for s in strategies:  # Each strategy's hyper-parameter dataclass.
+    read |= set(mixing_strategies.get_strategy(s).reads())
   task = tasks.get_task(config.data.dataset)
   out = {}
   for n in fields:
@@ -122,7 +113,7 @@ def _mixing_unused(config) -> Dict[str, str]:
         out[n] = (f"not used by --dataset={task.name}'s mixing scenario (its "
                   "classes are fixed)")
     elif n not in read:
-      users = [s for s, f in STRATEGY_FIELDS.items() if n in f]
+      users = mixing_strategies.readers(n)
       out[n] = f"only used with --mixing={'|'.join(users)}"
   return out
 

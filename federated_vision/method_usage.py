@@ -6,7 +6,7 @@ algorithm's and its variants' (`fields_read`). `experiments.usage` refuses a
 hyper-parameter flag that no method of the run reads and leaves it out of the
 recorded config.
 
-The built-in declarations follow the builders in `methods.py`:
+The built-in declarations follow the builders in `method_builtins.py`:
   * fedavg (McMahan et al. 2017, Algorithm 1): local E, B, client learning
     rate; server SGD with eta_s.
   * fedavgm (Hsu, Qi & Brown 2019, Section 3): fedavg's plus the server

@@ -1,16 +1,16 @@
-"""Which mixing strategies a run trains, their settings, and what composes.
+"""The mixing settings of a run (the one mixing config) and the built-in
+strategies' names and refused combinations.
 
-Mixing federated and centralized data (Augenstein et al.): the strategies,
-their flag-named hyper-parameters and the combination rules, in a module of
-their own so that both `methods` (validation, the method builder) and
-`algorithms.mixing` (the strategies) import them without importing each
-other (ours: breaks the methods <-> algorithms.mixing import cycle).
+Mixing federated and centralized data (Augenstein et al.): `MixingSettings`
+holds the strategies a run trains and their flag-named hyper-parameters; each
+strategy (`mixing_strategies`, the registry) reads the fields its own
+hyper-parameter dataclass names. In a module of its own so that
+`mixing_strategies` / `methods` and `algorithms.mixing` (the builders)
+import it without importing each other (ours: no import cycle).
 """
 
 import dataclasses
-from typing import Optional, Sequence, Tuple
-
-from federated_vision.errors import ConfigError
+from typing import Optional, Tuple
 
 MIXING_STRATEGIES = ("none", "parallel", "example_transfer",
                      "gradient_transfer", "oracle")
@@ -43,38 +43,21 @@ class MixingSettings:
   missing_classes: Optional[str] = None
 
 
-def check_mixing_combination(strategy: str, algorithm: str = "fedavg",
-                             variants: Sequence[str] = ()) -> None:
-  """Refuses a strategy x algorithm / variant combination with no single
-  meaning (ConfigError, a ValueError, naming both flags).
+# Built-in strategy -> ((variant, why they cannot be combined), ...): stated
+# once for `mixing_strategies` (the registry) and `algorithms.mixing` (the
+# builders), which cannot import each other.
+REFUSED_VARIANTS = {
+    "gradient_transfer": (("fedir", "FedIR: both replace FedAvg's client "
+                                    "work"),),
+    "example_transfer": (("fedvc", "FedVC: FedVC fixes each client's examples "
+                                   "to N_VC, example transfer adds M to "
+                                   "them"),),
+}
 
-  * any strategy + fedsgd or fedprox: the strategies compose FedAvg's and
-    FedAvgM's server optimizers and FedIR's client work only.
-  * gradient transfer + FedIR: both replace FedAvg's client work.
-  * example transfer + FedVC: FedVC fixes what a client trains on to N_VC
-    examples while example transfer adds M per client.
-  Everything else composes: FedIR's client work runs on whatever data the
-  strategy gives the client (its q_k then counts transferred examples), FedVC
-  resamples the strategy's client data, FedAvgM's server optimizer works with
-  all five.
-  """
-  if strategy not in MIXING_STRATEGIES:
-    raise ConfigError(f"mixing strategy must be one of "
-                      f"{', '.join(MIXING_STRATEGIES)}; got {strategy!r}",
-                      "mixing")
-  if algorithm not in ("fedavg", "fedavgm"):
-    raise ConfigError(f"--mixing={strategy} and --algorithm={algorithm}: the "
-                      "mixing strategies compose fedavg and fedavgm only",
-                      "algorithm")
-  if "fedprox" in variants:
-    raise ConfigError(f"--mixing={strategy} and --fedprox: the mixing "
-                      "strategies compose FedIR's client work only", "fedprox")
-  if "fedir" in variants and strategy == "gradient_transfer":
-    raise ConfigError("--mixing=gradient_transfer and --fedir: mixing strategy "
-                      "'gradient_transfer' cannot be combined with FedIR: both "
-                      "replace FedAvg's client work", "fedir")
-  if "fedvc" in variants and strategy == "example_transfer":
-    raise ConfigError("--mixing=example_transfer and --fedvc: mixing strategy "
-                      "'example_transfer' cannot be combined with FedVC: FedVC "
-                      "fixes each client's examples to N_VC, example transfer "
-                      "adds M to them", "fedvc")
+
+def refusal(strategy: str, variant: str, why: Optional[str] = None) -> str:
+  """The one-line refusal of a strategy x variant combination (`why`:
+  default the built-in's reason)."""
+  why = why or dict(REFUSED_VARIANTS.get(strategy, ())).get(variant)
+  return (f"--mixing={strategy} and --{variant}: mixing strategy "
+          f"{strategy!r} cannot be combined with {why}")

@@ -228,7 +228,7 @@ def test_gradient_transfer_general_clients(context):
 def test_example_transfer_zero_examples_is_fedavg(fedavg_run):
   fed, central, _, _ = _scenario()
   method = _method("example_transfer", fed, central,
-                   config=mixing.MixingConfig(examples_per_client=0))
+                   config=mixing.MixingConfig(central_examples_per_client=0))
   assert method.fed_data.client_sizes == SIZES
   for a, b in zip(_run(method), fedavg_run):
     _close(a, b)
@@ -266,7 +266,7 @@ def test_example_transfer_trains_fedavg_on_the_mix_weighted_by_n_plus_m(context)
   del context
   fed, central, _, _ = _scenario()
   method = _method("example_transfer", fed, central,
-                   config=mixing.MixingConfig(examples_per_client=2))
+                   config=mixing.MixingConfig(central_examples_per_client=2))
   ws = _run(method)
   for r in (1, 2):
     mixes = [_client_examples(method.fed_data, k)
@@ -387,7 +387,7 @@ def test_extra_broadcast_bytes_equal_the_formula():
               "gradient_transfer": model_bytes}
   for strategy, value in expected.items():
     method = _method(strategy, fed, central,
-                     config=mixing.MixingConfig(examples_per_client=5))
+                     config=mixing.MixingConfig(central_examples_per_client=5))
     assert method.extra_broadcast_bytes == value, strategy
     assert method.settings["extra_broadcast_bytes_per_round"] == value
   # What gradient transfer's distributor actually broadcasts beyond w_t.

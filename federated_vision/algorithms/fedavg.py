@@ -125,12 +125,32 @@ def build_fedavg(
         client_weighting=client_weighting,
         loop_implementation=loop_implementation)
   client_work = count_dropped_clients(client_work, client_weighting)
-  aggregator = weighted_aggregator.create(
+  return compose_with_fedavg_server(
+      initial_model_weights_fn, distributor, client_work, server_optimizer,
+      weighted_aggregator)
+
+
+def compose_with_fedavg_server(
+    initial_weights_fn: tff.Computation,
+    distributor: tff.learning.templates.DistributionProcess,
+    client_work: tff.learning.templates.ClientWorkProcess,
+    server_optimizer: tff.learning.optimizers.Optimizer,
+    model_aggregator: Optional[AggregationFactory] = None,
+    client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+) -> tff.learning.templates.LearningProcess:
+  """FedAvg's server side (McMahan et al. 2017, Algorithm 1) composed with a
+  distributor and client work: the weighted mean of the clients' model
+  deltas (`as_weighted_factory(model_aggregator)`) and a finalizer applying
+  `server_optimizer` to it. `build_fedavg` and gradient transfer
+  (`mixing_gradient`) share it.
+  """
+  weights_type = initial_weights_fn.type_signature.result
+  aggregator = as_weighted_factory(model_aggregator, client_weighting).create(
       weights_type.trainable, tff.TensorType(np.float32))
   finalizer = tff.learning.templates.build_apply_optimizer_finalizer(
       server_optimizer, weights_type)
   return tff.learning.templates.compose_learning_process(
-      initial_model_weights_fn, distributor, client_work, aggregator, finalizer)
+      initial_weights_fn, distributor, client_work, aggregator, finalizer)
 
 
 def as_weighted_factory(

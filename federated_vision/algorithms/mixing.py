@@ -22,11 +22,14 @@ client). This module's job is choosing among them: `build_mixing_method`
 builds any of the five, with FedAvgM's server optimizer, FedIR's client work
 and FedVC's virtual clients where they make sense (see `check_combination`),
 and `extra_broadcast_bytes` counts what each broadcasts beyond the model.
+`build_strategy` is the entry the strategy registry
+(`federated_vision.mixing_strategies`, used by `methods.build_method`) calls.
 
 Reproducibility: the centralized data of round r depends only on (seed, r)
 (see `mixing_parallel` and `mixing_gradient`), so a resumed run sees exactly
 the batches of an uninterrupted one.
 """
+import dataclasses
 from typing import Any, Dict, NamedTuple, Optional, Sequence
 
 import tensorflow_federated as tff
@@ -81,34 +84,18 @@ def check_strategy(strategy: str) -> None:
 
 def check_combination(strategy: str, fedir: bool, fedvc: bool) -> None:
   """Refuses strategy x (FedIR, FedVC) combinations that have no single
-  meaning (gradient transfer + FedIR, example transfer + FedVC; see
-  `mixing_settings.check_mixing_combination`, which states the rules once)."""
+  meaning (gradient transfer + FedIR, example transfer + FedVC; the rules are
+  `mixing_settings.REFUSED_VARIANTS`, stated once)."""
   check_strategy(strategy)
-  mixing_settings.check_mixing_combination(
-      strategy, "fedavg", ("fedir",) * fedir + ("fedvc",) * fedvc)
+  for variant, used in (("fedir", fedir), ("fedvc", fedvc)):
+    if used and variant in dict(
+        mixing_settings.REFUSED_VARIANTS.get(strategy, ())):
+      raise ValueError(mixing_settings.refusal(strategy, variant))
 
 
-_DEFAULTS = mixing_settings.MixingSettings()  # The flags' defaults, stated once.
-
-
-class MixingConfig(NamedTuple):
-  """Hyper-parameters of the strategies (plain data, e.g. from flags).
-
-  Attributes:
-    merge_weight: parallel training's a in [0, 1].
-    central_steps: parallel training's K.
-    central_batch_size: centralized batch size (parallel, gradient transfer).
-    central_learning_rate: SGD learning rate of parallel training's K steps;
-      None uses the client optimizer.
-    examples_per_client: example transfer's M.
-    gradient_weight: gradient transfer's lambda.
-  """
-  merge_weight: float = _DEFAULTS.merge_weight
-  central_steps: int = _DEFAULTS.central_steps
-  central_batch_size: int = _DEFAULTS.central_batch_size
-  central_learning_rate: Optional[float] = _DEFAULTS.central_learning_rate
-  examples_per_client: int = _DEFAULTS.central_examples_per_client
-  gradient_weight: float = _DEFAULTS.gradient_weight
+# The strategies' hyper-parameters: the run's mixing settings (one config;
+# the flags' names and defaults).
+MixingConfig = mixing_settings.MixingSettings
 
 
 class MixingMethod(NamedTuple):
@@ -122,7 +109,8 @@ class MixingMethod(NamedTuple):
     spec: client training spec (FedVC's N_VC set when used).
     sampler: has `round_keys(round_num)`.
     extra_broadcast_bytes: per round, beyond the model (`extra_broadcast_bytes`).
-    settings: resolved settings for hparams/summary files.
+    settings: resolved settings for hparams/summary files (the strategy's
+      hyper-parameters are added by `methods.build_method`).
   """
   name: str
   process: tff.learning.templates.LearningProcess
@@ -181,7 +169,7 @@ def build_mixing_method(
     data = mixing_data.recombined_data(fed_data, central)
   elif strategy == EXAMPLE_TRANSFER:
     data = mixing_data.example_transfer_data(
-        fed_data, central, config.examples_per_client, seed)
+        fed_data, central, config.central_examples_per_client, seed)
 
   fedavg_kwargs = {}
   if fedir:
@@ -220,7 +208,7 @@ def build_mixing_method(
     sampler = sampling.UniformSampler(ids, clients_per_round, seed)
   extra = extra_broadcast_bytes(
       strategy, clients_per_round=clients_per_round,
-      examples_per_client=config.examples_per_client,
+      examples_per_client=config.central_examples_per_client,
       bytes_per_example=mixing_scenarios.bytes_per_example(central.element_spec),
       model_bytes=mixing_payload.model_trainable_bytes(model_fn))
   name = "+".join([strategy] + (["fedir"] if fedir else [])
@@ -230,9 +218,20 @@ def build_mixing_method(
               "centralized": central.name,
               "centralized_examples": central.num_examples,
               "extra_broadcast_bytes_per_round": extra}
-  used = {PARALLEL: ("merge_weight", "central_steps", "central_batch_size",
-                     "central_learning_rate"),
-          EXAMPLE_TRANSFER: ("examples_per_client",),
-          GRADIENT_TRANSFER: ("gradient_weight", "central_batch_size")}
-  settings.update({k: getattr(config, k) for k in used.get(strategy, ())})
   return MixingMethod(name, process, data, spec, sampler, extra, settings)
+
+
+def build_strategy(strategy: str, params, parts) -> MixingMethod:
+  """A built-in strategy as `mixing_strategies` registers it: its
+  hyper-parameter dataclass `params` (fields named as `MixingConfig`'s) and
+  the method's other components, built (`mixing_strategies.StrategyInputs`).
+  """
+  return build_mixing_method(
+      strategy, fed_data=parts.scenario.federated,
+      central=parts.scenario.central, model_fn=parts.inputs.model_fn,
+      client_optimizer=parts.client_optimizer, spec=parts.spec,
+      clients_per_round=parts.inputs.clients_per_round,
+      server_optimizer=parts.server_optimizer,
+      config=MixingConfig(**dataclasses.asdict(params)), fedir=parts.fedir,
+      fedir_target_distribution=parts.fedir_target_distribution,
+      virtual_client_size=parts.virtual_client_size)

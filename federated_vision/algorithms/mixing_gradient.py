@@ -194,9 +194,6 @@ def build_gradient_transfer(
   client_work = build_gradient_transfer_client_work(
       model_fn, client_optimizer, weights_type.trainable,
       float(gradient_weight), client_weighting)
-  aggregator = (model_aggregator or tff.aggregators.MeanFactory()).create(
-      weights_type.trainable, tff.TensorType(np.float32))
-  finalizer = tff.learning.templates.build_apply_optimizer_finalizer(
-      server_optimizer, weights_type)
-  return tff.learning.templates.compose_learning_process(
-      initial_weights_fn, distributor, client_work, aggregator, finalizer)
+  return fedavg.compose_with_fedavg_server(
+      initial_weights_fn, distributor, client_work, server_optimizer,
+      model_aggregator, client_weighting)
