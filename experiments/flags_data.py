@@ -1,4 +1,5 @@
-"""Flags of the `data` section (`federated_vision.tasks.DataConfig`)."""
+"""Flags of the `data` section (`federated_vision.tasks.DataConfig`); the
+fields a task declares itself are generated (`experiments.flags_components`)."""
 
 from absl import flags
 
@@ -52,9 +53,6 @@ def define_flags() -> None:
                      "with dirichlet_per_class, of each class's division over "
                      "the clients (> 0; inf = even).",
                      lower_bound=0.0)
-  flags.DEFINE_float("imbalance_sigma", None, "digits: client sizes are "
-                     "log-normal with this sigma (heavy-tailed) instead of "
-                     "equal.", lower_bound=0.0)
   # Real-world splits (Hsu, Qi & Brown 2020): --dataset=inaturalist|landmarks.
   flags.DEFINE_string("test_csv", None, "inaturalist/landmarks: the "
                       "image_id,class[,label] test set (e.g. the builders' "

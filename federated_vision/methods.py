@@ -36,6 +36,7 @@ import math
 from typing import (Callable, Dict, Mapping, NamedTuple, Optional, Sequence,
                     Tuple)
 
+from federated_vision import config_fields
 from federated_vision.errors import ConfigError, bad
 from federated_vision.mixing_settings import (  # pylint: disable=unused-import
     MIXING_STRATEGIES, MixingSettings, check_mixing_combination)
@@ -78,10 +79,13 @@ class MethodConfig(HyperParameters):
   Attributes:
     algorithm: registered algorithm (fedavg, fedavgm, fedsgd, ...).
     variants: registered variants applied to it, e.g. ("fedir", "fedvc").
+    options: values of the variants' own hyper-parameters
+      (`Variant.options`, `config_fields`).
     (and the keyword-only `HyperParameters`)
   """
   algorithm: str = "fedavg"
   variants: Tuple[str, ...] = ()
+  options: config_fields.Options = config_fields.Options(config_fields.VARIANT)
 
   @property
   def name(self) -> str:
@@ -174,10 +178,14 @@ class Variant:
       algorithm's spec and sampler).
     build: see `kind`; called as `build(config, inputs)` for CLIENT_WORK and
       `build(config, inputs, spec, sampler)` for DATA_SIDE.
+    options: the variant's own hyper-parameter section (a frozen dataclass
+      of `config_fields.option` fields: generated flags, recorded in the
+      method's settings; `config.options.section(name)` reads it), or None.
   """
   name: str
   kind: str
   build: Callable
+  options: Optional[type] = None
 
 
 _ALGORITHMS: Registry[Algorithm] = Registry("algorithm", "algorithm")
@@ -201,6 +209,8 @@ def register_variant(variant: Variant) -> None:
   if variant.name in _ALGORITHMS:
     raise ValueError(f"variant name {variant.name!r} is already registered as "
                      "an algorithm")
+  if variant.options is not None and variant.name not in _VARIANTS:
+    config_fields.declare(config_fields.VARIANT, variant.name, variant.options)
   _VARIANTS.add(variant.name, variant)
 
 
@@ -233,6 +243,7 @@ def validate_method_config(config: MethodConfig) -> None:
                         f"{', '.join(variant_names())})", "variants")
   if len(set(config.variants)) != len(config.variants):
     raise ValueError(f"method {config.name}: a variant is repeated")
+  config.options.validate(config.variants)
   work = [v for v in config.variants if _VARIANTS.get(v).kind == CLIENT_WORK]
   if len(work) > 1:
     raise ValueError(f"method {config.name}: {' and '.join(work)} both replace "
@@ -272,6 +283,8 @@ def build_method(config: MethodConfig, inputs: MethodInputs) -> Method:
     if v.kind == CLIENT_WORK:
       client_work, extra = v.build(config, inputs)
       settings.update(extra, client_work=v.name)
+    own = config.options.section(v.name)  # Its declared hyper-parameters.
+    settings.update(dataclasses.asdict(own) if own is not None else {})
   process, algo_settings = _ALGORITHMS.get(config.algorithm).build(
       config, inputs, client_work)
   spec = client_spec(config, inputs.seed)
