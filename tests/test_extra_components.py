@@ -234,3 +234,37 @@ def test_task_option_from_extra_modules(tmp_path):
   assert _error_line(_train(tmp_path, "big", "--toy_num_classes=11",
                             *args)).endswith(
       "--toy_num_classes=11: must be in [2, 10]")
+
+
+# --- A preset naming 4 methods trains exactly those 4. ---------------------
+
+FOUR = ("fedavg", "fedavgm", "fedsgd", "fedavg+fedprox")
+
+
+def test_a_preset_naming_four_methods_trains_exactly_those(tmp_path):
+  from experiments import reproduce_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.reproduction import spec  # pylint: disable=g-import-not-at-top
+  run = spec.Run("four_methods_tiny", {
+      "dataset": "digits", "methods": FOUR, "total_rounds": 2,
+      "rounds_per_eval": 1, "rounds_per_checkpoint": 2, "num_clients": 3,
+      "clients_per_round": 2, "client_batch_size": 20,
+      "centralized_epochs": 0, "seed": 1})
+  preset = spec.Preset("four_methods", "mcmahan2017", "4 methods, 2 rounds "
+                       "(ours: a test preset)", (run,))
+  assert run.methods() == FOUR
+  root = tmp_path / "results"
+  # parallel_runs=2: the run is its own train process (no TFF in this one).
+  outcome = reproduce_lib.reproduce(preset, str(root), {}, echo=lambda *a: None,
+                                    parallel_runs=2)
+  assert outcome == {"four_methods_tiny": "ran"}
+  run_dir = root / "four_methods_tiny"
+  summary = json.loads((run_dir / "summary.json").read_text())
+  assert sorted(summary["methods"]) == sorted(FOUR)  # JSON keys sorted.
+  assert tuple(summary["config"]["methods"]["methods"]) == FOUR
+  trained = sorted(p.parent.name for p in run_dir.glob("*/metrics.csv"))
+  assert trained == sorted(FOUR)
+  for name in FOUR:
+    assert len(metric_rows(run_dir / name / "metrics.csv")) == 2
+    assert summary["methods"][name]["rounds"] == 2
+  assert summary["methods"]["fedsgd"]["settings"]["B"] is None  # B = inf.
+  assert summary["methods"]["fedavg+fedprox"]["settings"]["fedprox_mu"] == 0.01
