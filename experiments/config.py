@@ -31,6 +31,8 @@ Adding a section (e.g. run control, execution, mixing):
   4. its checks in `validate` (or in the library, raising `ConfigError`);
   5. a rule in `experiments.usage` saying when a run reads each field.
 `from_flags`, `to_dict`, `flat` and `replace_fields` pick it up unchanged.
+Fields a task or variant declares itself (`federated_vision.config_fields`)
+are leaves of `data` / `methods` held in their `options` field.
 """
 
 import dataclasses
