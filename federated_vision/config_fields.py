@@ -150,12 +150,10 @@ def field_section(name: str) -> Optional[Section]:
   return None
 
 
-def section_of(kind: str, owner: str) -> Optional[Section]:
-  """Component `owner`'s section, or None (it declared none)."""
-  for s in sections(kind):
-    if owner in s.owners:
-      return s
-  return None
+def sections_of(kind: str, owner: str) -> Tuple[Section, ...]:
+  """Component `owner`'s sections (a task may declare several, e.g. a
+  loader's options shared with other tasks and its own)."""
+  return tuple(s for s in sections(kind) if owner in s.owners)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,13 +208,20 @@ class Options:
         del out[name]
     return Options(self.kind, tuple(sorted(out.items())))
 
-  def section(self, owner: str):
-    """Component `owner`'s section dataclass with these values (None if it
-    declared none)."""
-    s = section_of(self.kind, owner)
-    if s is None:
+  def section(self, owner: str, cls: Optional[type] = None):
+    """Component `owner`'s section dataclass (`cls`, or its only one) with
+    these values; None if it declared none.
+
+    Raises:
+      ValueError: `owner` declared several sections and `cls` is None.
+    """
+    found = [s for s in sections_of(self.kind, owner)
+             if cls in (None, s.cls)]
+    if len(found) > 1:
+      raise ValueError(f"{owner} declares {len(found)} sections: name one")
+    if not found:
       return None
-    return s.cls(**{n: self.get(n) for n in s.field_names})
+    return found[0].cls(**{n: self.get(n) for n in found[0].field_names})
 
   def validate(self, owners: Iterable[str]) -> None:
     """Runs `validate()` of the sections of `owners` that define one.
@@ -225,9 +230,10 @@ class Options:
       ConfigError: from the section's `validate`.
     """
     for owner in dict.fromkeys(owners):
-      values = self.section(owner)
-      if values is not None and hasattr(values, "validate"):
-        values.validate()
+      for s in sections_of(self.kind, owner):
+        values = self.section(owner, s.cls)
+        if hasattr(values, "validate"):
+          values.validate()
 
 
 # Config sections holding an `Options` field (experiments.config).

@@ -24,7 +24,7 @@ and --help are generated from it, `DataConfig.options` holds the values and
 
 import dataclasses
 from typing import (Callable, Dict, FrozenSet, Mapping, NamedTuple, Optional,
-                    Sequence, Tuple)
+                    Sequence, Tuple, Union)
 
 from federated_vision import config_fields
 from federated_vision.errors import ConfigError, bad
@@ -50,10 +50,7 @@ class DataConfig:
     examples_per_client: n; None = the task's default.
     split_csv: a published user_id,image_id,class split instead of a scheme.
     alpha: Dirichlet concentration (dirichlet, dirichlet_per_class).
-    test_csv .. image_size: real-world image splits (Hsu, Qi & Brown 2020),
-      see `federated_vision.realworld.image_data`; gld_metadata_csv and
-      accept_unchecked_class_numbering: the class-numbering check of
-      --split_csv against --test_csv (`federated_vision.data.class_numbering`).
+    image_size: crop side S of the image tasks (None: the task's).
     options: the values of the fields tasks declare as their own config
       sections (`Task.options`); `data.<field>` reads one (its declared
       default when unset), `DataConfig.of(**fields)` builds with them.
@@ -67,18 +64,6 @@ class DataConfig:
   examples_per_client: Optional[int] = None
   split_csv: Optional[str] = None
   alpha: float = 0.5
-  test_csv: Optional[str] = None
-  image_root: Optional[str] = None
-  image_paths_csv: Optional[str] = None
-  metadata_json: Tuple[str, ...] = ()
-  inat_split: Optional[str] = None
-  tar_shards: Tuple[str, ...] = ()
-  gld_metadata_csv: Tuple[str, ...] = ()
-  accept_unchecked_class_numbering: bool = False
-  check_images: str = "exists"
-  on_bad_image: str = "fail"
-  image_report_path: Optional[str] = None
-  index_cache_dir: Optional[str] = None
   image_size: Optional[int] = None
   options: config_fields.Options = config_fields.Options(config_fields.TASK)
 
@@ -193,6 +178,10 @@ class Task:
       task has no mixing scenario. `missing_classes` is --missing_classes
       (None: the task's default); a task without classes to choose raises
       `ConfigError` when it is given.
+    options: the task's own config section, a frozen dataclass of
+      `config_fields.option` fields (their flags are generated; an optional
+      `validate()` raises `ConfigError`), a tuple of them (sections shared
+      with other tasks, e.g. an image loader's, and its own), or None.
   """
   name: str
   family: str
@@ -210,7 +199,7 @@ class Task:
   scenario_fn: Optional[ScenarioFn] = None
   unused: Callable[["Task", DataConfig], Mapping[str, str]] = scheme_unused
   mixing_reads: FrozenSet[str] = frozenset({"missing_classes"})
-  options: Optional[type] = None
+  options: Union[None, type, Tuple[type, ...]] = None
 
   def unused_fields(self, data: DataConfig) -> Dict[str, str]:
     """{DataConfig field: why it is not read} for this task and `data`."""
@@ -337,9 +326,10 @@ def register_task(task: Task) -> Task:
   declares its `options` section (`config_fields.declare`)."""
   if task.name in _TASKS:
     raise ValueError(f"task name {task.name!r} is already registered")
-  if task.options is not None:
-    section = config_fields.declare(config_fields.TASK, task.name,
-                                    task.options)
+  classes = (task.options if isinstance(task.options, tuple) else
+             (task.options,) if task.options is not None else ())
+  for cls in classes:
+    section = config_fields.declare(config_fields.TASK, task.name, cls)
     task = dataclasses.replace(task, reads=frozenset(task.reads) |
                                frozenset(section.field_names))
   unknown = set(task.reads) - set(data_fields())
