@@ -60,6 +60,21 @@ def test_built_in_tasks_declare_their_sections():
   assert "imbalance_sigma" in tasks.get_task("digits").reads
   assert {"imbalance_sigma", "celeba_cache_dir"} <= set(tasks.data_fields())
   assert "options" not in config_lib.field_sections()
+  # The real-world tasks read what they read before their sections moved
+  # out of DataConfig (loader + split + their own; the twins the loader's).
+  loader = {"check_images", "on_bad_image", "image_report_path",
+            "index_cache_dir", "image_size"}
+  split = {"split_csv", "test_csv", "image_root",
+           "accept_unchecked_class_numbering"}
+  assert tasks.get_task("inaturalist").reads == loader | split | {
+      "image_paths_csv", "metadata_json", "inat_split"}
+  assert tasks.get_task("landmarks").reads == loader | split | {
+      "tar_shards", "gld_metadata_csv"}
+  assert tasks.get_task("synthetic_landmarks").reads == loader | {
+      "num_clients", "examples_per_client"}
+  assert by_name["LoaderOptions"].owners == (
+      "inaturalist", "synthetic_inaturalist", "landmarks",
+      "synthetic_landmarks")
   assert config_lib.field_sections()["celeba_cache_dir"] == "data"
 
 
