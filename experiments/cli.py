@@ -22,6 +22,7 @@ from typing import Callable, NoReturn, Sequence
 from absl import flags
 from absl import logging
 
+from experiments import flags_components
 from experiments import help_lib
 from federated_vision import runtime
 from federated_vision.errors import ConfigError, one_line
@@ -50,13 +51,38 @@ def parse_flags(argv: Sequence[str]):
   """`app.run(main, flags_parser=cli.parse_flags)`: a bad flag value (e.g.
   `--seed=-1`, out of its bounds) is one line and exit status 2, like every
   other configuration error (absl's default exits 1 with two lines).
-  `--help` prints the flags grouped by config section (`help_lib`), exit 0."""
+  `--help` prints the flags grouped by config section (`help_lib`), exit 0.
+
+  --extra_modules are imported first (found in `argv` before parsing), so
+  the options their tasks and variants declare (`config_fields`) are flags
+  (`flags_components`) that parse and show in --help."""
+  if "extra_modules" in flags.FLAGS:
+    try:
+      import_extra_modules(extra_modules_in(argv))
+      if "dataset" in flags.FLAGS:  # The binary defines the config flags.
+        flags_components.define_flags()
+    except ValueError as e:  # ConfigError too.
+      fail(one_line(e))
   if help_lib.wants_help(argv):
     help_lib.print_help_and_exit(flags.FLAGS)
   try:
     return flags.FLAGS(argv)
   except flags.Error as e:
     fail(f"{one_line(e)} (--help lists the flags)")
+
+
+def extra_modules_in(argv: Sequence[str]) -> list:
+  """The modules of --extra_modules=a,b (or --extra_modules a,b) in `argv`
+  (the last one given, as absl parses it)."""
+  names = []
+  for i, arg in enumerate(argv[1:], 1):
+    name, eq, value = arg.lstrip("-").partition("=")
+    if not arg.startswith("-") or name != "extra_modules":
+      continue
+    if not eq:
+      value = argv[i + 1] if i + 1 < len(argv) else ""
+    names = [n.strip() for n in value.split(",") if n.strip()]
+  return names
 
 
 def _run_error_type():

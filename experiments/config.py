@@ -31,6 +31,8 @@ Adding a section (e.g. run control, execution, mixing):
   4. its checks in `validate` (or in the library, raising `ConfigError`);
   5. a rule in `experiments.usage` saying when a run reads each field.
 `from_flags`, `to_dict`, `flat` and `replace_fields` pick it up unchanged.
+Fields a task or variant declares itself (`federated_vision.config_fields`)
+are leaves of `data` / `methods` held in their `options` field.
 """
 
 import dataclasses
@@ -39,6 +41,7 @@ import os
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from experiments import usage
+from federated_vision import config_fields
 from federated_vision import method_names
 from federated_vision.runtime import worker_config as worker_config_lib
 from federated_vision import methods as methods_lib
@@ -73,6 +76,7 @@ class MethodsConfig(methods_lib.HyperParameters):
   fedvc: bool = False
   include_plain: bool = True
   methods: Tuple[str, ...] = ()
+  options: config_fields.Options = config_fields.Options(config_fields.VARIANT)
 
   def unused_fields(self) -> Tuple[str, ...]:
     """The shorthands when --methods chose the methods: they had no effect,
@@ -84,6 +88,7 @@ class MethodsConfig(methods_lib.HyperParameters):
     algorithm > data side > client work."""
     shared = {f.name: getattr(self, f.name)
               for f in dataclasses.fields(methods_lib.HyperParameters)}
+    shared["options"] = self.options  # The variants' own hyper-parameters.
     if self.methods:
       return tuple(MethodConfig(a, v, **shared)
                    for a, v in method_names.parse_methods(self.methods))
@@ -213,10 +218,9 @@ class ExperimentConfig:
   def to_dict(self) -> Dict[str, Dict[str, object]]:
     """{section: {field: value}}, JSON-safe (tuples -> lists, inf -> 'inf');
     without the fields a section says had no effect (`unused_fields`)."""
-    return {name: {f.name: _json_value(name, f.name, getattr(section, f.name))
-                   for f in dataclasses.fields(section)
-                   if f.name not in getattr(section, "unused_fields",
-                                            tuple)()}
+    return {name: {k: _json_value(name, k, v)
+                   for k, v in config_fields.leaves(section)
+                   if k not in getattr(section, "unused_fields", tuple)()}
             for name, section in self.sections().items()}
 
   def sections(self) -> Dict[str, object]:
@@ -231,13 +235,20 @@ SECTIONS = {"data": DataConfig, "model": ModelConfig, "methods": MethodsConfig,
 
 
 def field_sections() -> Dict[str, str]:
-  """Leaf field (== flag) name -> its section name."""
+  """Leaf field (== flag) name -> its section name (components' declared
+  fields included, `config_fields`).
+
+  Raises:
+    ValueError: a declared field named like another section's field.
+  """
   out = {}
   for section, cls in SECTIONS.items():
-    for f in dataclasses.fields(cls):
-      if f.name in out:
-        raise AssertionError(f"field {f.name} in two sections")
-      out[f.name] = section
+    for name in config_fields.leaf_names(cls):
+      if name in out:
+        raise ValueError(f"config field {name!r} is in sections {out[name]} "
+                         f"and {section} (a declared option must not reuse "
+                         "a flag name)")
+      out[name] = section
   return out
 
 
@@ -270,8 +281,9 @@ def replace_fields(config: ExperimentConfig,
     by_section.setdefault(where[name], {})[name] = (
         tuple(value) if isinstance(value, list) else value)
   return dataclasses.replace(config, **{
-      s: dataclasses.replace(getattr(config, s), **v)
+      s: config_fields.replace_leaves(getattr(config, s), v)
       for s, v in by_section.items()})
+
 
 
 def from_values(values: Mapping[str, object],

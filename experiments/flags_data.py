@@ -1,4 +1,5 @@
-"""Flags of the `data` section (`federated_vision.tasks.DataConfig`)."""
+"""Flags of the `data` section (`federated_vision.tasks.DataConfig`); the
+fields a task declares itself are generated (`experiments.flags_components`)."""
 
 from absl import flags
 
@@ -52,53 +53,6 @@ def define_flags() -> None:
                      "with dirichlet_per_class, of each class's division over "
                      "the clients (> 0; inf = even).",
                      lower_bound=0.0)
-  flags.DEFINE_float("imbalance_sigma", None, "digits: client sizes are "
-                     "log-normal with this sigma (heavy-tailed) instead of "
-                     "equal.", lower_bound=0.0)
-  # Real-world splits (Hsu, Qi & Brown 2020): --dataset=inaturalist|landmarks.
-  flags.DEFINE_string("test_csv", None, "inaturalist/landmarks: the "
-                      "image_id,class[,label] test set (e.g. the builders' "
-                      "inaturalist_test.csv / test.csv); required.")
-  flags.DEFINE_string("image_root", None, "inaturalist: the directory holding "
-                      "train_val_images/ (required); landmarks: the GLD-v2 "
-                      "image directory (a/b/c/<id>.jpg, or TFF's flat images/<id>.jpg cache), "
-                      "or use --tar_shards.")
-  flags.DEFINE_string("image_paths_csv", None, "inaturalist: an image_id,path "
-                      "CSV (the builder's image_paths.csv); paths are relative "
-                      "to --image_root.")
-  flags.DEFINE_list("metadata_json", [], "inaturalist: train2017.json, "
-                    "val2017.json to resolve image paths (instead of "
-                    "--image_paths_csv), e.g. for TFF's published CSV.")
-  flags.DEFINE_string("inat_split", None, "inaturalist: the client column of "
-                      "TFF's iNaturalist_train.csv layout (e.g. user_120k, "
-                      "geo_1k); not needed for a builder's per-split CSV.")
-  flags.DEFINE_list("tar_shards", [], "landmarks: GLD-v2 images_NNN.tar "
-                    "shards (comma-separated paths or globs) instead of "
-                    "--image_root.")
-  flags.DEFINE_list("gld_metadata_csv", [], "landmarks: GLD-v2 train.csv "
-                    "(id,url,landmark_id) and/or train_clean.csv "
-                    "(landmark_id,images), to check that --split_csv and "
-                    "--test_csv number classes alike (as --metadata_json "
-                    "does for inaturalist).")
-  flags.DEFINE_bool("accept_unchecked_class_numbering", False,
-                    "inaturalist/landmarks: when the class numbering of "
-                    "--split_csv and --test_csv cannot be checked (files from "
-                    "different writers, or neither with a label column, and "
-                    "no --metadata_json / --gld_metadata_csv), accept it "
-                    "without the warning; a mismatch found is still an error.")
-  flags.DEFINE_string("check_images", "exists", "inaturalist/landmarks: check "
-                      "images when opening the split: none | exists (stat "
-                      "calls) | decode (slow).")
-  flags.DEFINE_string("on_bad_image", "fail", "inaturalist/landmarks: missing "
-                      "or corrupt images (listed in --image_report_path) "
-                      "either fail the run or are skipped (dropped, counted): "
-                      "fail | skip.")
-  flags.DEFINE_string("image_report_path", None, "Bad-image report JSON "
-                      "(default: <root_output_dir>/<experiment_name>/"
-                      "image_report.json).")
-  flags.DEFINE_string("index_cache_dir", None, "Where the split's example "
-                      "index is cached (default: <root_output_dir>/"
-                      ".image_index).")
   flags.DEFINE_integer("image_size", None, "Crop side S (default: 299 "
                        "inaturalist, 224 landmarks, 32 synthetic_*).",
                        lower_bound=32)

@@ -13,6 +13,7 @@ from typing import List
 
 from absl import flags
 
+from experiments import flags_components
 from experiments import flags_data
 from experiments import flags_execution
 from experiments import flags_mixing
@@ -22,7 +23,8 @@ from experiments import flags_run
 # Modules defining the config flags (a new section's flags module goes here).
 FLAG_MODULES = ("experiments.flags_data", "experiments.flags_model",
                 "experiments.flags_run", "experiments.flags_lib",
-                "experiments.flags_mixing", "experiments.flags_execution")
+                "experiments.flags_mixing", "experiments.flags_execution",
+                "experiments.flags_components")
 
 
 def _define_methods() -> None:
@@ -92,7 +94,9 @@ def _define_output() -> None:
 
 
 def define_flags() -> None:
-  """Defines every config flag (idempotent)."""
+  """Defines every config flag (idempotent; again, the flags of the
+  sections declared since, e.g. by --extra_modules)."""
+  flags_components.define_flags()
   if "total_rounds" in flags.FLAGS:
     return
   flags_data.define_flags()

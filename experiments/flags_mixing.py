@@ -1,5 +1,5 @@
-"""Flags of the `mixing` section (`mixing_settings.MixingSettings`; Augenstein et al.)
-and of the CelebA task's data (`DataConfig.celeba_cache_dir`)."""
+"""Flags of the `mixing` section (`mixing_settings.MixingSettings`; Augenstein et al.);
+the CelebA task declares its --celeba_cache_dir (`tasks.celeba`)."""
 
 from absl import flags
 
@@ -39,7 +39,3 @@ def define_flags() -> None:
   flags.DEFINE_string("missing_classes", d.missing_classes, "--dataset=digits "
                       "with --mixing: classes every client loses to the "
                       "server, e.g. 8,9 (the default).")
-  flags.DEFINE_string("celeba_cache_dir", None, "--dataset=celeba: the "
-                      "directory holding TFF's celeba.sqlite (read by "
-                      "tff.simulation.datasets.celeba.load_data; nothing is "
-                      "downloaded).")

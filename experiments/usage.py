@@ -16,7 +16,9 @@ fields it does not read and why:
             baseline's B and client learning rate (`runner._centralized`);
             --include_plain only with a variant to include it beside;
             --methods or its shorthands (--algorithm, --fedir, --fedprox,
-            --fedvc, --include_plain), whichever chose the methods.
+            --fedvc, --include_plain), whichever chose the methods; a
+            variant's own hyper-parameters (`Variant.options`) only when a
+            method uses the variant.
   training  --clients_per_round or --client_fraction, whichever sets the
             clients per round; the rest always.
   mixing    without --mixing none (`mixing_strategies.validate`); with
@@ -36,6 +38,7 @@ a recorded value always had an effect.
 import dataclasses
 from typing import Dict, Iterable
 
+from federated_vision import config_fields
 from federated_vision import method_usage
 from federated_vision import methods as methods_lib
 from federated_vision import mixing_strategies
@@ -84,6 +87,11 @@ def _methods_unused(config) -> Dict[str, str]:
       users = ", ".join(method_usage.readers(field)) or "no method"
       out[field] = (f"not used: read by {users}; this run's methods are "
                     f"{names}")
+  used = {v for method in expanded for v in method.variants}
+  for section in config_fields.sections(config_fields.VARIANT):
+    if not used & set(section.owners):
+      out.update({n: f"not used: read by {'+'.join(section.owners)}; this "
+                     f"run's methods are {names}" for n in section.field_names})
   if not any(getattr(m, v) for v in ("fedir", "fedprox", "fedvc")):
     out["include_plain"] = ("not used: without --fedir, --fedprox or --fedvc "
                             "every method is plain")
@@ -122,7 +130,9 @@ def ruled_fields() -> Dict[str, str]:
   """{field: the rule that decides whether a run reads it}, for every field
   a rule of this module covers (`uncovered` lists the others)."""
   out = {n: "always used" for n in ALWAYS_USED}
-  out.update({n: "the task" for n in task_base.DATA_FIELDS if n != "dataset"})
+  out.update({n: "the task" for n in task_base.data_fields() if n != "dataset"})
+  out.update({n: "the methods"
+              for n in config_fields.field_names(config_fields.VARIANT)})
   out.update({n: "the model" for n in model_registry.MODEL_FIELDS})
   out.update({n: "the methods" for n in method_usage.HYPER_PARAMETERS +
               ("include_plain", "methods", "algorithm", "fedir", "fedprox",

@@ -19,6 +19,7 @@ import math
 from typing import (Callable, Dict, Mapping, NamedTuple, Optional, Sequence,
                     Tuple)
 
+from federated_vision import config_fields
 from federated_vision.errors import ConfigError, bad
 from federated_vision.registry import Registry
 
@@ -59,10 +60,13 @@ class MethodConfig(HyperParameters):
   Attributes:
     algorithm: registered algorithm (fedavg, fedavgm, fedsgd, ...).
     variants: registered variants applied to it, e.g. ("fedir", "fedvc").
+    options: values of the variants' own hyper-parameters
+      (`Variant.options`, `config_fields`).
     (and the keyword-only `HyperParameters`)
   """
   algorithm: str = "fedavg"
   variants: Tuple[str, ...] = ()
+  options: config_fields.Options = config_fields.Options(config_fields.VARIANT)
 
   @property
   def name(self) -> str:
@@ -162,11 +166,15 @@ class Variant:
     mixing: `(config, inputs) -> (StrategyInputs fields, settings)`: what the
       variant changes in a mixing strategy's method, or None (the variant
       does not compose with the mixing strategies).
+    options: the variant's own hyper-parameter section (a frozen dataclass
+      of `config_fields.option` fields: generated flags, recorded in the
+      method's settings; `config.options.section(name)` reads it), or None.
   """
   name: str
   kind: str
   build: Callable
   mixing: Optional[Callable] = None
+  options: Optional[type] = None
 
 
 _ALGORITHMS: Registry[Algorithm] = Registry("algorithm", "algorithm")
@@ -190,6 +198,8 @@ def register_variant(variant: Variant) -> None:
   if variant.name in _ALGORITHMS:
     raise ValueError(f"variant name {variant.name!r} is already registered as "
                      "an algorithm")
+  if variant.options is not None and variant.name not in _VARIANTS:
+    config_fields.declare(config_fields.VARIANT, variant.name, variant.options)
   _VARIANTS.add(variant.name, variant)
 
 
@@ -239,6 +249,7 @@ def _valid(config: MethodConfig) -> bool:
                         f"{', '.join(variant_names())})", "variants")
   if len(set(config.variants)) != len(config.variants):
     raise ValueError(f"method {config.name}: a variant is repeated")
+  config.options.validate(config.variants)
   work = [v for v in config.variants if _VARIANTS.get(v).kind == CLIENT_WORK]
   if len(work) > 1:
     raise ValueError(f"method {config.name}: {' and '.join(work)} both replace "

@@ -28,6 +28,7 @@ Importing this module does not import TensorFlow (validation runs before any
 data or TFF is loaded); builders import the algorithms when called.
 """
 
+import dataclasses
 from typing import NamedTuple, Optional
 
 from federated_vision import method_builtins  # pylint: disable=unused-import  (registers the built-ins)
@@ -80,6 +81,8 @@ def build_method(config: MethodConfig, inputs: MethodInputs,
     if v.kind == CLIENT_WORK:
       client_work, extra = v.build(config, inputs)
       settings.update(extra, client_work=v.name)
+    own = config.options.section(v.name)  # Its declared hyper-parameters.
+    settings.update(dataclasses.asdict(own) if own is not None else {})
   process, algo_settings = get_algorithm(config.algorithm).build(
       config, inputs, client_work)
   spec = client_spec(config, inputs.seed)

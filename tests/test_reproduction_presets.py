@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO
 from experiments import config as config_lib
 from experiments import flags_lib
+from federated_vision import config_fields
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
 from experiments import sweeps
@@ -30,7 +31,8 @@ EXPECTED = (
 
 
 def defined_flag_names():
-  """Names of every flags.DEFINE_*("name", ...) in flags_lib.FLAG_MODULES."""
+  """Names of every flags.DEFINE_*("name", ...) in flags_lib.FLAG_MODULES,
+  and of every generated flag."""
   names = set()
   nodes = []
   for module in flags_lib.FLAG_MODULES:
@@ -42,7 +44,9 @@ def defined_flag_names():
         and node.func.attr.startswith("DEFINE_") and node.args
         and isinstance(node.args[0], ast.Constant)):
       names.add(node.args[0].value)
-  return names
+  # Plus the flags generated from the fields tasks and variants declare
+  # (experiments.flags_components; e.g. --celeba_cache_dir).
+  return names | set(config_fields.field_names())
 
 
 FLAG_NAMES = defined_flag_names()

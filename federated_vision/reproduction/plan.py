@@ -91,9 +91,10 @@ def missing_data(run: spec.Run, data: Mapping[str, object]
           "downloaded)"))
   flags = dict(run.flag_dict(), **{n: data[n] for n in run.data_flags
                                    if _given(data.get(n))})
-  config = tasks.DataConfig(**{
+  fields = set(tasks.data_fields())  # Task-declared ones too.
+  config = tasks.DataConfig.of(**{
       k: tuple(v) if isinstance(v, list) else v for k, v in flags.items()
-      if k in {f.name for f in dataclasses.fields(tasks.DataConfig)}})
+      if k in fields})
   found = presence.missing_data(config)
   if found is None:
     return None

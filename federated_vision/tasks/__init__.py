@@ -7,6 +7,7 @@ TensorFlow; a task imports its loaders when it builds data.
 
 from federated_vision.tasks.base import DataConfig
 from federated_vision.tasks.base import DataContext
+from federated_vision.tasks.base import data_fields
 from federated_vision.tasks.base import Task
 from federated_vision.tasks.base import get_task
 from federated_vision.tasks.base import register_task

@@ -14,13 +14,19 @@ frozen `Task` registered by name; `--dataset=<name>` picks it. It knows
 
 Adding a data set = one module calling `register_task(Task(...))`, imported by
 `federated_vision/tasks/__init__.py` (or by the user, e.g. through the
-binaries' --extra_modules).
+binaries' --extra_modules). A task with options of its own declares them as
+its config section, `Task(options=<frozen dataclass>)` (fields, defaults,
+help, `validate()`: `federated_vision.config_fields`); the binaries' flags
+and --help are generated from it, `DataConfig.options` holds the values and
+`data.<field>` reads one (celeba: --celeba_cache_dir, digits:
+--imbalance_sigma).
 """
 
 import dataclasses
 from typing import (Callable, Dict, FrozenSet, Mapping, NamedTuple, Optional,
-                    Sequence, Tuple)
+                    Sequence, Tuple, Union)
 
+from federated_vision import config_fields
 from federated_vision.errors import ConfigError, bad
 from federated_vision.registry import Registry
 from federated_vision.tasks import models as model_registry
@@ -44,12 +50,10 @@ class DataConfig:
     examples_per_client: n; None = the task's default.
     split_csv: a published user_id,image_id,class split instead of a scheme.
     alpha: Dirichlet concentration (dirichlet, dirichlet_per_class).
-    imbalance_sigma: log-normal client sizes (digits).
-    test_csv .. image_size: real-world image splits (Hsu, Qi & Brown 2020),
-      see `federated_vision.realworld.image_data`; gld_metadata_csv and
-      accept_unchecked_class_numbering: the class-numbering check of
-      --split_csv against --test_csv (`federated_vision.data.class_numbering`).
-    celeba_cache_dir: directory holding TFF's `celeba.sqlite` (celeba).
+    image_size: crop side S of the image tasks (None: the task's).
+    options: the values of the fields tasks declare as their own config
+      sections (`Task.options`); `data.<field>` reads one (its declared
+      default when unset), `DataConfig.of(**fields)` builds with them.
   """
   dataset: str = "digits"
   data_source: str = "tfds"
@@ -60,24 +64,30 @@ class DataConfig:
   examples_per_client: Optional[int] = None
   split_csv: Optional[str] = None
   alpha: float = 0.5
-  imbalance_sigma: Optional[float] = None
-  test_csv: Optional[str] = None
-  image_root: Optional[str] = None
-  image_paths_csv: Optional[str] = None
-  metadata_json: Tuple[str, ...] = ()
-  inat_split: Optional[str] = None
-  tar_shards: Tuple[str, ...] = ()
-  gld_metadata_csv: Tuple[str, ...] = ()
-  accept_unchecked_class_numbering: bool = False
-  check_images: str = "exists"
-  on_bad_image: str = "fail"
-  image_report_path: Optional[str] = None
-  index_cache_dir: Optional[str] = None
   image_size: Optional[int] = None
-  celeba_cache_dir: Optional[str] = None
+  options: config_fields.Options = config_fields.Options(config_fields.TASK)
+
+  def __getattr__(self, name: str):
+    """A task-declared field (`config_fields`), e.g. `data.celeba_cache_dir`."""
+    if name.startswith("_") or name == "options":
+      raise AttributeError(name)
+    return self.__dict__["options"].get(name)
+
+  @classmethod
+  def of(cls, **values) -> "DataConfig":
+    """A DataConfig from {field: value}, task-declared fields included
+    (ConfigError naming an unknown one)."""
+    return config_fields.replace_leaves(cls(), values)
 
 
-DATA_FIELDS = tuple(f.name for f in dataclasses.fields(DataConfig))
+def data_fields() -> Tuple[str, ...]:
+  """Every data field (== flag): DataConfig's own, then the ones tasks
+  declare (`Task.options`; more after --extra_modules are imported)."""
+  return tuple(f.name for f in dataclasses.fields(DataConfig)
+               if f.name != "options") + config_fields.field_names(
+                   config_fields.TASK)
+
+
 _DEFAULTS = DataConfig()
 
 
@@ -141,7 +151,8 @@ class Task:
     default_model: model registry name used when `ModelConfig.model` is None.
     data_fn: `(task, data config, resolved settings, context) ->
       FederatedDataset`; raises `ConfigError` for bad input.
-    reads: `DataConfig` fields the task reads (besides `dataset`).
+    reads: `DataConfig` fields the task reads (besides `dataset`); its
+      `options` fields are added by `register_task`.
     num_clients: default K (None: from the data, e.g. a split CSV).
     examples_per_client: default n (None: all / from the data).
     image_size: default crop side S of image tasks (None: fixed input).
@@ -167,6 +178,10 @@ class Task:
       task has no mixing scenario. `missing_classes` is --missing_classes
       (None: the task's default); a task without classes to choose raises
       `ConfigError` when it is given.
+    options: the task's own config section, a frozen dataclass of
+      `config_fields.option` fields (their flags are generated; an optional
+      `validate()` raises `ConfigError`), a tuple of them (sections shared
+      with other tasks, e.g. an image loader's, and its own), or None.
   """
   name: str
   family: str
@@ -184,10 +199,11 @@ class Task:
   scenario_fn: Optional[ScenarioFn] = None
   unused: Callable[["Task", DataConfig], Mapping[str, str]] = scheme_unused
   mixing_reads: FrozenSet[str] = frozenset({"missing_classes"})
+  options: Union[None, type, Tuple[type, ...]] = None
 
   def unused_fields(self, data: DataConfig) -> Dict[str, str]:
     """{DataConfig field: why it is not read} for this task and `data`."""
-    out = {n: f"not used by --dataset={self.name}" for n in DATA_FIELDS
+    out = {n: f"not used by --dataset={self.name}" for n in data_fields()
            if n != "dataset" and n not in self.reads}
     out.update({n: f"not used: {why}" for n, why in
                 self.unused(self, data).items() if n in self.reads})
@@ -260,9 +276,11 @@ class Task:
         raise bad("alpha", data.alpha, "must be > 0 (or inf) for "
                   "--partition=dirichlet_per_class (Dir(alpha 1_K) over the "
                   "clients, per class)")
+    if self.options is not None:
+      data.options.validate([self.name])
     self.check(self, data, given)
     unused = self.unused_fields(data)
-    for name in DATA_FIELDS:
+    for name in data_fields():
       if name not in unused:
         continue
       if name in given or (name not in self.reads and
@@ -304,8 +322,17 @@ _TASKS: Registry[Task] = Registry("task", "dataset")
 
 
 def register_task(task: Task) -> Task:
-  """Adds `task` to the registry (a name may be registered once)."""
-  unknown = set(task.reads) - set(DATA_FIELDS)
+  """Adds `task` to the registry (a name may be registered once) and
+  declares its `options` section (`config_fields.declare`)."""
+  if task.name in _TASKS:
+    raise ValueError(f"task name {task.name!r} is already registered")
+  classes = (task.options if isinstance(task.options, tuple) else
+             (task.options,) if task.options is not None else ())
+  for cls in classes:
+    section = config_fields.declare(config_fields.TASK, task.name, cls)
+    task = dataclasses.replace(task, reads=frozenset(task.reads) |
+                               frozenset(section.field_names))
+  unknown = set(task.reads) - set(data_fields())
   if unknown:
     raise ValueError(f"task {task.name!r} reads unknown fields {sorted(unknown)}")
   model_registry.get_model(task.default_model)

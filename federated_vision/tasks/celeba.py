@@ -5,10 +5,28 @@
 the federated clients hold the train celebrities' smiling images, the server
 (--mixing) every unsmiling image of the same celebrities, and the test
 clients both. Default model `celeba_cnn`; `mobilenet_v2_gn` selectable.
+The task owns its config section (`CelebaOptions`, `config_fields`).
 """
 
+import dataclasses
+from typing import Optional
+
+from federated_vision import config_fields
 from federated_vision.errors import ConfigError, bad, one_line
 from federated_vision.tasks import base
+
+
+@dataclasses.dataclass(frozen=True)
+class CelebaOptions:
+  """CelebA's own data settings (`--dataset=celeba`).
+
+  Attributes:
+    celeba_cache_dir: directory holding TFF's celeba.sqlite (ours: TFF's
+      loader reads it; nothing is downloaded, so it is required).
+  """
+  celeba_cache_dir: Optional[str] = config_fields.option(
+      None, "the directory holding TFF's celeba.sqlite (read by "
+      "tff.simulation.datasets.celeba.load_data; nothing is downloaded).")
 
 
 def _check(task, data, given):
@@ -39,7 +57,8 @@ def _data(task, data, resolved, context):
 
 base.register_task(base.Task(
     "celeba", "celeba", "celeba_cnn", _data,
-    reads=frozenset({"celeba_cache_dir"}), partitions=("celebrity",),
+    partitions=("celebrity",),
     check=_check, scenario_fn=_scenario, mixing_reads=frozenset(),
+    options=CelebaOptions,
     description="TFF's CelebA (celeba.sqlite, split by celebrity): smiling "
                 "images on the clients, unsmiling on the server (--mixing)"))

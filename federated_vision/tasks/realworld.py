@@ -16,6 +16,7 @@ from federated_vision.data import class_numbering
 from federated_vision.errors import ConfigError, bad, one_line
 from federated_vision.realworld import source_ids
 from federated_vision.tasks import base
+from federated_vision.tasks import realworld_options as opts
 
 CHECK_IMAGES = ("none", "exists", "decode")
 BAD_IMAGE_POLICIES = ("fail", "skip")
@@ -197,20 +198,22 @@ def _data(task, data, resolved, context):
   return fed._replace(info=info)
 
 
-_REAL = frozenset(_SPLIT) | _LOADER
-_SYNTHETIC = _LOADER | {"num_clients", "examples_per_client"}
+# The reads beyond the declared sections (`realworld_options`), which add
+# the fields of _SPLIT and _LOADER each task reads.
+_OWN = {"inaturalist": opts.InatOptions, "landmarks": opts.LandmarksOptions}
 for _family, _size in (("inaturalist", 299), ("landmarks", 224)):
   _defaults = (("bottleneck_dim", 64),) if _family == "landmarks" else ()
   base.register_task(base.Task(
       _family, _family, "mobilenet_v2_gn", _data,
-      reads=_REAL - (set(_LANDMARKS_ONLY) if _family == "inaturalist" else
-                     set(_INAT_ONLY)),
+      reads=frozenset({"split_csv", "image_size"}),
+      options=(opts.LoaderOptions, opts.SplitOptions, _OWN[_family]),
       image_size=_size, partitions=("csv",), model_defaults=_defaults,
       check=_check,
       description=f"{_family} split CSV (Hsu, Qi & Brown 2020), S = {_size}"))
   base.register_task(base.Task(
       f"synthetic_{_family}", _family, "mobilenet_v2_gn", _data,
-      reads=_SYNTHETIC, num_clients=6, examples_per_client=5,
+      reads=frozenset({"image_size", "num_clients", "examples_per_client"}),
+      options=opts.LoaderOptions, num_clients=6, examples_per_client=5,
       image_size=SYNTHETIC_IMAGE_SIZE, partitions=("csv",),
       model_defaults=_defaults, check=_check,
       description=f"tiny JPEG twin of {_family} read by the real loaders"))

@@ -1,0 +1,274 @@
+"""Components that own their configuration: declared sections -> flags.
+
+Issue 17, item 3: "A task declares its config section (fields, defaults,
+help, validation); flags and `--help` text are generated from the
+declarations". The same holds for a client-work variant's own
+hyper-parameters (item 1: "each a registered component that owns its
+hyper-parameter dataclass").
+
+A component's *section* is a frozen dataclass; every field has a default
+and a help text (`option`), its name is the binaries' flag name, and an
+optional `validate(self)` method raises `ConfigError` naming the field:
+
+    @dataclasses.dataclass(frozen=True)
+    class ToyOptions:
+      toy_num_classes: int = config_fields.option(3, "Classes of toy.",
+                                                  lower_bound=2)
+
+      def validate(self):
+        if self.toy_num_classes > 10: raise bad("toy_num_classes", ...)
+
+`declare(kind, name, cls)` registers it (`tasks.register_task` does it for a
+`Task(options=cls)`, `methods.register_variant` for a `Variant(options=cls)`);
+`experiments.flags_components` defines one absl flag per declared field
+(also for sections declared by --extra_modules, imported before the flags
+are parsed). A config holds the values as an `Options` of one kind ("task"
+for `DataConfig.options`, "variant" for the methods'); a field not set has
+its declared default.
+
+Importing this module imports nothing heavy and changes no global state.
+"""
+
+import dataclasses
+import typing
+from typing import Dict, Iterable, Mapping, Optional, Tuple
+
+from federated_vision.errors import ConfigError
+
+TASK = "task"
+VARIANT = "variant"
+KINDS = (TASK, VARIANT)
+# Flag kinds of `flag_kind`: absl DEFINE_<kind>.
+_SCALARS = {bool: "bool", int: "integer", float: "float", str: "string"}
+
+
+def option(default, help_text: str, **bounds) -> dataclasses.Field:
+  """A section field: its default, its `--help` text and absl bounds
+  (`lower_bound=`, `upper_bound=`; `enum_values=[...]` for a str)."""
+  if not help_text or not help_text.strip():
+    raise ValueError("option: the help text is empty")
+  return dataclasses.field(default=default,
+                           metadata={"help": help_text, "bounds": bounds})
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+  """A declared config section.
+
+  Attributes:
+    kind: TASK or VARIANT.
+    owners: names of the components reading it (tasks may share one).
+    cls: the frozen dataclass.
+  """
+  kind: str
+  owners: Tuple[str, ...]
+  cls: type
+
+  @property
+  def fields(self) -> Tuple[dataclasses.Field, ...]:
+    return dataclasses.fields(self.cls)
+
+  @property
+  def field_names(self) -> Tuple[str, ...]:
+    return tuple(f.name for f in self.fields)
+
+  def help(self, name: str) -> str:
+    """'<owners>: <help>' of field `name` (the flag's --help text)."""
+    f = {f.name: f for f in self.fields}[name]
+    return f"{'/'.join(self.owners)}: {f.metadata['help']}"
+
+
+_SECTIONS: Dict[type, Section] = {}  # In declaration order.
+
+
+def flag_kind(cls: type, f: dataclasses.Field) -> str:
+  """'bool' | 'integer' | 'float' | 'string' | 'list' for field `f`
+  (Optional[...] of those; Tuple[str, ...] is a comma-separated list)."""
+  hint = typing.get_type_hints(cls)[f.name]
+  args = [a for a in typing.get_args(hint) if a is not type(None)]
+  if typing.get_origin(hint) is typing.Union and len(args) == 1:
+    hint = args[0]
+  if typing.get_origin(hint) is tuple and typing.get_args(hint) == (str, ...):
+    return "list"
+  if hint in _SCALARS:
+    return _SCALARS[hint]
+  raise ValueError(f"{cls.__name__}.{f.name}: type {hint} has no flag (bool, "
+                   "int, float, str, Optional of those or Tuple[str, ...])")
+
+
+def declare(kind: str, owner: str, cls: type) -> Section:
+  """Declares `cls` as the config section of component `owner`.
+
+  The same class may be declared by several owners of one kind (e.g. the
+  tasks sharing one loader's options). Field names are unique across all
+  sections.
+
+  Raises:
+    ValueError: not a frozen dataclass, a field without default or help, a
+      type without a flag, or a field name already declared elsewhere.
+  """
+  if kind not in KINDS:
+    raise ValueError(f"section kind must be one of {KINDS}, got {kind!r}")
+  if not (dataclasses.is_dataclass(cls) and
+          cls.__dataclass_params__.frozen):  # pytype: disable=attribute-error
+    raise ValueError(f"{owner}: options {cls!r} must be a frozen dataclass")
+  old = _SECTIONS.get(cls)
+  if old is not None:
+    if old.kind != kind:
+      raise ValueError(f"{owner}: {cls.__name__} is a {old.kind} section")
+    if owner not in old.owners:
+      _SECTIONS[cls] = dataclasses.replace(old, owners=old.owners + (owner,))
+    return _SECTIONS[cls]
+  taken = {n for s in _SECTIONS.values() for n in s.field_names}
+  for f in dataclasses.fields(cls):
+    if f.default is dataclasses.MISSING or "help" not in f.metadata:
+      raise ValueError(f"{owner}: {cls.__name__}.{f.name} needs a default "
+                       "and help: declare it with config_fields.option(...)")
+    if f.name in taken:
+      raise ValueError(f"{owner}: option {f.name!r} is already declared by "
+                       f"{field_section(f.name).owners}")
+    flag_kind(cls, f)
+  _SECTIONS[cls] = Section(kind, (owner,), cls)
+  return _SECTIONS[cls]
+
+
+def sections(kind: Optional[str] = None) -> Tuple[Section, ...]:
+  """Declared sections (of `kind`), in declaration order."""
+  return tuple(s for s in _SECTIONS.values() if kind in (None, s.kind))
+
+
+def field_names(kind: Optional[str] = None) -> Tuple[str, ...]:
+  """Every declared field (of `kind`), in declaration order."""
+  return tuple(n for s in sections(kind) for n in s.field_names)
+
+
+def field_section(name: str) -> Optional[Section]:
+  """The section declaring field `name`, or None."""
+  for s in _SECTIONS.values():
+    if name in s.field_names:
+      return s
+  return None
+
+
+def sections_of(kind: str, owner: str) -> Tuple[Section, ...]:
+  """Component `owner`'s sections (a task may declare several, e.g. a
+  loader's options shared with other tasks and its own)."""
+  return tuple(s for s in sections(kind) if owner in s.owners)
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+  """Values of the declared fields of one kind; an unset field has its
+  declared default. Frozen and hashable (a sweep point is a value).
+
+  Attributes:
+    kind: TASK or VARIANT.
+    values: ((field, value), ...) of the fields set away from their
+      defaults, sorted by name (so equal settings are equal values).
+  """
+  kind: str = TASK
+  values: Tuple[Tuple[str, object], ...] = ()
+
+  def names(self) -> Tuple[str, ...]:
+    """Every declared field of this kind."""
+    return field_names(self.kind)
+
+  def get(self, name: str):
+    """The value of field `name` (its default when unset).
+
+    Raises:
+      AttributeError: `name` is not a declared field of this kind.
+    """
+    section = field_section(name)
+    if section is None or section.kind != self.kind:
+      raise AttributeError(f"no {self.kind} option {name!r}")
+    given = dict(self.values)
+    if name in given:
+      return given[name]
+    return {f.name: f.default for f in section.fields}[name]
+
+  def items(self) -> Tuple[Tuple[str, object], ...]:
+    """((field, value), ...) over every declared field of this kind."""
+    return tuple((n, self.get(n)) for n in self.names())
+
+  def replace(self, values: Mapping[str, object]) -> "Options":
+    """A copy with `values` set (lists become tuples).
+
+    Raises:
+      ConfigError: a name that is not a declared field of this kind.
+    """
+    out = dict(self.values)
+    for name, value in values.items():
+      section = field_section(name)
+      if section is None or section.kind != self.kind:
+        raise ConfigError(f"--{name}: not a declared {self.kind} option",
+                          name)
+      out[name] = tuple(value) if isinstance(value, list) else value
+      if out[name] == {f.name: f.default for f in section.fields}[name]:
+        del out[name]
+    return Options(self.kind, tuple(sorted(out.items())))
+
+  def section(self, owner: str, cls: Optional[type] = None):
+    """Component `owner`'s section dataclass (`cls`, or its only one) with
+    these values; None if it declared none.
+
+    Raises:
+      ValueError: `owner` declared several sections and `cls` is None.
+    """
+    found = [s for s in sections_of(self.kind, owner)
+             if cls in (None, s.cls)]
+    if len(found) > 1:
+      raise ValueError(f"{owner} declares {len(found)} sections: name one")
+    if not found:
+      return None
+    return found[0].cls(**{n: self.get(n) for n in found[0].field_names})
+
+  def validate(self, owners: Iterable[str]) -> None:
+    """Runs `validate()` of the sections of `owners` that define one.
+
+    Raises:
+      ConfigError: from the section's `validate`.
+    """
+    for owner in dict.fromkeys(owners):
+      for s in sections_of(self.kind, owner):
+        values = self.section(owner, s.cls)
+        if hasattr(values, "validate"):
+          values.validate()
+
+
+# Config sections holding an `Options` field (experiments.config).
+
+def options_field(cls) -> Optional[dataclasses.Field]:
+  """The section's `Options` field (components' declared
+  fields: tasks' in data, variants' in methods), or None."""
+  for f in dataclasses.fields(cls):
+    if isinstance(f.default, Options):
+      return f
+  return None
+
+
+def leaf_names(cls) -> Tuple[str, ...]:
+  """A section's leaf fields (== flags): its own, then the declared ones."""
+  opt = options_field(cls)
+  own = tuple(f.name for f in dataclasses.fields(cls) if f is not opt)
+  return own + (field_names(opt.default.kind) if opt else ())
+
+
+def leaves(section) -> Tuple[Tuple[str, object], ...]:
+  """((leaf field, value), ...) of a section instance."""
+  opt = options_field(type(section))
+  own = tuple((f.name, getattr(section, f.name))
+              for f in dataclasses.fields(section) if f is not opt)
+  return own + (getattr(section, opt.name).items() if opt else ())
+
+
+def replace_leaves(section, values: Mapping[str, object]):
+  """`dataclasses.replace` by leaf name, declared fields into its Options."""
+  opt = options_field(type(section))
+  if opt is None:
+    return dataclasses.replace(section, **values)
+  declared = set(field_names(opt.default.kind))
+  return dataclasses.replace(
+      section, **{k: v for k, v in values.items() if k not in declared},
+      **{opt.name: getattr(section, opt.name).replace(
+          {k: v for k, v in values.items() if k in declared})})
