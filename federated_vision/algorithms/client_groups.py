@@ -48,6 +48,8 @@ from federated_vision.data import client_data as client_data_lib
 from federated_vision.runtime import learning_internals
 
 AUTO = "auto"
+# Largest group (the slot's keys are read as one batch of this size).
+MAX_GROUP_SIZE = 4096
 # ours: slots per round for `group_size='auto'`: two per core, so the worker's
 # inter-op threads still run slots side by side and the last slot is short.
 SLOTS_PER_CORE = 2
@@ -62,8 +64,9 @@ def parse_group_size(value) -> object:
   except (TypeError, ValueError):
     raise ValueError(f"must be 'auto' or an integer >= 1, got {value!r}"
                      ) from None
-  if size < 1 or str(size) != str(value).strip():
-    raise ValueError(f"must be 'auto' or an integer >= 1, got {value!r}")
+  if size < 1 or size > MAX_GROUP_SIZE or str(size) != str(value).strip():
+    raise ValueError(f"must be 'auto' or an integer in [1, {MAX_GROUP_SIZE}]"
+                     f", got {value!r}")
   return size
 
 
@@ -73,8 +76,8 @@ def resolve_group_size(group_size, clients_per_round: int,
   `SLOTS_PER_CORE` slots per core (ours: see `SLOTS_PER_CORE`)."""
   if group_size == AUTO:
     slots = SLOTS_PER_CORE * (cores or os.cpu_count() or 1)
-    return max(1, math.ceil(clients_per_round / slots))
-  if not isinstance(group_size, int) or group_size < 1:
+    return min(MAX_GROUP_SIZE, max(1, math.ceil(clients_per_round / slots)))
+  if (not isinstance(group_size, int) or not 1 <= group_size <= MAX_GROUP_SIZE):
     raise ValueError(f"group_size must be 'auto' or an int >= 1, got "
                      f"{group_size!r}")
   return group_size
@@ -218,8 +221,12 @@ def build_grouped_client_work(
       total = tuple(tf.zeros_like(t) for t in flat(initial_weights.trainable))
       weight_sum = tf.constant(0.0, tf.float32)
       dropped = tf.constant(0, tf.int32)
-      for key in keys:
-        dataset = dataset_fn(key)
+      # A while loop over a tensor of keys: `for key in keys_dataset` would be
+      # a ReduceDataset whose body (the whole client training) tf.data
+      # rewrites with Grappler at every call.
+      keys = keys.batch(MAX_GROUP_SIZE).get_single_element()
+      for i in tf.range(tf.size(keys)):
+        dataset = dataset_fn(keys[i])
         model.reset_metrics()
         result, client_metrics = client(state, initial_weights, dataset)
         w = result.update_weight
