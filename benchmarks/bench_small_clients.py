@@ -138,7 +138,9 @@ def main(argv=None):
   parser.add_argument("--group_size", default="auto")
   parser.add_argument("--quick", action="store_true",
                       help="mnist4, C=10, 2 rounds (a smoke run)")
+  harness.add_worker_config_arguments(parser)
   args = parser.parse_args(argv)
+  worker_config = harness.worker_config_from_arguments(args)
   tasks = ["mnist4"] if args.quick else args.tasks.split(",")
   clients = [10] if args.quick else [int(c) for c in args.clients.split(",")]
   rounds = 2 if args.quick else args.rounds
@@ -152,7 +154,7 @@ def main(argv=None):
   for task in tasks:
     for c in clients:
       table += run_point(task, c, args.num_clients, rounds, variants,
-                         group_size)
+                         group_size, worker_config)
   print("\ntask      C   variant    G  ms/client (floor)  wall ratio "
         "min/median/max   CPU ratio min/median/max")
   for row in table:
@@ -161,7 +163,8 @@ def main(argv=None):
   return table
 
 
-def run_point(task, c, num_clients, rounds, variants, group_size):
+def run_point(task, c, num_clients, rounds, variants, group_size,
+              worker_config=None):
   """Interleaved rounds of one (task, C); returns the table's rows."""
   k = num_clients or (2 * c if task == "celeba20" else max(2 * c, 1000))
   storage = tempfile.TemporaryDirectory(prefix="fv_bench_small_")
@@ -189,7 +192,7 @@ def run_point(task, c, num_clients, rounds, variants, group_size):
   plain = PlainFloor(keras_model_fn, x, y, n)  # After the TFF models.
   print(f"{task}: C={c} of K={k} clients x {n} examples, B={BATCH_SIZE}, "
         f"{rounds} rounds after 1 warm-up", flush=True)
-  with runtime_contexts.managed_execution_context(-1, None) as pool:
+  with runtime_contexts.managed_execution_context(-1, worker_config) as pool:
     states = {name: p.initialize() for name, p in runs.items()}
 
     def step(name):
