@@ -93,6 +93,20 @@ def group_keys(keys: Sequence[str], group_size: int) -> list:
           for i in range(0, len(keys), group_size)]
 
 
+def lean_options() -> tf.data.Options:
+  """tf.data options for a dataset made and consumed inside one slot.
+
+  No static optimizations and no autotuning: finalizing a dataset with any
+  rewrite serialises its graph and runs tf.data's Grappler passes on it, per
+  client (the largest per-client cost in the slot's profile). Neither changes
+  the elements or their order (the pipeline's maps are `deterministic=True`).
+  """
+  options = tf.data.Options()
+  options.experimental_optimization.apply_default_optimizations = False
+  options.autotune.enabled = False
+  return options
+
+
 def _has_element(dataset: tf.data.Dataset) -> tf.Tensor:
   return tf.cast(iter(dataset).get_next_as_optional().has_value(), tf.int32)
 
@@ -226,7 +240,7 @@ def build_grouped_client_work(
       # rewrites with Grappler at every call.
       keys = keys.batch(MAX_GROUP_SIZE).get_single_element()
       for i in tf.range(tf.size(keys)):
-        dataset = dataset_fn(keys[i])
+        dataset = dataset_fn(keys[i]).with_options(lean_options())
         model.reset_metrics()
         result, client_metrics = client(state, initial_weights, dataset)
         w = result.update_weight
