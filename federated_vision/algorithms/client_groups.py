@@ -33,7 +33,6 @@ client).
 """
 
 import collections
-import functools
 import math
 import os
 from typing import Callable, Optional, Sequence
@@ -45,7 +44,6 @@ import tensorflow_federated as tff
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.data import client_data as client_data_lib
-from federated_vision.runtime import learning_internals
 
 AUTO = "auto"
 # Largest group (the slot's keys are read as one batch of this size).
@@ -111,42 +109,20 @@ def _has_element(dataset: tf.data.Dataset) -> tf.Tensor:
   return tf.cast(iter(dataset).get_next_as_optional().has_value(), tf.int32)
 
 
-def _model_delta_update(model, optimizer, hparams, initial_weights, dataset, *,
-                        client_weighting, training_loop):
-  """One client of TFF 0.87's model-delta client work
-  (`build_model_delta_update_with_tff_optimizer`), op for op."""
-  model_weights = tff.learning.models.ModelWeights.from_model(model)
-  tf.nest.map_structure(lambda v, t: v.assign(t), model_weights,
-                        initial_weights)
-  trainable = tuple(tf.nest.flatten(model_weights.trainable))
-  specs = tuple(tf.TensorSpec(v.shape, v.dtype) for v in trainable)
+def _zero_if_non_finite(values):
+  """(values zeroed if any is NaN/inf, whether one was): TFF's FedAvg rule."""
+  finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in values])
+  return (tuple(tf.where(finite, t, tf.zeros_like(t)) for t in values),
+          tf.logical_not(finite))
 
-  def reduce_fn(carry, batch):
-    num_examples, opt_state = carry
-    with tf.GradientTape() as tape:
-      output = model.forward_pass(batch, training=True)
-    grads = tape.gradient(output.loss, trainable)
-    opt_state, updated = optimizer.next(opt_state, trainable, tuple(grads))
-    for var, value in zip(trainable, updated):
-      var.assign(value)
-    return (num_examples + tf.cast(output.num_examples, tf.int64), opt_state)
 
-  opt_state = optimizer.set_hparams(optimizer.initialize(specs), hparams)
-  num_examples, _ = training_loop(
-      reduce_fn, dataset, lambda: (tf.zeros([], tf.int64), opt_state))
-  delta = tf.nest.map_structure(tf.subtract, initial_weights.trainable,
-                                model_weights.trainable)
-  delta, non_finite = fedir_lib._zero_if_non_finite(delta)  # pylint: disable=protected-access
-  if client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
-    weight = tf.cast(num_examples, tf.float32)
-  else:
-    weight = tf.constant(1.0, tf.float32)
-  weight = tf.where(non_finite, 0.0, weight)
-  if non_finite:  # As TFF: a dropped client's metrics are not reported.
-    model.reset_metrics()
-  return (tff.learning.templates.ClientResult(update=delta,
-                                              update_weight=weight),
-          model.report_local_unfinalized_metrics())
+def _fedir_loss(output, batch, target, q_k):
+  """FedIR's loss (Hsu, Qi & Brown 2020, eq. 4), as `fedir._client_update`:
+  the model's loss with its mean swapped for the self-normalised one."""
+  losses = fedir_lib.models_lib.per_example_loss(batch["y"], output.predictions)
+  weights = fedir_lib.importance_weights(batch["y"], target, q_k)
+  return (output.loss - tf.reduce_mean(losses)
+          + fedir_lib.self_normalized_loss(losses, weights))
 
 
 def build_grouped_client_work(
@@ -155,12 +131,17 @@ def build_grouped_client_work(
     dataset_fn: Callable[[tf.Tensor], tf.data.Dataset],
     *,
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
-    loop_implementation: tff.learning.LoopImplementation = fedavg.DEFAULT_LOOP,
     fedir_num_classes: Optional[int] = None,
     fedir_target: Optional[np.ndarray] = None,
     fedir_label_counts: bool = False,
 ) -> tff.learning.templates.ClientWorkProcess:
   """A client work whose client values are slots of round keys (string [G]).
+
+  The slot's clients are one dataset of (client index, batch) elements
+  (`dataset_fn` per key, flat-mapped); a client starts at its first batch
+  (global weights loaded, optimizer state and metrics reset) and ends at the
+  next client's (delta, weight and metrics added to the slot's sums). The
+  SGD loop is `for batch in iterator` (`fedavg.DEFAULT_LOOP`).
 
   Args:
     model_fn: see `fedavg.build_fedavg`.
@@ -168,7 +149,6 @@ def build_grouped_client_work(
     dataset_fn: round key -> the client's batched training dataset
       (`client_data.build_training_dataset_fn`), run inside the slot.
     client_weighting: NUM_EXAMPLES or UNIFORM, per real client.
-    loop_implementation: the clients' SGD loop (`fedavg.DEFAULT_LOOP`).
     fedir_num_classes: when set, FedIR's client update
       (`fedir.build_fedir_client_work`) replaces FedAvg's.
     fedir_target: FedIR's initial p(y) (uniform when None).
@@ -178,7 +158,9 @@ def build_grouped_client_work(
     A `ClientWorkProcess` with the ungrouped client work's state and
     measurements (`train`, `clients_dropped_non_finite`).
   """
-  fedavg.check_loop_implementation(loop_implementation)
+  if fedir_num_classes is not None and not fedir_label_counts:
+    raise ValueError("grouped FedIR reads q_k from the batches' label counts "
+                     "(fedir_label_counts=True), as the binaries' FedIR does")
   if client_weighting not in (tff.learning.ClientWeighting.NUM_EXAMPLES,
                               tff.learning.ClientWeighting.UNIFORM):
     raise TypeError(f"client_weighting must be a ClientWeighting, got "
@@ -210,51 +192,97 @@ def build_grouped_client_work(
 
   @tff.tensorflow.computation(state_type, weights_type, keys_type)
   def slot_update(state, initial_weights, keys):
-    model = model_fn()  # Variables are created outside the tf.functions.
-    loop = learning_internals.build_training_loop(loop_implementation)
-    if fedir_num_classes is None:
-      client = functools.partial(
-          _model_delta_update, model, client_optimizer,
-          client_weighting=client_weighting, training_loop=loop)
-    else:
-      client = functools.partial(
-          fedir_lib._client_update, model, client_optimizer,  # pylint: disable=protected-access
-          num_classes=fedir_num_classes,
-          per_example_loss_fn=fedir_lib.models_lib.per_example_loss,
-          client_weighting=client_weighting, training_loop=loop,
-          client_label_counts=fedir_label_counts)
-    client = tf.function(client)
+    model = model_fn()  # Variables are created outside the tf.function.
+    fedir = fedir_num_classes is not None
+    counts_key = client_data_lib.LABEL_COUNTS_KEY
+
+    def stream(keys):
+      # One dataset for the whole slot, (client index, batch) elements: its
+      # functions are instantiated once per slot, not once per client.
+      def client(i, key):
+        return dataset_fn(key).map(lambda batch: (i, batch))
+      return keys.enumerate().flat_map(client).with_options(lean_options())
 
     @tf.function
     def run(state, initial_weights, keys):
-      # Loop variables are flat tuples: autograph would stack a list.
-      flat = lambda s: tuple(tf.nest.flatten(s))
+      weights = tff.learning.models.ModelWeights.from_model(model)
+      trainable = tuple(tf.nest.flatten(weights.trainable))
+      initial = tuple(tf.nest.flatten(initial_weights.trainable))
+      hparams, target = state if fedir else (state, None)
+      specs = tuple(tf.TensorSpec(v.shape, v.dtype) for v in trainable)
+      opt_init = client_optimizer.set_hparams(
+          client_optimizer.initialize(specs), hparams)
       model.reset_metrics()
       metric_structure = model.report_local_unfinalized_metrics()
-      metrics = tuple(tf.zeros_like(t) for t in flat(metric_structure))
-      total = tuple(tf.zeros_like(t) for t in flat(initial_weights.trainable))
+      # Loop variables are flat tuples (autograph would stack a list).
+      zeros = lambda s: tuple(tf.zeros_like(t) for t in tf.nest.flatten(s))
+      metrics, total = zeros(metric_structure), zeros(initial)
       weight_sum = tf.constant(0.0, tf.float32)
       dropped = tf.constant(0, tf.int32)
-      # A while loop over a tensor of keys: `for key in keys_dataset` would be
-      # a ReduceDataset whose body (the whole client training) tf.data
-      # rewrites with Grappler at every call.
-      keys = keys.batch(MAX_GROUP_SIZE).get_single_element()
-      for i in tf.range(tf.size(keys)):
-        dataset = dataset_fn(keys[i]).with_options(lean_options())
-        model.reset_metrics()
-        result, client_metrics = client(state, initial_weights, dataset)
-        w = result.update_weight
-        total = tuple(t + w * d for t, d in zip(total, flat(result.update)))
-        weight_sum += w
-        metrics = tuple(m + c for m, c in zip(metrics, flat(client_metrics)))
-        # `fedavg.count_dropped_clients`: weight 0 with data (NUM_EXAMPLES)
-        # or weight 0 (UNIFORM) is a client dropped as non-finite.
-        is_zero = tf.equal(w, 0.0)
+      seen = tf.constant(0, tf.int64)
+      current = tf.constant(-1, tf.int64)
+      num_examples = tf.constant(0, tf.int64)
+      opt_state = opt_init
+      q_k = tf.zeros([fedir_num_classes or 1], tf.float32)
+
+      def finish(num_examples, total, weight_sum, metrics, dropped):
+        """Adds the current client (McMahan et al. 2017, Algorithm 1's
+        ClientUpdate result, TFF's non-finite rule) to the slot's sums."""
+        delta, non_finite = _zero_if_non_finite(
+            tuple(a - b for a, b in zip(initial, trainable)))
         if read_empty:
-          dropped += tf.cond(is_zero, lambda: _has_element(dataset),
-                             lambda: tf.constant(0, tf.int32))
+          w = tf.cast(num_examples, tf.float32)
         else:
-          dropped += tf.cast(is_zero, tf.int32)
+          w = tf.constant(1.0, tf.float32)
+        w = tf.where(non_finite, 0.0, w)
+        if not fedir:  # TFF's FedAvg reports no metrics of a dropped client.
+          if non_finite:
+            model.reset_metrics()
+        client_metrics = tf.nest.flatten(
+            model.report_local_unfinalized_metrics())
+        return (tuple(t + w * d for t, d in zip(total, delta)), weight_sum + w,
+                tuple(m + c for m, c in zip(metrics, client_metrics)),
+                dropped + tf.cast(non_finite, tf.int32))
+
+      for index, batch in iter(stream(keys)):
+        # Iterations in order: each reads the variables the previous wrote.
+        tf.autograph.experimental.set_loop_options(parallel_iterations=1)
+        # (tf.not_equal: `!=` on tensors is Python identity where TF1 tensor
+        # equality is in force.)
+        if tf.not_equal(index, current):  # A new client: global weights,
+          # fresh optimizer state and metrics.
+          if current >= 0:
+            total, weight_sum, metrics, dropped = finish(
+                num_examples, total, weight_sum, metrics, dropped)
+          for v, t in zip(tf.nest.flatten(weights), tf.nest.flatten(
+              initial_weights)):
+            v.assign(t)
+          model.reset_metrics()
+          opt_state = opt_init
+          num_examples = tf.constant(0, tf.int64)
+          if fedir:
+            counts = batch[counts_key]
+            q_k = tf.math.divide_no_nan(counts, tf.reduce_sum(counts))
+          seen += 1
+        if fedir:
+          batch = {k: v for k, v in batch.items() if k != counts_key}
+        with tf.GradientTape() as tape:
+          output = model.forward_pass(batch, training=True)
+          loss = (_fedir_loss(output, batch, target, q_k) if fedir
+                  else output.loss)
+        grads = tape.gradient(loss, trainable)
+        opt_state, updated = client_optimizer.next(opt_state, trainable,
+                                                   tuple(grads))
+        for var, value in zip(trainable, updated):
+          var.assign(value)
+        num_examples += tf.cast(output.num_examples, tf.int64)
+        current = index
+      if current >= 0:
+        total, weight_sum, metrics, dropped = finish(
+            num_examples, total, weight_sum, metrics, dropped)
+      if not read_empty:  # UNIFORM: a client without data has weight 1.
+        clients = keys.reduce(tf.constant(0, tf.int64), lambda c, _: c + 1)
+        weight_sum += tf.cast(clients - seen, tf.float32)
       mean = tf.nest.pack_sequence_as(
           initial_weights.trainable,
           [tf.math.divide_no_nan(t, weight_sum) for t in total])
