@@ -105,6 +105,15 @@ def build_experiment(config: config_lib.ExperimentConfig) -> Experiment:
     methods = [methods_lib.build_mixing_method(m, s, config.mixing, inputs,
                                                scenario)
                for m in config.methods.expand() for s in config.mixing.mixing]
+  if config.execution.client_group_size != "1":  # algorithms/client_groups
+    from federated_vision.algorithms import client_groups  # pylint: disable=g-import-not-at-top
+    size = client_groups.parse_group_size(config.execution.client_group_size)
+    try:
+      methods = [client_groups.group_method(
+          m, size, inputs.model_fn, fed.num_classes, per_round,
+          inputs.test_labels_fn) for m in methods]
+    except ValueError as e:
+      raise bad("client_group_size", size, str(e)) from None
   stats = partition_report.counts_summary(fed.class_counts,
                                          fed.info.get("class_prior"))
   return Experiment(config, fed, keras_model_fn, methods, output_dir,

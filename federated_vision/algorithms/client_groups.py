@@ -33,52 +33,21 @@ client).
 """
 
 import collections
-import math
-import os
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from federated_vision import client_group_size as group_size_lib
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.data import client_data as client_data_lib
 
-AUTO = "auto"
-# Largest group (the slot's keys are read as one batch of this size).
-MAX_GROUP_SIZE = 4096
-# ours: slots per round for `group_size='auto'`: two per core, so the worker's
-# inter-op threads still run slots side by side and the last slot is short.
-SLOTS_PER_CORE = 2
-
-
-def parse_group_size(value) -> object:
-  """'auto' or an int >= 1 (from a flag); raises ValueError otherwise."""
-  if isinstance(value, str) and value.strip().lower() == AUTO:
-    return AUTO
-  try:
-    size = int(value)
-  except (TypeError, ValueError):
-    raise ValueError(f"must be 'auto' or an integer >= 1, got {value!r}"
-                     ) from None
-  if size < 1 or size > MAX_GROUP_SIZE or str(size) != str(value).strip():
-    raise ValueError(f"must be 'auto' or an integer in [1, {MAX_GROUP_SIZE}]"
-                     f", got {value!r}")
-  return size
-
-
-def resolve_group_size(group_size, clients_per_round: int,
-                       cores: Optional[int] = None) -> int:
-  """The clients per slot: `group_size`, or for 'auto' ceil(C / slots) with
-  `SLOTS_PER_CORE` slots per core (ours: see `SLOTS_PER_CORE`)."""
-  if group_size == AUTO:
-    slots = SLOTS_PER_CORE * (cores or os.cpu_count() or 1)
-    return min(MAX_GROUP_SIZE, max(1, math.ceil(clients_per_round / slots)))
-  if (not isinstance(group_size, int) or not 1 <= group_size <= MAX_GROUP_SIZE):
-    raise ValueError(f"group_size must be 'auto' or an int >= 1, got "
-                     f"{group_size!r}")
-  return group_size
+AUTO = group_size_lib.AUTO
+MAX_GROUP_SIZE = group_size_lib.MAX_GROUP_SIZE
+parse_group_size = group_size_lib.parse_group_size
+resolve_group_size = group_size_lib.resolve_group_size
 
 
 def group_keys(keys: Sequence[str], group_size: int) -> list:
@@ -387,3 +356,60 @@ class GroupedMethod:
     return GroupedTrainingProcess(
         tff.simulation.compose_dataset_computation_with_learning_process(
             keys_to_dataset, process), self.group_size)
+
+
+# Methods whose process `group_method` can rebuild grouped.
+GROUPED_ALGORITHMS = ("fedavg", "fedavgm", "fedsgd")
+GROUPED_CLIENT_WORK = ("plain", "fedir")
+
+
+def group_method(method, group_size, model_fn, num_classes: int,
+                 clients_per_round: int, test_labels_fn=None):
+  """`method` (a `methods.Method`) trained through client groups, if it can.
+
+  Rebuilds the method's process from its recorded settings (client SGD at
+  `client_learning_rate`, the server optimizer, FedIR's target) as a
+  `GroupedMethod`; records `client_group_size` in its settings.
+
+  Args:
+    method: a built `methods.Method`.
+    group_size: `--client_group_size` ('auto' or an int).
+    model_fn, num_classes, clients_per_round, test_labels_fn: the
+      experiment's `methods.MethodInputs` fields.
+
+  Returns:
+    The method unchanged (group size 1, or 'auto' for a method not covered:
+    FedProx, mixing) or with a `GroupedMethod` as its process.
+
+  Raises:
+    ValueError: an explicit group size > 1 for a method not covered.
+  """
+  s = method.settings
+  size = resolve_group_size(group_size, clients_per_round)
+  covered = (s.get("algorithm") in GROUPED_ALGORITHMS and "mixing" not in s
+             and s.get("client_work") in GROUPED_CLIENT_WORK)
+  if size == 1 or not covered:
+    if size > 1 and group_size != AUTO:
+      raise ValueError(f"method {method.name} cannot be grouped (client "
+                       "groups cover fedavg, fedavgm, fedsgd with or without "
+                       "fedir / fedvc); use 1 or 'auto'")
+    return method._replace(settings={**s, "client_group_size": 1})
+  sgd = tff.learning.optimizers.build_sgdm
+  if s["server_optimizer"] == "sgdm":
+    server = fedavg.build_server_momentum_optimizer(
+        s["server_learning_rate"], s["server_momentum"])
+  else:
+    server = sgd(s["server_learning_rate"])
+  fedir = {}
+  if s["client_work"] == "fedir":
+    target = None
+    if s.get("fedir_target") == "test":
+      target = fedir_lib.estimate_target_distribution(test_labels_fn(),
+                                                      num_classes)
+    fedir = dict(fedir_num_classes=num_classes, fedir_target=target,
+                 fedir_label_counts=True)
+  grouped = GroupedMethod(model_fn, sgd(s["client_learning_rate"]), server,
+                          group_size=size, clients_per_round=clients_per_round,
+                          **fedir)
+  return method._replace(process=grouped,
+                         settings={**s, "client_group_size": size})
