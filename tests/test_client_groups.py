@@ -166,3 +166,39 @@ def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
   assert (_metric_rows(tmp_path / "killed" / "metrics.csv")
           == _metric_rows(tmp_path / "whole" / "metrics.csv"))
   assert len(whole.rows) == ROUNDS
+
+
+def test_train_main_grouped_equals_ungrouped_and_records_the_size(tmp_path):
+  import json  # pylint: disable=g-import-not-at-top
+  from conftest import TRAIN_MAIN, run_module  # pylint: disable=g-import-not-at-top
+  args = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=4",
+          "--client_batch_size=20", "--total_rounds=3", "--rounds_per_eval=1",
+          "--centralized_epochs=0", "--seed=3", f"--root_output_dir={tmp_path}"]
+  rows = {}
+  for size in ("1", "2"):
+    proc = run_module(TRAIN_MAIN, f"--experiment_name=g{size}",
+                      f"--client_group_size={size}", *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows[size] = _metric_rows(tmp_path / f"g{size}" / "fedavg" / "metrics.csv")
+    hparams = json.loads((tmp_path / f"g{size}" / "hparams.json").read_text())
+    assert hparams["client_group_size"] == size  # The flag, recorded.
+    settings = hparams["method_settings"]["fedavg"]
+    assert settings.get("client_group_size", 1) == int(size)
+  assert len(rows["1"]) == len(rows["2"]) == 3
+  for a, b in zip(rows["1"], rows["2"]):
+    assert a["round"] == b["round"] and a["clients"] == b["clients"]
+    for key in ("train_loss", "train_accuracy", "test_loss", "test_accuracy"):
+      np.testing.assert_allclose(float(b[key]), float(a[key]), atol=1e-5)
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "--client_group_size=0: must be 'auto' or an integer in [1, 4096]"),
+    ("3", "--client_group_size=3: method fedavg+fedprox cannot be grouped")])
+def test_bad_client_group_size_is_one_line_exit_2(tmp_path, value, message):
+  from conftest import TRAIN_MAIN, run_module  # pylint: disable=g-import-not-at-top
+  proc = run_module(TRAIN_MAIN, f"--client_group_size={value}",
+                    "--algorithm=fedavg", "--fedprox", "--num_clients=6",
+                    "--clients_per_round=3", "--total_rounds=1",
+                    "--centralized_epochs=0", f"--root_output_dir={tmp_path}")
+  assert proc.returncode == 2
+  assert message in proc.stderr and "Traceback" not in proc.stderr
