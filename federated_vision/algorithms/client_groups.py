@@ -7,11 +7,13 @@ one computation, serialised into a graph and rebuilt by the next (tf.data
 function instantiation, oneDNN's layout pass over it, tf.data's graph
 rewrites), the client model's variables are randomly initialised before the
 global weights overwrite them, and the dropped-client count and the weighted
-mean make further per-client calls. A *group slot* takes G round keys, and in
-one graph call, for each key in turn: builds the client's dataset in-graph,
-loads the global weights, resets the optimizer state and the metrics, runs
-the client's SGD steps, and adds its weighted delta, weight, unfinalized
-metrics and dropped flag to the slot's sums.
+mean make further per-client calls. A *group slot* takes G round keys and,
+in one graph call, builds one dataset of (client index, batch) elements
+(each key's pipeline, flat-mapped: its functions are instantiated once per
+slot) and trains the clients one after another: at a client's first batch
+it loads the global weights and resets the optimizer state and the
+metrics; at its end it adds the client's weighted delta, weight,
+unfinalized metrics and dropped flag to the slot's sums.
 
 Semantics are today's (McMahan et al. 2017, Algorithm 1 per client; FedIR,
 Hsu, Qi & Brown 2020, Sec. 5.2, eq. 4 per client; FedVC is data-side only,
