@@ -202,3 +202,37 @@ def test_bad_client_group_size_is_one_line_exit_2(tmp_path, value, message):
                     "--centralized_epochs=0", f"--root_output_dir={tmp_path}")
   assert proc.returncode == 2
   assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["fedavg", "fedir"])
+def test_non_finite_clients_are_dropped_and_counted_alike(kind):
+  """A client learning rate that overflows some clients' models: both paths
+  drop the same clients (zero update, weight 0) and count them."""
+  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  fed = _data()
+  spec = cdl.TrainingSpec(batch_size=3, seed=4)
+  model_fn = _model_fn(fed, spec)
+  sgd = tff.learning.optimizers.build_sgdm
+  lr = 1e37
+  if kind == "fedir":
+    ref = fedir.build_fedir(model_fn, sgd(lr), 10, client_label_counts=True)
+    extra = dict(fedir_num_classes=10, fedir_label_counts=True)
+  else:
+    ref = algorithms.build_fedavg(model_fn, sgd(lr))
+    extra = {}
+  grouped = client_groups.GroupedMethod(
+      model_fn, sgd(lr), None, group_size=3, clients_per_round=len(SIZES),
+      **extra)
+  sampler = sampling.UniformSampler(fed.client_data.client_ids, len(SIZES), 4)
+  results = []
+  for process in (ref, grouped):
+    training = training_loop.build_training_process(process, fed, spec)
+    out = training.next(training.initialize(), sampler.round_keys(1))
+    results.append(out.metrics["client_work"])
+  expected, got = results
+  assert expected["clients_dropped_non_finite"] > 0
+  assert got["clients_dropped_non_finite"] == expected["clients_dropped_non_finite"]
+  for key in ("num_examples", "num_batches"):
+    assert got["train"][key] == expected["train"][key]
+  np.testing.assert_allclose(got["train"]["loss"], expected["train"]["loss"],
+                             rtol=1e-5, equal_nan=True)

@@ -76,10 +76,6 @@ def lean_options() -> tf.data.Options:
   return options
 
 
-def _has_element(dataset: tf.data.Dataset) -> tf.Tensor:
-  return tf.cast(iter(dataset).get_next_as_optional().has_value(), tf.int32)
-
-
 def _zero_if_non_finite(values):
   """(values zeroed if any is NaN/inf, whether one was): TFF's FedAvg rule."""
   finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in values])
@@ -136,7 +132,7 @@ def build_grouped_client_work(
                               tff.learning.ClientWeighting.UNIFORM):
     raise TypeError(f"client_weighting must be a ClientWeighting, got "
                     f"{client_weighting!r}")
-  read_empty = client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES
+  by_examples = client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES
   with tf.Graph().as_default():
     model = model_fn()
     metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
@@ -201,7 +197,7 @@ def build_grouped_client_work(
         ClientUpdate result, TFF's non-finite rule) to the slot's sums."""
         delta, non_finite = _zero_if_non_finite(
             tuple(a - b for a, b in zip(initial, trainable)))
-        if read_empty:
+        if by_examples:
           w = tf.cast(num_examples, tf.float32)
         else:
           w = tf.constant(1.0, tf.float32)
@@ -251,7 +247,7 @@ def build_grouped_client_work(
       if current >= 0:
         total, weight_sum, metrics, dropped = finish(
             num_examples, total, weight_sum, metrics, dropped)
-      if not read_empty:  # UNIFORM: a client without data has weight 1.
+      if not by_examples:  # UNIFORM: a client without data has weight 1.
         clients = keys.reduce(tf.constant(0, tf.int64), lambda c, _: c + 1)
         weight_sum += tf.cast(clients - seen, tf.float32)
       mean = tf.nest.pack_sequence_as(
