@@ -148,7 +148,10 @@ def main(argv=None):
   bad = set(tasks) - set(TASKS) | set(variants) - {"ungrouped", "grouped"}
   if bad:
     parser.error(f"unknown tasks/variants {sorted(bad)}")
-  group_size = client_groups.parse_group_size(args.group_size)
+  try:
+    group_size = client_groups.parse_group_size(args.group_size)
+  except ValueError as e:
+    parser.error(f"--group_size: {e}")
   print(harness.load_line(), flush=True)
   table = []
   for task in tasks:
