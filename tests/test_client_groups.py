@@ -191,17 +191,28 @@ def test_train_main_grouped_equals_ungrouped_and_records_the_size(tmp_path):
       np.testing.assert_allclose(float(b[key]), float(a[key]), atol=1e-5)
 
 
-@pytest.mark.parametrize("value, message", [
-    ("0", "--client_group_size=0: must be 'auto' or an integer in [1, 4096]"),
-    ("3", "--client_group_size=3: method fedavg+fedprox cannot be grouped")])
-def test_bad_client_group_size_is_one_line_exit_2(tmp_path, value, message):
+@pytest.mark.parametrize("value", ["0", "-1", "2.5", "big", "4097"])
+def test_bad_client_group_size_is_a_config_error(value):
+  from experiments import config as config_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.errors import ConfigError  # pylint: disable=g-import-not-at-top
+  with pytest.raises(ConfigError) as e:
+    config_lib.from_values({"client_group_size": value}, ["client_group_size"])
+  assert e.value.field == "client_group_size"
+  assert str(e.value).startswith(f"--client_group_size={value}: must be "
+                                 "'auto' or an integer in [1, 4096]")
+  for good in ("auto", "1", "7"):
+    config_lib.from_values({"client_group_size": good}, ["client_group_size"])
+
+
+def test_explicit_group_size_for_an_uncovered_method_exits_2(tmp_path):
   from conftest import TRAIN_MAIN, run_module  # pylint: disable=g-import-not-at-top
-  proc = run_module(TRAIN_MAIN, f"--client_group_size={value}",
+  proc = run_module(TRAIN_MAIN, "--client_group_size=3",
                     "--algorithm=fedavg", "--fedprox", "--num_clients=6",
                     "--clients_per_round=3", "--total_rounds=1",
                     "--centralized_epochs=0", f"--root_output_dir={tmp_path}")
   assert proc.returncode == 2
-  assert message in proc.stderr and "Traceback" not in proc.stderr
+  assert ("--client_group_size=3: method fedavg+fedprox cannot be grouped"
+          in proc.stderr) and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("kind", ["fedavg", "fedir"])
