@@ -22,6 +22,7 @@ BENCHMARKS = (
      ["--model=mobilenet_v2_gn", "--variants=fedavg", "--quick"]),
     ("benchmarks.bench_memory", [], ["--quick"]),
     ("benchmarks.bench_workers", [], ["--quick"]),
+    ("benchmarks.bench_small_clients", [], ["--quick"]),
     ("benchmarks.bench_realworld_builders", [], ["--skip_per_n_max"]),
     ("benchmarks.bench_parallel_runs", [], ["--quick"]),
 )

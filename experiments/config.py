@@ -41,6 +41,7 @@ import os
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from experiments import usage
+from federated_vision import client_group_size
 from federated_vision import config_fields
 from federated_vision import method_names
 from federated_vision.runtime import worker_config as worker_config_lib
@@ -171,6 +172,10 @@ class ExecutionConfig:
     worker_malloc_arena_max: local workers' MALLOC_ARENA_MAX (0: glibc's).
     worker_intra_op_threads: local workers' TF intra-op threads (0: TF's).
     worker_inter_op_threads: local workers' TF inter-op threads (0: TF's).
+    client_group_size: clients trained one after another in one TFF slot
+      ('auto' or N; 1: one client a slot, the ungrouped path;
+      `federated_vision.algorithms.client_groups`). Results equal the
+      ungrouped path's up to float summation order.
   """
   local_workers: int = 1
   workers: Tuple[str, ...] = ()
@@ -179,6 +184,7 @@ class ExecutionConfig:
   worker_malloc_arena_max: int = worker_config_lib.WorkerConfig().malloc_arena_max
   worker_intra_op_threads: int = 0
   worker_inter_op_threads: int = 0
+  client_group_size: str = "1"
 
   def worker_config(self) -> worker_config_lib.WorkerConfig:
     """The local workers' `runtime.worker_config.WorkerConfig`."""
@@ -329,6 +335,10 @@ def check_execution(e: ExecutionConfig) -> None:
     worker_config_lib.parse_worker_addresses(e.workers)
   except ValueError as err:
     raise bad("workers", e.workers, str(err).partition(": ")[2]) from None
+  try:
+    client_group_size.parse_group_size(e.client_group_size)
+  except ValueError as err:
+    raise bad("client_group_size", e.client_group_size, str(err)) from None
   if e.local_workers == 0 and not e.workers:
     raise ConfigError("--local_workers=0 needs --workers=host:port,...: no "
                       "worker to run on", "local_workers")

@@ -32,6 +32,14 @@ def define_flags() -> None:
                        "MALLOC_ARENA_MAX of the local workers (2 keeps their "
                        "memory flat over thousands of rounds; 0: glibc's "
                        "default).")
+  flags.DEFINE_string("client_group_size", d.client_group_size, "Clients "
+                      "trained one after another in one TFF slot: 'auto' "
+                      "(C / (2 x cores)) or N; 1 is one client a slot. "
+                      "Removes per-client overhead for small clients "
+                      "(docs/performance.md, 'Small clients'); covers "
+                      "fedavg/fedavgm/fedsgd with or without fedir/fedvc "
+                      "('auto' leaves other methods at 1). Results equal "
+                      "1's up to float summation order.")
   for kind, variable in (("intra", "INTRAOP"), ("inter", "INTEROP")):
     name = f"worker_{kind}_op_threads"
     flags.DEFINE_integer(name, getattr(d, name), f"TF_NUM_{variable}_THREADS "

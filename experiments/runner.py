@@ -14,6 +14,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional
 from experiments import config as config_lib
 from experiments import mixing_report
 from experiments import usage
+from federated_vision import client_group_size
 from federated_vision.errors import bad
 from federated_vision.tasks import presence
 
@@ -111,8 +112,16 @@ def build_experiment(config: config_lib.ExperimentConfig,
   runs = [None] if scenario is None else [
       methods_lib.MixingRun(s, config.mixing, scenario)
       for s in config.mixing.mixing]
-  methods = [methods_lib.build_method(m, inputs, mix)
-             for m in config.methods.expand() for mix in runs]
+  pairs = [(m, mix) for m in config.methods.expand() for mix in runs]
+  methods = [methods_lib.build_method(m, inputs, mix) for m, mix in pairs]
+  if config.execution.client_group_size != "1":  # algorithms/client_groups
+    size = client_group_size.parse_group_size(
+        config.execution.client_group_size)
+    try:
+      methods = [methods_lib.with_client_groups(built, m, inputs, size)
+                 for built, (m, _) in zip(methods, pairs)]
+    except ValueError as e:
+      raise bad("client_group_size", size, str(e)) from None
   stats = partition_report.counts_summary(fed.class_counts,
                                          fed.info.get("class_prior"))
   return Experiment(config, fed, keras_model_fn, methods, output_dir,

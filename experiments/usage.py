@@ -61,6 +61,7 @@ ALWAYS_USED = {
     "workers": "the remote TFF workers (empty: none)",
     "local_workers": "the local TFF workers",
     "worker_startup_timeout": "start-up / connect deadline of every worker",
+    "client_group_size": "clients per TFF slot of every method",
 }
 ALWAYS_USED.update({n: "output location"
                     for n in ("root_output_dir", "experiment_name")})

@@ -139,6 +139,55 @@ def _build_mixing(config: MethodConfig, inputs: MethodInputs,
                 built.fed_data, built.extra_broadcast_bytes)
 
 
+def with_client_groups(method: Method, config: MethodConfig,
+                       inputs: MethodInputs, group_size) -> Method:
+  """`method` trained through client groups (`algorithms.client_groups`:
+  one TFF client slot trains several clients in one graph call), if it can.
+
+  The grouped process is built from the method's own components, as
+  `build_method` builds them: the client SGD of `config`, its algorithm's
+  server optimizer, FedIR's target. `client_group_size` joins its settings.
+
+  Args:
+    method: `build_method(config, inputs, mixing)`.
+    config, inputs: what it was built from.
+    group_size: `--client_group_size` ('auto' or an int).
+
+  Returns:
+    The method unchanged (group size 1, or 'auto' for a method the groups
+    do not cover: FedProx, mixing strategies) or with a
+    `client_groups.GroupedMethod` as its process.
+
+  Raises:
+    ValueError: an explicit group size > 1 for a method not covered.
+  """
+  # Local: client_groups imports TensorFlow; this module must not (see above).
+  from federated_vision.algorithms import client_groups  # pylint: disable=g-import-not-at-top
+  s = method.settings
+  size = client_groups.resolve_group_size(group_size, inputs.clients_per_round)
+  covered = (s.get("algorithm") in client_groups.GROUPED_ALGORITHMS
+             and "mixing" not in s
+             and s.get("client_work") in client_groups.GROUPED_CLIENT_WORK)
+  if size == 1 or not covered:
+    if size > 1 and group_size != client_groups.AUTO:
+      raise ValueError(f"method {method.name} cannot be grouped (client "
+                       "groups cover fedavg, fedavgm, fedsgd with or without "
+                       "fedir / fedvc); use 1 or 'auto'")
+    return method._replace(settings={**s, "client_group_size": 1})
+  server, _ = method_builtins.server_optimizer(s["server_optimizer"] == "sgdm")(
+      config)
+  fedir = {}
+  if s["client_work"] == "fedir":
+    fedir = dict(fedir_num_classes=inputs.num_classes,
+                 fedir_target=fedir_target(config, inputs),
+                 fedir_label_counts=True)
+  grouped = client_groups.GroupedMethod(
+      inputs.model_fn, client_sgd(config), server, group_size=size,
+      clients_per_round=inputs.clients_per_round, **fedir)
+  return method._replace(process=grouped,
+                         settings={**s, "client_group_size": size})
+
+
 def client_spec(config: MethodConfig, seed: int = 0):
   """The method's local `client_data.TrainingSpec` before data-side variants
   (its algorithm's B, E; e.g. B = inf, E = 1 for fedsgd).

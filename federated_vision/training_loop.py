@@ -171,6 +171,9 @@ def build_training_process(
   (FedIR with `client_label_counts=True`) gets every client's class counts
   over its whole local data (`fed_data.class_counts`) with its batches.
   """
+  build = getattr(process, "build_training_process", None)
+  if build is not None:  # algorithms/client_groups.GroupedMethod
+    return build(fed_data, spec)
   label_counts = None
   if _wants_label_counts(process):
     label_counts = client_data_lib.label_counts_fn(

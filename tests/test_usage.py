@@ -70,6 +70,7 @@ ALWAYS = {
     "resume_from_last_valid": "run control",
     "local_workers": "the local workers", "workers": "the remote workers",
     "worker_startup_timeout": "every worker's start-up deadline",
+    "client_group_size": "every method's clients per TFF slot",
 }
 # Read by every built-in method (each algorithm's optimizers), not an
 # always-used field of `usage`: the methods' rule decides, so an algorithm

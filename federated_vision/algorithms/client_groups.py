@@ -1,0 +1,357 @@
+"""Client groups: several real clients trained one after another in one slot.
+
+Why (docs/performance.md, "Small clients"): with clients of a few examples the
+TFF worker spends most of a client's time on per-client overhead, not on its
+SGD steps: every client is its own computation call, its dataset is built by
+one computation, serialised into a graph and rebuilt by the next (tf.data
+function instantiation, oneDNN's layout pass over it, tf.data's graph
+rewrites), the client model's variables are randomly initialised before the
+global weights overwrite them, and the dropped-client count and the weighted
+mean make further per-client calls. A *group slot* takes G round keys and,
+in one graph call, builds one dataset of (client index, batch) elements
+(each key's pipeline, flat-mapped: its functions are instantiated once per
+slot) and trains the clients one after another: at a client's first batch
+it loads the global weights and resets the optimizer state and the
+metrics; at its end it adds the client's weighted delta, weight,
+unfinalized metrics and dropped flag to the slot's sums.
+
+Semantics are today's (McMahan et al. 2017, Algorithm 1 per client; FedIR,
+Hsu, Qi & Brown 2020, Sec. 5.2, eq. 4 per client; FedVC is data-side only,
+`client_data.TrainingSpec.virtual_client_size`): a slot returns the weighted
+mean of its clients' deltas with the sum of their weights as its weight, so
+TFF's weighted mean over slots is sum_k w_k delta_k / sum_k w_k, the
+ungrouped aggregate up to float summation order; unfinalized metrics are
+sums (as `tff.learning.metrics.sum_then_finalize` adds clients'); a client
+with a non-finite delta is zeroed with weight 0 and counted as
+`clients_dropped_non_finite` exactly as `fedavg.count_dropped_clients` does.
+The learning-process state is the ungrouped process's, so checkpoints of
+either path resume the other.
+
+Covered: the FedAvg family (fedavg, fedavgm, fedsgd) with the plain or the
+FedIR client work, with or without FedVC, weighted mean aggregation.
+Not covered (group size 1 only): FedProx, the mixing strategies, unweighted
+(DP) aggregators (a slot's mean would enter an unweighted mean as one
+client).
+"""
+
+import collections
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from federated_vision import client_group_size as group_size_lib
+from federated_vision.algorithms import fedavg
+from federated_vision.algorithms import fedir as fedir_lib
+from federated_vision.data import client_data as client_data_lib
+
+AUTO = group_size_lib.AUTO
+MAX_GROUP_SIZE = group_size_lib.MAX_GROUP_SIZE
+parse_group_size = group_size_lib.parse_group_size
+resolve_group_size = group_size_lib.resolve_group_size
+
+
+def group_keys(keys: Sequence[str], group_size: int) -> list:
+  """Round keys cut into consecutive slots of `group_size` (the last may be
+  shorter), each a numpy array of bytes."""
+  if group_size < 1:
+    raise ValueError(f"group_size must be >= 1, got {group_size}")
+  keys = list(keys)
+  return [np.array([k.encode() for k in keys[i:i + group_size]], object)
+          for i in range(0, len(keys), group_size)]
+
+
+def lean_options() -> tf.data.Options:
+  """tf.data options for a dataset made and consumed inside one slot.
+
+  No static optimizations and no autotuning: finalizing a dataset with any
+  rewrite serialises its graph and runs tf.data's Grappler passes on it, per
+  client (the largest per-client cost in the slot's profile). Neither changes
+  the elements or their order (the pipeline's maps are `deterministic=True`).
+  """
+  options = tf.data.Options()
+  options.experimental_optimization.apply_default_optimizations = False
+  options.autotune.enabled = False
+  return options
+
+
+def _zero_if_non_finite(values):
+  """(values zeroed if any is NaN/inf, whether one was): TFF's FedAvg rule."""
+  finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in values])
+  return (tuple(tf.where(finite, t, tf.zeros_like(t)) for t in values),
+          tf.logical_not(finite))
+
+
+def _fedir_loss(output, batch, target, q_k):
+  """FedIR's loss (Hsu, Qi & Brown 2020, eq. 4), as `fedir._client_update`:
+  the model's loss with its mean swapped for the self-normalised one."""
+  losses = fedir_lib.models_lib.per_example_loss(batch["y"], output.predictions)
+  weights = fedir_lib.importance_weights(batch["y"], target, q_k)
+  return (output.loss - tf.reduce_mean(losses)
+          + fedir_lib.self_normalized_loss(losses, weights))
+
+
+def build_grouped_client_work(
+    model_fn: fedavg.ModelFn,
+    client_optimizer: tff.learning.optimizers.Optimizer,
+    dataset_fn: Callable[[tf.Tensor], tf.data.Dataset],
+    *,
+    client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+    fedir_num_classes: Optional[int] = None,
+    fedir_target: Optional[np.ndarray] = None,
+    fedir_label_counts: bool = False,
+) -> tff.learning.templates.ClientWorkProcess:
+  """A client work whose client values are slots of round keys (string [G]).
+
+  The slot's clients are one dataset of (client index, batch) elements
+  (`dataset_fn` per key, flat-mapped); a client starts at its first batch
+  (global weights loaded, optimizer state and metrics reset) and ends at the
+  next client's (delta, weight and metrics added to the slot's sums). The
+  SGD loop is `for batch in iterator` (`fedavg.DEFAULT_LOOP`).
+
+  Args:
+    model_fn: see `fedavg.build_fedavg`.
+    client_optimizer: the clients' optimizer (state reset for every client).
+    dataset_fn: round key -> the client's batched training dataset
+      (`client_data.build_training_dataset_fn`), run inside the slot.
+    client_weighting: NUM_EXAMPLES or UNIFORM, per real client.
+    fedir_num_classes: when set, FedIR's client update
+      (`fedir.build_fedir_client_work`) replaces FedAvg's.
+    fedir_target: FedIR's initial p(y) (uniform when None).
+    fedir_label_counts: FedIR reads q_k from `client_data.LABEL_COUNTS_KEY`.
+
+  Returns:
+    A `ClientWorkProcess` with the ungrouped client work's state and
+    measurements (`train`, `clients_dropped_non_finite`).
+  """
+  if fedir_num_classes is not None and not fedir_label_counts:
+    raise ValueError("grouped FedIR reads q_k from the batches' label counts "
+                     "(fedir_label_counts=True), as the binaries' FedIR does")
+  if client_weighting not in (tff.learning.ClientWeighting.NUM_EXAMPLES,
+                              tff.learning.ClientWeighting.UNIFORM):
+    raise TypeError(f"client_weighting must be a ClientWeighting, got "
+                    f"{client_weighting!r}")
+  by_examples = client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES
+  with tf.Graph().as_default():
+    model = model_fn()
+    metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
+        model.metric_finalizers())
+  weights_type = tff.learning.models.weights_type_from_model(model)
+  hparams = client_optimizer.get_hparams(
+      client_optimizer.initialize(tf.TensorSpec([], tf.float32)))
+  if fedir_num_classes is None:
+    initial_state = hparams
+  else:
+    if fedir_target is None:
+      fedir_target = np.full([fedir_num_classes], 1.0 / fedir_num_classes)
+    initial_state = fedir_lib.FedIRState(
+        hparams, fedir_lib._check_distribution(fedir_target, fedir_num_classes))  # pylint: disable=protected-access
+  # A ClientWorkProcess takes sequences: a slot is a dataset of round keys
+  # (`GroupedTrainingProcess` composes the str[G] -> dataset step).
+  keys_type = tff.SequenceType(tff.TensorType(np.str_))
+
+  @tff.federated_computation
+  def init_fn():
+    return tff.federated_value(initial_state, tff.SERVER)
+
+  state_type = init_fn.type_signature.result.member
+
+  @tff.tensorflow.computation(state_type, weights_type, keys_type)
+  def slot_update(state, initial_weights, keys):
+    model = model_fn()  # Variables are created outside the tf.function.
+    fedir = fedir_num_classes is not None
+    counts_key = client_data_lib.LABEL_COUNTS_KEY
+
+    def stream(keys):
+      # One dataset for the whole slot, (client index, batch) elements: its
+      # functions are instantiated once per slot, not once per client.
+      def client(i, key):
+        return dataset_fn(key).map(lambda batch: (i, batch))
+      return keys.enumerate().flat_map(client).with_options(lean_options())
+
+    @tf.function
+    def run(state, initial_weights, keys):
+      weights = tff.learning.models.ModelWeights.from_model(model)
+      trainable = tuple(tf.nest.flatten(weights.trainable))
+      initial = tuple(tf.nest.flatten(initial_weights.trainable))
+      hparams, target = state if fedir else (state, None)
+      specs = tuple(tf.TensorSpec(v.shape, v.dtype) for v in trainable)
+      opt_init = client_optimizer.set_hparams(
+          client_optimizer.initialize(specs), hparams)
+      model.reset_metrics()
+      metric_structure = model.report_local_unfinalized_metrics()
+      # Loop variables are flat tuples (autograph would stack a list).
+      zeros = lambda s: tuple(tf.zeros_like(t) for t in tf.nest.flatten(s))
+      metrics, total = zeros(metric_structure), zeros(initial)
+      weight_sum = tf.constant(0.0, tf.float32)
+      dropped = tf.constant(0, tf.int32)
+      seen = tf.constant(0, tf.int64)
+      current = tf.constant(-1, tf.int64)
+      num_examples = tf.constant(0, tf.int64)
+      opt_state = opt_init
+      q_k = tf.zeros([fedir_num_classes or 1], tf.float32)
+
+      def finish(num_examples, total, weight_sum, metrics, dropped):
+        """Adds the current client (McMahan et al. 2017, Algorithm 1's
+        ClientUpdate result, TFF's non-finite rule) to the slot's sums."""
+        delta, non_finite = _zero_if_non_finite(
+            tuple(a - b for a, b in zip(initial, trainable)))
+        if by_examples:
+          w = tf.cast(num_examples, tf.float32)
+        else:
+          w = tf.constant(1.0, tf.float32)
+        w = tf.where(non_finite, 0.0, w)
+        if not fedir:  # TFF's FedAvg reports no metrics of a dropped client.
+          if non_finite:
+            model.reset_metrics()
+        client_metrics = tf.nest.flatten(
+            model.report_local_unfinalized_metrics())
+        return (tuple(t + w * d for t, d in zip(total, delta)), weight_sum + w,
+                tuple(m + c for m, c in zip(metrics, client_metrics)),
+                dropped + tf.cast(non_finite, tf.int32))
+
+      for index, batch in iter(stream(keys)):
+        # Iterations in order: each reads the variables the previous wrote.
+        tf.autograph.experimental.set_loop_options(parallel_iterations=1)
+        # (tf.not_equal: `!=` on tensors is Python identity where TF1 tensor
+        # equality is in force.)
+        if tf.not_equal(index, current):  # A new client: global weights,
+          # fresh optimizer state and metrics.
+          if current >= 0:
+            total, weight_sum, metrics, dropped = finish(
+                num_examples, total, weight_sum, metrics, dropped)
+          for v, t in zip(tf.nest.flatten(weights), tf.nest.flatten(
+              initial_weights)):
+            v.assign(t)
+          model.reset_metrics()
+          opt_state = opt_init
+          num_examples = tf.constant(0, tf.int64)
+          if fedir:
+            counts = batch[counts_key]
+            q_k = tf.math.divide_no_nan(counts, tf.reduce_sum(counts))
+          seen += 1
+        if fedir:
+          batch = {k: v for k, v in batch.items() if k != counts_key}
+        with tf.GradientTape() as tape:
+          output = model.forward_pass(batch, training=True)
+          loss = (_fedir_loss(output, batch, target, q_k) if fedir
+                  else output.loss)
+        grads = tape.gradient(loss, trainable)
+        opt_state, updated = client_optimizer.next(opt_state, trainable,
+                                                   tuple(grads))
+        for var, value in zip(trainable, updated):
+          var.assign(value)
+        num_examples += tf.cast(output.num_examples, tf.int64)
+        current = index
+      if current >= 0:
+        total, weight_sum, metrics, dropped = finish(
+            num_examples, total, weight_sum, metrics, dropped)
+      if not by_examples:  # UNIFORM: a client without data has weight 1.
+        clients = keys.reduce(tf.constant(0, tf.int64), lambda c, _: c + 1)
+        weight_sum += tf.cast(clients - seen, tf.float32)
+      mean = tf.nest.pack_sequence_as(
+          initial_weights.trainable,
+          [tf.math.divide_no_nan(t, weight_sum) for t in total])
+      return (tff.learning.templates.ClientResult(update=mean,
+                                                  update_weight=weight_sum),
+              tf.nest.pack_sequence_as(metric_structure, list(metrics)),
+              dropped)
+    return run(state, initial_weights, keys)
+
+  @tff.federated_computation(
+      init_fn.type_signature.result,
+      tff.FederatedType(weights_type, tff.CLIENTS),
+      tff.FederatedType(keys_type, tff.CLIENTS))
+  def next_fn(state, weights, slots):
+    state_at_clients = tff.federated_broadcast(state)
+    result, metrics, dropped = tff.federated_map(
+        slot_update, (state_at_clients, weights, slots))
+    measurements = tff.federated_zip(collections.OrderedDict(
+        [("train", metrics_aggregation_fn(metrics)),
+         (fedavg.DROPPED_NON_FINITE, tff.federated_sum(dropped))]))
+    return tff.templates.MeasuredProcessOutput(state, result, measurements)
+
+  return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
+
+
+def build_grouped_process(
+    model_fn: fedavg.ModelFn,
+    client_optimizer: tff.learning.optimizers.Optimizer,
+    server_optimizer: Optional[tff.learning.optimizers.Optimizer],
+    dataset_fn: Callable[[tf.Tensor], tf.data.Dataset],
+    **client_work_kwargs,
+) -> tff.learning.templates.LearningProcess:
+  """`fedavg.build_fedavg`'s composition over `build_grouped_client_work`.
+
+  The same initial weights, broadcast, weighted mean (`tff.aggregators.
+  MeanFactory`) and server optimizer as `fedavg.build_fedavg` (SGD(1.0) when
+  `server_optimizer` is None), so the state is the ungrouped process's.
+  """
+  if server_optimizer is None:
+    server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
+  initial_model_weights_fn = fedavg.build_initial_weights_fn(model_fn)
+  distributor = tff.learning.templates.build_broadcast_process(
+      initial_model_weights_fn.type_signature.result)
+  client_work = build_grouped_client_work(
+      model_fn, client_optimizer, dataset_fn, **client_work_kwargs)
+  return fedavg.compose_with_fedavg_server(
+      initial_model_weights_fn, distributor, client_work, server_optimizer)
+
+
+class GroupedTrainingProcess:
+  """A grouped learning process that takes a round's keys like the ungrouped
+  one (`training_loop.build_training_process`): `next(state, keys)` cuts them
+  into slots of `group_size` (`group_keys`)."""
+
+  def __init__(self, process: tff.learning.templates.LearningProcess,
+               group_size: int):
+    self.process = process
+    self.group_size = int(group_size)
+    self.initialize = process.initialize
+    self.get_model_weights = process.get_model_weights
+    self.set_model_weights = process.set_model_weights
+
+  def next(self, state, keys: Sequence[str]):
+    return self.process.next(state, group_keys(keys, self.group_size))
+
+
+class GroupedMethod:
+  """A method trained through client groups: what `training_loop` is handed
+  instead of a learning process (it calls `build_training_process`).
+
+  Args:
+    model_fn, client_optimizer, server_optimizer: as `fedavg.build_fedavg`.
+    group_size: 'auto' or clients per slot (`resolve_group_size`).
+    clients_per_round: C, for 'auto'.
+    **client_work_kwargs: `build_grouped_client_work`'s keyword arguments
+      (client_weighting, fedir_num_classes, fedir_target, fedir_label_counts).
+  """
+
+  def __init__(self, model_fn, client_optimizer, server_optimizer, *,
+               group_size, clients_per_round: int, **client_work_kwargs):
+    self.group_size = resolve_group_size(group_size, clients_per_round)
+    self._args = (model_fn, client_optimizer, server_optimizer)
+    self._kwargs = client_work_kwargs
+
+  def build_training_process(self, fed_data, spec) -> GroupedTrainingProcess:
+    """The grouped process over `fed_data`'s clients built as `spec` says."""
+    label_counts = None
+    if self._kwargs.get("fedir_label_counts"):
+      label_counts = client_data_lib.label_counts_fn(
+          fed_data.client_data.client_ids, fed_data.class_counts)
+    dataset_fn = client_data_lib.build_training_dataset_fn(
+        fed_data.client_data.serializable_dataset_fn, spec,
+        fed_data.train_map_fn, label_counts=label_counts)
+    process = build_grouped_process(*self._args, dataset_fn, **self._kwargs)
+    keys_to_dataset = tff.tensorflow.computation(
+        lambda keys: tf.data.Dataset.from_tensor_slices(keys),  # pylint: disable=unnecessary-lambda
+        tff.TensorType(np.str_, [None]))
+    return GroupedTrainingProcess(
+        tff.simulation.compose_dataset_computation_with_learning_process(
+            keys_to_dataset, process), self.group_size)
+
+
+# Methods whose process `methods.with_client_groups` can build grouped.
+GROUPED_ALGORITHMS = ("fedavg", "fedavgm", "fedsgd")
+GROUPED_CLIENT_WORK = ("plain", "fedir")

@@ -1,0 +1,249 @@
+"""Client groups (algorithms/client_groups.py): the grouped path gives the
+ungrouped path's metrics and model, and a killed run resumes exactly."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_federated as tff
+
+from federated_vision import algorithms
+from federated_vision import models as models_lib
+from federated_vision import training_loop
+from federated_vision.algorithms import client_groups
+from federated_vision.algorithms import fedir
+from federated_vision.algorithms import fedvc
+from federated_vision.data import client_data as cdl
+from federated_vision.data import mnist
+from federated_vision.models import mnist as mnist_models
+
+SIZES = (4, 4, 7, 2, 4, 9, 3, 4)  # Clients of a few examples, B = 3.
+CLIENTS_PER_ROUND = 5
+ROUNDS = 3
+
+
+def _data():
+  n = sum(SIZES)
+  arrays = mnist.synthetic_arrays(n, 10, seed=1)
+  bounds = np.cumsum((0,) + SIZES)
+  part = {f"c{k}": np.arange(bounds[k], bounds[k + 1])
+          for k in range(len(SIZES))}
+  return mnist.from_arrays("synthetic_mnist", arrays, part)
+
+
+def _model_fn(fed, spec):
+  element = cdl.build_training_dataset_fn(
+      fed.client_data.serializable_dataset_fn, spec, fed.train_map_fn)(
+          tf.constant("c0")).element_spec
+  return models_lib.build_tff_model_fn(
+      lambda: mnist_models.create_2nn(seed=0), element)
+
+
+def _methods(kind, model_fn):
+  sgd = tff.learning.optimizers.build_sgdm
+  if kind == "fedir":
+    ref = fedir.build_fedir(model_fn, sgd(0.1), 10, client_label_counts=True)
+    extra = dict(fedir_num_classes=10, fedir_label_counts=True)
+  else:
+    ref = algorithms.build_fedavg(model_fn, sgd(0.1))
+    extra = {}
+  grouped = client_groups.GroupedMethod(
+      model_fn, sgd(0.1), None, group_size=2,
+      clients_per_round=CLIENTS_PER_ROUND, **extra)
+  return ref, grouped
+
+
+def _run(process, fed, spec, sampler):
+  """Per round: (client_work metrics, flat model weights)."""
+  training = training_loop.build_training_process(process, fed, spec)
+  state = training.initialize()
+  out = []
+  for r in range(1, ROUNDS + 1):
+    result = training.next(state, sampler.round_keys(r))
+    state = result.state
+    weights = training.get_model_weights(state).trainable
+    out.append((result.metrics["client_work"],
+                np.concatenate([np.ravel(w) for w in weights])))
+  return out
+
+
+@pytest.mark.parametrize("kind", ["fedavg", "fedir", "fedvc"])
+def test_grouped_equals_ungrouped(kind):
+  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  fed = _data()
+  spec = cdl.TrainingSpec(batch_size=3, seed=4)
+  ids = fed.client_data.client_ids
+  if kind == "fedvc":
+    spec, sampler = fedvc.virtual_clients(spec, ids, list(SIZES),
+                                          CLIENTS_PER_ROUND, 5, seed=4)
+  else:
+    sampler = sampling.UniformSampler(ids, CLIENTS_PER_ROUND, 4)
+  ref, grouped = _methods(kind, _model_fn(fed, spec))
+  expected = _run(ref, fed, spec, sampler)
+  got = _run(grouped, fed, spec, sampler)
+  for (m_ref, w_ref), (m_got, w_got) in zip(expected, got):
+    train_ref, train_got = m_ref["train"], m_got["train"]
+    assert train_got["num_examples"] == train_ref["num_examples"]
+    assert train_got["num_batches"] == train_ref["num_batches"]
+    np.testing.assert_allclose(train_got["loss"], train_ref["loss"],
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(train_got["accuracy"], train_ref["accuracy"],
+                               atol=1e-6)
+    assert m_got["clients_dropped_non_finite"] == 0
+    assert m_ref["clients_dropped_non_finite"] == 0
+    np.testing.assert_allclose(w_got, w_ref, atol=1e-5)
+  # The model moved: the comparison is not between two untouched models.
+  assert np.abs(expected[-1][1] - expected[0][1]).max() > 1e-4
+
+
+def test_group_keys_and_sizes():
+  slots = client_groups.group_keys(["a@1", "b@1", "c@1", "d@1", "e@1"], 2)
+  assert [list(s) for s in slots] == [[b"a@1", b"b@1"], [b"c@1", b"d@1"],
+                                      [b"e@1"]]
+  assert client_groups.resolve_group_size("auto", 100, cores=2) == 25
+  assert client_groups.resolve_group_size("auto", 3, cores=2) == 1
+  assert client_groups.resolve_group_size(7, 100) == 7
+  assert client_groups.parse_group_size("auto") == "auto"
+  assert client_groups.parse_group_size("12") == 12
+  for bad in ("0", "-3", "1.5", "x", str(client_groups.MAX_GROUP_SIZE + 1)):
+    with pytest.raises(ValueError, match="'auto' or an integer"):
+      client_groups.parse_group_size(bad)
+
+
+def test_grouped_state_is_the_ungrouped_state():
+  """Checkpoints of either path load into the other (same state type)."""
+  fed = _data()
+  spec = cdl.TrainingSpec(batch_size=3, seed=4)
+  ref, grouped = _methods("fedavg", _model_fn(fed, spec))
+  a = training_loop.build_training_process(ref, fed, spec)
+  b = training_loop.build_training_process(grouped, fed, spec)
+  assert (a.next.type_signature.parameter[0]
+          == b.process.next.type_signature.parameter[0])
+
+
+class _StopBefore:
+  """A sampler that raises KeyboardInterrupt before round `stop` (a Ctrl-C)."""
+
+  def __init__(self, inner, stop):
+    self.inner, self.stop = inner, stop
+
+  def round_keys(self, round_num):
+    if round_num == self.stop:
+      raise KeyboardInterrupt
+    return self.inner.round_keys(round_num)
+
+
+def _metric_rows(path):
+  import csv  # pylint: disable=g-import-not-at-top
+  with open(path, newline="") as f:
+    rows = list(csv.DictReader(f))
+  for r in rows:
+    r.pop("round_seconds")
+  return rows
+
+
+def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
+  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  fed = _data()
+  spec = cdl.TrainingSpec(batch_size=3, seed=4)
+  model_fn = _model_fn(fed, spec)
+  sampler = sampling.UniformSampler(fed.client_data.client_ids,
+                                    CLIENTS_PER_ROUND, 4)
+  evaluate = lambda weights: {"loss": float(np.sum(weights.trainable[-1])),
+                              "accuracy": 0.5}
+
+  def run(out, sampler):
+    return training_loop.run_federated_training(
+        "grouped", _methods("fedavg", model_fn)[1], fed, spec, sampler,
+        evaluate, training_loop.LoopConfig(
+            total_rounds=ROUNDS, output_dir=str(out), rounds_per_eval=1,
+            rounds_per_checkpoint=1), log_fn=None)
+
+  whole = run(tmp_path / "whole", sampler)
+  with pytest.raises(KeyboardInterrupt):
+    run(tmp_path / "killed", _StopBefore(sampler, ROUNDS))
+  resumed = run(tmp_path / "killed", sampler)
+  assert resumed.resumed_from == ROUNDS - 1
+  assert (_metric_rows(tmp_path / "killed" / "metrics.csv")
+          == _metric_rows(tmp_path / "whole" / "metrics.csv"))
+  assert len(whole.rows) == ROUNDS
+
+
+def test_train_main_grouped_equals_ungrouped_and_records_the_size(tmp_path):
+  import json  # pylint: disable=g-import-not-at-top
+  from conftest import TRAIN_MAIN, run_module  # pylint: disable=g-import-not-at-top
+  args = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=4",
+          "--client_batch_size=20", "--total_rounds=3", "--rounds_per_eval=1",
+          "--centralized_epochs=0", "--seed=3", f"--root_output_dir={tmp_path}"]
+  rows = {}
+  for size in ("1", "2"):
+    proc = run_module(TRAIN_MAIN, f"--experiment_name=g{size}",
+                      f"--client_group_size={size}", *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows[size] = _metric_rows(tmp_path / f"g{size}" / "fedavg" / "metrics.csv")
+    hparams = json.loads((tmp_path / f"g{size}" / "hparams.json").read_text())
+    assert hparams["client_group_size"] == size  # The flag, recorded.
+    settings = hparams["method_settings"]["fedavg"]
+    assert settings.get("client_group_size", 1) == int(size)
+  assert len(rows["1"]) == len(rows["2"]) == 3
+  for a, b in zip(rows["1"], rows["2"]):
+    assert a["round"] == b["round"] and a["clients"] == b["clients"]
+    for key in ("train_loss", "train_accuracy", "test_loss", "test_accuracy"):
+      np.testing.assert_allclose(float(b[key]), float(a[key]), atol=1e-5)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "2.5", "big", "4097"])
+def test_bad_client_group_size_is_a_config_error(value):
+  from experiments import config as config_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.errors import ConfigError  # pylint: disable=g-import-not-at-top
+  with pytest.raises(ConfigError) as e:
+    config_lib.from_values({"client_group_size": value}, ["client_group_size"])
+  assert e.value.field == "client_group_size"
+  assert str(e.value).startswith(f"--client_group_size={value}: must be "
+                                 "'auto' or an integer in [1, 4096]")
+  for good in ("auto", "1", "7"):
+    config_lib.from_values({"client_group_size": good}, ["client_group_size"])
+
+
+def test_explicit_group_size_for_an_uncovered_method_exits_2(tmp_path):
+  from conftest import TRAIN_MAIN, run_module  # pylint: disable=g-import-not-at-top
+  proc = run_module(TRAIN_MAIN, "--client_group_size=3",
+                    "--algorithm=fedavg", "--fedprox", "--num_clients=6",
+                    "--clients_per_round=3", "--total_rounds=1",
+                    "--centralized_epochs=0", f"--root_output_dir={tmp_path}")
+  assert proc.returncode == 2
+  assert ("--client_group_size=3: method fedavg+fedprox cannot be grouped"
+          in proc.stderr) and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["fedavg", "fedir"])
+def test_non_finite_clients_are_dropped_and_counted_alike(kind):
+  """A client learning rate that overflows some clients' models: both paths
+  drop the same clients (zero update, weight 0) and count them."""
+  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  fed = _data()
+  spec = cdl.TrainingSpec(batch_size=3, seed=4)
+  model_fn = _model_fn(fed, spec)
+  sgd = tff.learning.optimizers.build_sgdm
+  lr = 1e37
+  if kind == "fedir":
+    ref = fedir.build_fedir(model_fn, sgd(lr), 10, client_label_counts=True)
+    extra = dict(fedir_num_classes=10, fedir_label_counts=True)
+  else:
+    ref = algorithms.build_fedavg(model_fn, sgd(lr))
+    extra = {}
+  grouped = client_groups.GroupedMethod(
+      model_fn, sgd(lr), None, group_size=3, clients_per_round=len(SIZES),
+      **extra)
+  sampler = sampling.UniformSampler(fed.client_data.client_ids, len(SIZES), 4)
+  results = []
+  for process in (ref, grouped):
+    training = training_loop.build_training_process(process, fed, spec)
+    out = training.next(training.initialize(), sampler.round_keys(1))
+    results.append(out.metrics["client_work"])
+  expected, got = results
+  assert expected["clients_dropped_non_finite"] > 0
+  assert got["clients_dropped_non_finite"] == expected["clients_dropped_non_finite"]
+  for key in ("num_examples", "num_batches"):
+    assert got["train"][key] == expected["train"][key]
+  np.testing.assert_allclose(got["train"]["loss"], expected["train"]["loss"],
+                             rtol=1e-5, equal_nan=True)
