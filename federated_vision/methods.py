@@ -155,7 +155,7 @@ def with_client_groups(method: Method, config: MethodConfig,
 
   Returns:
     The method unchanged (group size 1, or 'auto' for a method the groups
-    do not cover: FedProx, mixing strategies) or with a
+    do not cover: FedProx, parallel training, gradient transfer) or with a
     `client_groups.GroupedMethod` as its process.
 
   Raises:
@@ -165,14 +165,20 @@ def with_client_groups(method: Method, config: MethodConfig,
   from federated_vision.algorithms import client_groups  # pylint: disable=g-import-not-at-top
   s = method.settings
   size = client_groups.resolve_group_size(group_size, inputs.clients_per_round)
+  # A mixing strategy's FedIR counts q_k over the round's batches, the
+  # groups over the client's whole data (`fedir_label_counts`): not grouped.
   covered = (s.get("algorithm") in client_groups.GROUPED_ALGORITHMS
-             and "mixing" not in s
-             and s.get("client_work") in client_groups.GROUPED_CLIENT_WORK)
+             and s.get("client_work") in client_groups.GROUPED_CLIENT_WORK
+             and ("mixing" not in s
+                  or (s["mixing"] in client_groups.GROUPED_MIXING
+                      and s["client_work"] == "plain")))
   if size == 1 or not covered:
     if size > 1 and group_size != client_groups.AUTO:
       raise ValueError(f"method {method.name} cannot be grouped (client "
                        "groups cover fedavg, fedavgm, fedsgd with or without "
-                       "fedir / fedvc); use 1 or 'auto'")
+                       "fedir / fedvc, and without fedir also with the "
+                       f"mixing strategies {', '.join(client_groups.GROUPED_MIXING)}"
+                       "); use 1 or 'auto'")
     return method._replace(settings={**s, "client_group_size": 1})
   server, _ = method_builtins.server_optimizer(s["server_optimizer"] == "sgdm")(
       config)

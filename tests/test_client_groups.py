@@ -247,3 +247,48 @@ def test_non_finite_clients_are_dropped_and_counted_alike(kind):
     assert got["train"][key] == expected["train"][key]
   np.testing.assert_allclose(got["train"]["loss"], expected["train"]["loss"],
                              rtol=1e-5, equal_nan=True)
+
+
+def test_train_main_grouped_example_transfer_equals_ungrouped(tmp_path):
+  """A mixing strategy through the fast path (example transfer: FedAvg's
+  process on clients' data shuffled with centralized examples, Augenstein et
+  al. Algorithm 3): group size 2 gives group size 1's metrics (1e-5) over 3
+  rounds, both the mixing columns and the usual ones."""
+  from conftest import TRAIN_MAIN, run_module  # pylint: disable=g-import-not-at-top
+  args = ["--dataset=digits", "--missing_classes=8,9",
+          "--mixing=example_transfer", "--central_examples_per_client=3",
+          "--algorithm=fedavg", "--num_clients=6", "--clients_per_round=4", "--client_batch_size=20",
+          "--total_rounds=3", "--rounds_per_eval=1", "--centralized_epochs=0",
+          "--seed=5", f"--root_output_dir={tmp_path}"]
+  rows = {}
+  for size in ("1", "2"):
+    proc = run_module(TRAIN_MAIN, f"--experiment_name=m{size}",
+                      f"--client_group_size={size}", *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    method = "fedavg+example_transfer"
+    rows[size] = _metric_rows(tmp_path / f"m{size}" / method / "metrics.csv")
+  assert len(rows["1"]) == len(rows["2"]) == 3
+  compared = 0
+  for a, b in zip(rows["1"], rows["2"]):
+    assert a["round"] == b["round"] and a["clients"] == b["clients"]
+    for key, value in a.items():
+      if key in ("round", "clients", "round_seconds") or value in ("", None):
+        continue
+      np.testing.assert_allclose(float(b[key]), float(value), atol=1e-5,
+                                 err_msg=key)
+      compared += 1
+  assert compared >= 3 * 4  # Losses, accuracies and the per-group columns.
+
+
+def test_mixing_with_fedir_is_not_grouped(tmp_path):
+  """A mixing strategy's FedIR counts q_k per round, the groups' over the
+  client's whole data: an explicit size is refused (one line, exit 2)."""
+  from conftest import TRAIN_MAIN, run_module  # pylint: disable=g-import-not-at-top
+  proc = run_module(TRAIN_MAIN, "--client_group_size=2", "--dataset=digits",
+                    "--missing_classes=8,9", "--mixing=example_transfer",
+                    "--algorithm=fedavg", "--fedir", "--num_clients=6",
+                    "--clients_per_round=4", "--total_rounds=1",
+                    "--centralized_epochs=0", f"--root_output_dir={tmp_path}")
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  assert ("--client_group_size=2: method fedavg+fedir+example_transfer cannot "
+          "be grouped" in proc.stderr) and "Traceback" not in proc.stderr

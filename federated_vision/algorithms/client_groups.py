@@ -355,3 +355,7 @@ class GroupedMethod:
 # Methods whose process `methods.with_client_groups` can build grouped.
 GROUPED_ALGORITHMS = ("fedavg", "fedavgm", "fedsgd")
 GROUPED_CLIENT_WORK = ("plain", "fedir")
+# Mixing strategies (Augenstein et al.) whose process is FedAvg's on the
+# strategy's data (`algorithms.mixing`: no mixing, the oracle, example
+# transfer); parallel and gradient transfer change the round itself.
+GROUPED_MIXING = ("none", "oracle", "example_transfer")
