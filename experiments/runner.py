@@ -4,6 +4,10 @@
 (`experiments.config`) and pass it in. It holds the experiment directory's
 `training_loop.RunLock` for the whole run and checks the directory's
 `experiment.json` (`experiments.run_record`) before loading data.
+
+Local imports below: the binaries import this module before their flags are
+checked, so TensorFlow/TFF (seconds) load only inside a run (a refused flag
+or a dry run exits without them; docs/performance.md, "Start-up").
 """
 
 import math
