@@ -50,6 +50,8 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 import tensorflow as tf
 
+from federated_vision.models import mobilenet_ops
+
 DEFAULT_INPUT_SHAPE = (224, 224, 3)
 LANDMARKS_BOTTLENECK_DIM = 64  # Hsu et al. 2020, Landmarks-User-160k.
 BN_EPSILON = 1e-3  # As tf.keras.applications.MobileNetV2's BN layers.
@@ -179,7 +181,7 @@ def _inverted_res_block(b: _Builder, inputs, expansion, stride, alpha, filters,
   if block_id:
     x = b.conv(x, expansion * in_channels, 1, prefix + "expand")
     x = b.norm(x, prefix + "expand_BN")
-    x = tf.keras.layers.ReLU(6.0, name=prefix + "expand_relu")(x)
+    x = mobilenet_ops.ReLU6(name=prefix + "expand_relu")(x)
   else:
     prefix = "expanded_conv_"
   if stride == 2:
@@ -187,7 +189,7 @@ def _inverted_res_block(b: _Builder, inputs, expansion, stride, alpha, filters,
         padding=_correct_pad(tuple(x.shape[1:3])), name=prefix + "pad")(x)
   x = b.depthwise(x, stride, prefix + "depthwise")
   x = b.norm(x, prefix + "depthwise_BN")
-  x = tf.keras.layers.ReLU(6.0, name=prefix + "depthwise_relu")(x)
+  x = mobilenet_ops.ReLU6(name=prefix + "depthwise_relu")(x)
   x = b.conv(x, pointwise_filters, 1, prefix + "project")
   x = b.norm(x, prefix + "project_BN")
   if in_channels == pointwise_filters and stride == 1:
@@ -394,13 +396,13 @@ def create_mobilenet_v2_gn(
   x = tf.keras.layers.Rescaling(2.0, offset=-1.0, name="rescale")(inputs)
   x = b.conv(x, _make_divisible(32 * alpha, 8), 3, "Conv1", strides=2)
   x = b.norm(x, "bn_Conv1")
-  x = tf.keras.layers.ReLU(6.0, name="Conv1_relu")(x)
+  x = mobilenet_ops.ReLU6(name="Conv1_relu")(x)
   for block_id, (filters, stride, expansion) in enumerate(_BLOCKS):
     x = _inverted_res_block(b, x, expansion, stride, alpha, filters, block_id)
   last_filters = _make_divisible(1280 * alpha, 8) if alpha > 1.0 else 1280
   x = b.conv(x, last_filters, 1, "Conv_1")
   x = b.norm(x, "Conv_1_bn")
-  x = tf.keras.layers.ReLU(6.0, name="out_relu")(x)
+  x = mobilenet_ops.ReLU6(name="out_relu")(x)
   x = tf.keras.layers.GlobalAveragePooling2D(name="global_average_pooling")(x)
   if bottleneck_dim is not None:
     x = b.dense(x, int(bottleneck_dim), "bottleneck")
