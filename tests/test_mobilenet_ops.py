@@ -88,3 +88,47 @@ def test_small_mobilenet_logits_and_gradients_equal_keras_relu6(monkeypatch):
   assert len(g1) == len(g2) == len(ours.trainable_variables)
   for a, b in zip(g1, g2):
     np.testing.assert_array_equal(a, b)
+
+
+def _numpy_group_norm(x, groups, eps, gamma, beta):
+  n, c = x.shape[0], x.shape[-1]
+  g = x.reshape(n, -1, groups, c // groups).astype(np.float64)
+  mean = g.mean(axis=(1, 3), keepdims=True)
+  var = g.var(axis=(1, 3), keepdims=True)
+  return ((g - mean) / np.sqrt(var + eps)).reshape(x.shape) * gamma + beta
+
+
+def _moments_group_norm(x, groups, eps, gamma, beta):
+  """The previous formulation (tf.nn.moments on [N, ..., G, C/G])."""
+  shape = x.shape
+  grouped = tf.reshape(x, [-1] + list(shape[1:-1]) + [groups, shape[-1] // groups])
+  axes = list(range(1, len(shape) - 1)) + [len(shape)]
+  mean, var = tf.nn.moments(grouped, axes, keepdims=True)
+  y = tf.reshape((grouped - mean) * tf.math.rsqrt(var + eps), [-1] + list(shape[1:]))
+  return y * gamma + beta
+
+
+@pytest.mark.parametrize("shape, groups", [
+    ((3, 5, 6, 24), 4), ((2, 7, 7, 32), 32), ((3, 5, 6, 24), 1),
+    ((2, 7, 12), 3), ((4, 16), 8), ((2, 3, 4, 5, 8), 2)])
+def test_group_norm_equals_numpy_and_previous_gradients(shape, groups):
+  rng = np.random.default_rng(1)
+  x = rng.normal(1.0, 3.0, shape).astype(np.float32)
+  gamma = rng.uniform(0.5, 1.5, shape[-1]).astype(np.float32)
+  beta = rng.normal(size=shape[-1]).astype(np.float32)
+  dy = rng.normal(size=shape).astype(np.float32)
+  np.testing.assert_allclose(
+      mobilenet_ops.group_norm(tf.constant(x), groups, 1e-3, gamma, beta),
+      _numpy_group_norm(x, groups, 1e-3, gamma, beta), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(
+      mobilenet_ops.group_norm(tf.constant(x), groups, 1e-3, None, None),
+      _numpy_group_norm(x, groups, 1e-3, 1.0, 0.0), rtol=1e-5, atol=1e-5)
+  grads = []
+  for fn in (mobilenet_ops.group_norm, _moments_group_norm):
+    xs, gs, bs = tf.constant(x), tf.constant(gamma), tf.constant(beta)
+    with tf.GradientTape() as tape:
+      tape.watch([xs, gs, bs])
+      y = fn(xs, groups, 1e-3, gs, bs)
+    grads.append(tape.gradient(y, [xs, gs, bs], output_gradients=dy))
+  for ours, previous in zip(*grads):
+    np.testing.assert_allclose(ours, previous, rtol=1e-4, atol=1e-4)

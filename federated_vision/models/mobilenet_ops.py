@@ -19,6 +19,9 @@ where x < 6; `ReluGrad` passes it where x > 0. That is `Relu6Grad`'s mask
 `SelectV2` + `ReluGrad`, which the worker runs vectorised.
 """
 
+import math
+from typing import Optional, Sequence
+
 import tensorflow as tf
 
 RELU6_MAX = 6.0  # Sandler et al. 2018, Section 3.1 (ReLU6, as Keras' MobileNetV2).
@@ -42,3 +45,54 @@ class ReLU6(tf.keras.layers.ReLU):
 
   def call(self, inputs):
     return relu6(inputs)
+
+
+def group_norm(x: tf.Tensor, groups: int, epsilon: float,
+               gamma: Optional[tf.Tensor], beta: Optional[tf.Tensor]
+               ) -> tf.Tensor:
+  """Group Normalization (Wu & He 2018, Eq. 1-2, Sec. 3.1) of channels-last `x`.
+
+  `x` is [N, spatial..., C] with static spatial dims and C; statistics are
+  per example and group of C // groups channels over all spatial positions,
+  then y = x * scale + shift with per-(example, channel) scale =
+  gamma / sqrt(var + epsilon) and shift = beta - mean * scale. The same
+  function as (x - mean) / sqrt(var + epsilon) * gamma + beta up to float
+  rounding, computed with fewer passes over the activation: both reductions
+  run over the spatial axis of [N, S, C] first (a middle-axis reduction TF
+  does in place, where a reduction over (spatial, channel-in-group) of
+  [N, S, G, C/G] transposes the whole tensor first), then over the C/G
+  channels of a group on the small [N, G, C/G] result; normalisation, gamma
+  and beta are one multiply and one add.
+
+  Args:
+    x: float tensor [N, d1, ..., dk, C], k >= 0, d1..dk and C static.
+    groups: number of groups; divides C.
+    epsilon: added to the variance.
+    gamma: [C] scale or None (1).
+    beta: [C] offset or None (0).
+
+  Returns:
+    A tensor of `x`'s shape and dtype.
+  """
+  inner: Sequence[int] = x.shape[1:-1]
+  channels = int(x.shape[-1])
+  size = math.prod(int(d) for d in inner)
+  group_size = channels // groups
+  x3 = tf.reshape(x, [-1, size, channels])
+
+  def group_mean(t):  # [N, S, C] -> [N, 1, C]: its group's mean per channel.
+    per_channel = tf.reduce_mean(t, axis=1)  # Equal counts: mean of means.
+    g = tf.reduce_mean(tf.reshape(per_channel, [-1, groups, group_size]),
+                       axis=2, keepdims=True)
+    return tf.reshape(tf.broadcast_to(g, [tf.shape(g)[0], groups, group_size]),
+                      [-1, 1, channels])
+
+  mean = group_mean(x3)
+  variance = group_mean(tf.math.squared_difference(x3, tf.stop_gradient(mean)))
+  scale = tf.math.rsqrt(variance + epsilon)
+  if gamma is not None:
+    scale = scale * tf.cast(gamma, x.dtype)
+  shift = -mean * scale
+  if beta is not None:
+    shift = shift + tf.cast(beta, x.dtype)
+  return tf.reshape(x3 * scale + shift, [-1] + list(x.shape[1:]))
