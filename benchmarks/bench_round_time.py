@@ -110,9 +110,9 @@ def main(argv=None):
                       help="examples per client")
   parser.add_argument("--batch_size", type=int, default=None)
   parser.add_argument("--variants", default=",".join(VARIANTS))
-  parser.add_argument("--calibration_rounds", type=int, default=2,
+  parser.add_argument("--calibration_rounds", type=int, default=None,
                       help="measured rounds of plain_step vs plain_graph "
-                      "that pick the reference")
+                      "that pick the reference (default 2; 1 with --quick)")
   parser.add_argument("--quick", action="store_true",
                       help="2 rounds, 4 clients (a smoke run for make bench)")
   parser.add_argument("--max_concurrent_computation_calls", type=int,
@@ -125,6 +125,8 @@ def main(argv=None):
   examples = args.examples or examples
   batch = args.batch_size or batch
   rounds = 2 if args.quick else args.rounds
+  if args.calibration_rounds is None:
+    args.calibration_rounds = 1 if args.quick else 2
   if args.calibration_rounds < 1:
     parser.error(f"--calibration_rounds must be >= 1, got "
                  f"{args.calibration_rounds}")
