@@ -1,8 +1,13 @@
 """Round time of TFF vs a plain TensorFlow loop doing the same SGD steps.
 
 Variants, run interleaved with the plain loop in one process (a, b, a, c, ...):
-  a  plain:       a `tf.function` SGD loop over the same client batches
-                  (FedAvg in plain TensorFlow, no TFF);
+  a  plain:       the faster of two plain TensorFlow FedAvg loops over the
+                  same client batches (`benchmarks.plain_loops`): the SGD
+                  loop inside one `tf.function` per client (plain_graph) or
+                  a per-batch `tf.function` step called from Python
+                  (plain_step). Both are run interleaved first
+                  (--calibration_rounds) and reported; the faster by CPU
+                  seconds is the reference for the rest;
   b  stock_tff:   `tff.learning.algorithms.build_weighted_fed_avg` with
                   Python-side datasets (the same pipeline, built per round);
   c  fedavg, fedir, fedvc: this package's processes as the binaries run them
@@ -38,6 +43,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 
 from benchmarks import harness  # pylint: disable=g-import-not-at-top
+from benchmarks import plain_loops  # pylint: disable=g-import-not-at-top
 from federated_vision import algorithms
 from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision import models as models_lib
@@ -94,60 +100,6 @@ def build_data(model: str, num_clients: int, examples: int, storage_dir: str):
   raise ValueError(f"--model must be cifar_cnn or mobilenet_v2_gn, got {model!r}")
 
 
-class PlainFedAvg:
-  """FedAvg rounds in plain TensorFlow: the work itself, without TFF.
-
-  Per client: load the global weights, `for batch in dataset` SGD steps in a
-  `tf.function`, return the delta; the server adds the example-weighted mean
-  delta (server learning rate 1).
-  """
-
-  def __init__(self, keras_model_fn, learning_rate: float):
-    self._model = keras_model_fn()
-    self._global = [tf.Variable(v) for v in self._model.trainable_variables]
-    self._lr = learning_rate
-
-  @tf.function
-  def _client_update(self, dataset):
-    model = self._model
-    for v, g in zip(model.trainable_variables, self._global):
-      v.assign(g)
-    num = tf.constant(0.0)
-    loss_sum = tf.constant(0.0)
-    correct = tf.constant(0.0)
-    for batch in dataset:
-      with tf.GradientTape() as tape:
-        logits = model(batch["x"], training=True)
-        losses = models_lib.per_example_loss(batch["y"], logits)
-        loss = tf.reduce_mean(losses)
-        if model.losses:
-          loss += tf.add_n(model.losses)
-      grads = tape.gradient(loss, model.trainable_variables)
-      for v, g in zip(model.trainable_variables, grads):
-        v.assign_sub(self._lr * g)
-      n = tf.cast(tf.shape(batch["y"])[0], tf.float32)
-      num += n
-      loss_sum += tf.reduce_sum(losses)
-      correct += tf.reduce_sum(tf.cast(tf.equal(
-          tf.argmax(logits, -1, output_type=tf.int32),
-          tf.reshape(tf.cast(batch["y"], tf.int32), [-1])), tf.float32))
-    deltas = [g - v for g, v in zip(self._global, model.trainable_variables)]
-    return deltas, num, loss_sum, correct
-
-  def round(self, datasets) -> float:
-    total = [tf.zeros_like(g) for g in self._global]
-    weight = 0.0
-    loss = 0.0
-    for ds in datasets:
-      deltas, n, loss_sum, _ = self._client_update(ds)
-      total = [t + n * d for t, d in zip(total, deltas)]
-      weight += float(n)
-      loss += float(loss_sum)
-    for g, t in zip(self._global, total):
-      g.assign_sub(t / weight)
-    return loss / weight
-
-
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--model", default="cifar_cnn",
@@ -158,6 +110,9 @@ def main(argv=None):
                       help="examples per client")
   parser.add_argument("--batch_size", type=int, default=None)
   parser.add_argument("--variants", default=",".join(VARIANTS))
+  parser.add_argument("--calibration_rounds", type=int, default=None,
+                      help="measured rounds of plain_step vs plain_graph "
+                      "that pick the reference (default 2; 1 with --quick)")
   parser.add_argument("--quick", action="store_true",
                       help="2 rounds, 4 clients (a smoke run for make bench)")
   parser.add_argument("--max_concurrent_computation_calls", type=int,
@@ -170,6 +125,11 @@ def main(argv=None):
   examples = args.examples or examples
   batch = args.batch_size or batch
   rounds = 2 if args.quick else args.rounds
+  if args.calibration_rounds is None:
+    args.calibration_rounds = 1 if args.quick else 2
+  if args.calibration_rounds < 1:
+    parser.error(f"--calibration_rounds must be >= 1, got "
+                 f"{args.calibration_rounds}")
   variants = [v for v in args.variants.split(",") if v]
   unknown = set(variants) - set(VARIANTS + EXTRA_VARIANTS)
   if unknown:
@@ -218,7 +178,7 @@ def main(argv=None):
                     keys)
   # After every TFF model was built: Keras invalidates eager models made
   # before a model is built in a tf.Graph (as TFF builds them).
-  plain = PlainFedAvg(keras_model_fn, CLIENT_LR)
+  plains = plain_loops.build_plain_loops(keras_model_fn, CLIENT_LR)
 
   print(f"{args.model}: {clients} clients x {examples} examples, B={batch}, "
         f"E=1, {rounds} rounds after 1 warm-up; worker {worker_config}")
@@ -238,10 +198,26 @@ def main(argv=None):
       return run
 
     clock = harness.Clock(lambda: pool.pids)
+    plain_round = lambda name: (
+        lambda rep: plains[name].round(python_datasets(rep)))
+    # The reference is the faster plain loop (issue 18): both interleaved
+    # first, then the faster one against every TFF variant.
+    print(f"plain loops: {plain_loops.PLAIN_STEP} vs {plain_loops.PLAIN_GRAPH}"
+          f" ({args.calibration_rounds} rounds after 1 warm-up)")
+    calibration = harness.interleave(
+        plain_round(plain_loops.PLAIN_GRAPH),
+        {plain_loops.PLAIN_STEP: plain_round(plain_loops.PLAIN_STEP)},
+        args.calibration_rounds, clock)
+    cal = calibration[plain_loops.PLAIN_STEP]
+    reference = plain_loops.faster_loop(
+        [v.cpu / a.cpu for a, v in zip(cal.baseline, cal.samples)])
+    print(harness.format_table(calibration, plain_loops.PLAIN_GRAPH))
+    print(f"reference: {reference} (the faster plain loop by CPU seconds)")
+    print(harness.load_line(), flush=True)
     results = harness.interleave(
-        lambda rep: plain.round(python_datasets(rep)),
+        plain_round(reference),
         {name: step(name) for name in runs}, rounds, clock)
-  print(harness.format_table(results, "plain loop"))
+  print(harness.format_table(results, reference))
   print(harness.load_line())
   storage.cleanup()
   return results
