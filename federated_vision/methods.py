@@ -140,7 +140,8 @@ def _build_mixing(config: MethodConfig, inputs: MethodInputs,
   built = strategy.build(mixing.strategy, params, mixing_strategies.StrategyInputs(
       inputs=inputs, scenario=mixing.scenario,
       spec=client_spec(config, inputs.seed), client_optimizer=client_sgd(config),
-      server_optimizer=server, sampling=sampling, **parts))
+      server_optimizer=server, sampling=sampling,
+      variants=tuple(config.variants), **parts))
   name = f"{config.name}+{mixing.strategy}"
   settings.update(built.settings)
   settings.update(strategy.settings(params))

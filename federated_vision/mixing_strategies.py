@@ -117,6 +117,7 @@ class StrategyInputs(NamedTuple):
     sampling: `fed_data -> (spec, sampler)`: the method's spec and sampler
       (uniform; FedVC's size-proportional virtual clients) over the clients
       of the data the strategy trains on.
+    variants: the method's variants (e.g. ('fedir', 'fedvc')), for names.
   """
   inputs: Any
   scenario: Any
@@ -125,6 +126,7 @@ class StrategyInputs(NamedTuple):
   server_optimizer: Any
   client_work: Any = None
   sampling: Callable[[Any], Tuple[Any, Any]] = _no_data_side
+  variants: Tuple[str, ...] = ()
 
 
 # build(name, params, StrategyInputs) -> algorithms.mixing.MixingMethod.

@@ -150,7 +150,7 @@ def _method(strategy, fed, central, clients_per_round=2,
       strategy, params, mixing_strategies.StrategyInputs(
           inputs, scenario, SPEC, _sgd(),
           server_optimizer,
-          client_work=work, sampling=sampling))
+          client_work=work, sampling=sampling, variants=variants))
 
 
 def _run(method, rounds=2):

@@ -88,7 +88,8 @@ class MixingMethod(NamedTuple):
   """Everything the training loop needs to run one strategy.
 
   Attributes:
-    name: the strategy, e.g. 'parallel'.
+    name: the strategy + the method's variants, e.g. 'parallel' or
+      'gradient_transfer+fedvc'.
     process: the learning process.
     fed_data: the data the loop trains on (the oracle's recombined data,
       example transfer's mixed data, or the federated data unchanged).
@@ -197,4 +198,5 @@ def _method(name: str, strategy: str, process, data, parts,
   settings = {"strategy": name, "centralized": central.name,
               "centralized_examples": central.num_examples,
               "extra_broadcast_bytes_per_round": extra}
-  return MixingMethod(name, process, data, spec, sampler, extra, settings)
+  return MixingMethod("+".join((name,) + tuple(parts.variants)), process, data,
+                      spec, sampler, extra, settings)
