@@ -95,9 +95,10 @@ def _fedir(config: MethodConfig, inputs: MethodInputs):
 
 
 def _fedir_mixing(config: MethodConfig, inputs: MethodInputs):
-  """FedIR in a mixing strategy's method: the same client work, counting
-  q_k over the round's batches, which there include the transferred
-  centralized examples (what the strategies were measured with; ours)."""
+  """FedIR in a mixing strategy's method: the same client work, but q_k is
+  counted over the round's batches (ours: the data the client trains on
+  that round, which under example transfer includes the transferred
+  centralized examples; the mixing strategies' FedIR always counted so)."""
   work, settings = _fedir_work(config, inputs, client_label_counts=False)
   return {"client_work": work}, settings
 

@@ -62,8 +62,12 @@ def build_method(config: MethodConfig, inputs: MethodInputs,
 
   Without `mixing`: the algorithm's process with its client-work variant's
   client work, its spec and a uniform sampler changed by the data-side
-  variants. With `mixing`: the strategy's process on its data, from the
-  algorithm's server optimizer and spec and the variants' `mixing` parts.
+  variants. With `mixing`: the strategy's process on its data (its
+  registered `build`), given the components built here once: the
+  algorithm's server optimizer and spec, the client SGD, the variants'
+  `mixing` parts (FedIR's client work) and `sampling`, the same spec and
+  sampler (data-side variants: FedVC) over the clients of the strategy's
+  data.
 
   Raises:
     ConfigError / ValueError: see `validate_method_config` and
@@ -131,7 +135,8 @@ def _build_mixing(config: MethodConfig, inputs: MethodInputs,
     fields, extra = v.mixing(config, inputs)
     parts.update(fields)
     variant_settings.update(extra, **{v.kind: name})
-  def sampling(fed_data):
+
+  def sampling(fed_data):  # The method's spec and sampler over fed_data's clients.
     ids = fed_data.client_data.client_ids
     spec, sampler, _ = _sampling(config, inputs._replace(
         client_ids=ids, client_sizes=[fed_data.client_sizes[c] for c in ids]))
