@@ -136,7 +136,7 @@ def _build_mixing(config: MethodConfig, inputs: MethodInputs,
     parts.update(fields)
     variant_settings.update(extra, **{v.kind: name})
 
-  def sampling(fed_data):  # The method's spec and sampler over fed_data's clients.
+  def sampling(fed_data):  # The spec and sampler over fed_data's clients.
     ids = fed_data.client_data.client_ids
     spec, sampler, _ = _sampling(config, inputs._replace(
         client_ids=ids, client_sizes=[fed_data.client_sizes[c] for c in ids]))
