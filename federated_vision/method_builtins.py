@@ -89,28 +89,29 @@ def _fedir(config: MethodConfig, inputs: MethodInputs):
   paper, read once per client from the counts `training_loop.
   build_training_process` adds to its batches (`client_label_counts=True`):
   not counted over the round's batches, which under FedVC are a resample of
-  N_VC examples (a noisy estimate of q_k) and would need a second pass. The
-  mixing strategies' FedIR (`algorithms.mixing`) counts the round's batches,
-  which there include the transferred centralized examples.
+  N_VC examples (a noisy estimate of q_k) and would need a second pass.
   """
+  return _fedir_work(config, inputs, client_label_counts=True)
+
+
+def _fedir_mixing(config: MethodConfig, inputs: MethodInputs):
+  """FedIR in a mixing strategy's method: the same client work, but q_k is
+  counted over the round's batches (ours: the data the client trains on
+  that round, which under example transfer includes the transferred
+  centralized examples; the mixing strategies' FedIR always counted so)."""
+  work, settings = _fedir_work(config, inputs, client_label_counts=False)
+  return {"client_work": work}, settings
+
+
+def _fedir_work(config: MethodConfig, inputs: MethodInputs,
+                client_label_counts: bool):
+  """FedIR's client work from the client SGD and p(y) (`fedir_target`)."""
   from federated_vision.algorithms import fedir  # pylint: disable=g-import-not-at-top
   work = fedir.build_fedir_client_work(
       inputs.model_fn, client_sgd(config), inputs.num_classes,
       target_distribution=fedir_target(config, inputs),
-      client_label_counts=True)
-  return work, _fedir_settings(config)
-
-
-def _fedir_settings(config: MethodConfig) -> Dict[str, object]:
-  return {"fedir_target": config.fedir_target}
-
-
-def _fedir_mixing(config: MethodConfig, inputs: MethodInputs):
-  """FedIR in a mixing strategy's method: the strategy builds the client
-  work (counting q_k over the round's batches, see `_fedir`)."""
-  return ({"fedir": True,
-           "fedir_target_distribution": fedir_target(config, inputs)},
-          _fedir_settings(config))
+      client_label_counts=client_label_counts)
+  return work, {"fedir_target": config.fedir_target}
 
 
 def _fedprox(config: MethodConfig, inputs: MethodInputs):
@@ -138,11 +139,11 @@ def _fedvc_settings(config: MethodConfig) -> Dict[str, object]:
 
 
 def _fedvc_mixing(config: MethodConfig, inputs: MethodInputs):
-  """FedVC in a mixing strategy's method: the strategy resamples its client
-  data into virtual clients of N_VC examples."""
+  """FedVC in a mixing strategy's method: nothing beyond its data side
+  (`_fedvc`, which `methods.build_method` applies to the clients of the
+  strategy's data)."""
   del inputs
-  return ({"virtual_client_size": config.virtual_client_size},
-          _fedvc_settings(config))
+  return {}, _fedvc_settings(config)
 
 
 register_algorithm(Algorithm("fedavg", _fedavg_family(momentum=False),

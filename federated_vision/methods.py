@@ -63,8 +63,12 @@ def build_method(config: MethodConfig, inputs: MethodInputs,
 
   Without `mixing`: the algorithm's process with its client-work variant's
   client work, its spec and a uniform sampler changed by the data-side
-  variants. With `mixing`: the strategy's process on its data, from the
-  algorithm's server optimizer and spec and the variants' `mixing` parts.
+  variants. With `mixing`: the strategy's process on its data (its
+  registered `build`), given the components built here once: the
+  algorithm's server optimizer and spec, the client SGD, the variants'
+  `mixing` parts (FedIR's client work) and `sampling`, the same spec and
+  sampler (data-side variants: FedVC) over the clients of the strategy's
+  data.
 
   Raises:
     ConfigError / ValueError: see `validate_method_config` and
@@ -73,7 +77,6 @@ def build_method(config: MethodConfig, inputs: MethodInputs,
   validate_method_config(config)
   if mixing is not None:
     return _build_mixing(config, inputs, mixing)
-  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
   variants = [get_variant(v) for v in config.variants]
   client_work = None
   settings = _plain_settings()
@@ -85,16 +88,28 @@ def build_method(config: MethodConfig, inputs: MethodInputs,
     settings.update(dataclasses.asdict(own) if own is not None else {})
   process, algo_settings = get_algorithm(config.algorithm).build(
       config, inputs, client_work)
-  spec = client_spec(config, inputs.seed)
   settings.update(algo_settings)
+  spec, sampler, extra = _sampling(config, inputs)
+  settings.update(extra)
+  settings.update(_identity(config, config.name, spec, inputs))
+  return Method(config.name, process, spec, sampler, settings)
+
+
+def _sampling(config: MethodConfig, inputs: MethodInputs):
+  """The method's (spec, sampler, settings) over `inputs.client_ids`: the
+  algorithm's spec and a uniform sampler, changed by the data-side variants
+  (the one place both are built, with or without a mixing strategy)."""
+  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  spec = client_spec(config, inputs.seed)
   sampler = sampling.UniformSampler(inputs.client_ids,
                                     inputs.clients_per_round, inputs.seed)
-  for v in variants:
+  settings = {}
+  for name in config.variants:
+    v = get_variant(name)
     if v.kind == DATA_SIDE:
       spec, sampler, extra = v.build(config, inputs, spec, sampler)
       settings.update(extra, data_side=v.name)
-  settings.update(_identity(config, config.name, spec, inputs))
-  return Method(config.name, process, spec, sampler, settings)
+  return spec, sampler, settings
 
 
 def _plain_settings():
@@ -123,10 +138,18 @@ def _build_mixing(config: MethodConfig, inputs: MethodInputs,
     fields, extra = v.mixing(config, inputs)
     parts.update(fields)
     variant_settings.update(extra, **{v.kind: name})
+
+  def sampling(fed_data):  # The spec and sampler over fed_data's clients.
+    ids = fed_data.client_data.client_ids
+    spec, sampler, _ = _sampling(config, inputs._replace(
+        client_ids=ids, client_sizes=[fed_data.client_sizes[c] for c in ids]))
+    return spec, sampler
+
   built = strategy.build(mixing.strategy, params, mixing_strategies.StrategyInputs(
       inputs=inputs, scenario=mixing.scenario,
       spec=client_spec(config, inputs.seed), client_optimizer=client_sgd(config),
-      server_optimizer=server, **parts))
+      server_optimizer=server, sampling=sampling,
+      variants=tuple(config.variants), **parts))
   name = f"{config.name}+{mixing.strategy}"
   settings.update(built.settings)
   settings.update(strategy.settings(params))

@@ -97,27 +97,36 @@ def _at_least_one(name: str, value: int) -> None:
     raise bad(name, value, "must be >= 1")
 
 
+def _no_data_side(data):
+  raise TypeError("StrategyInputs.sampling was not given")
+
+
 class StrategyInputs(NamedTuple):
-  """What a strategy's `build` gets: the method's other components, built.
+  """What a strategy's `build` gets: the method's other components, built
+  once by `methods.build_method` (a strategy builds none of them again).
 
   Attributes:
     inputs: the `method_components.MethodInputs`.
     scenario: the task's `data.mixing_scenarios.MixingScenario`.
-    spec: the algorithm's client `TrainingSpec` (B, E, seed).
-    client_optimizer: the client SGD (`methods.client_sgd`).
+    spec: the algorithm's client `TrainingSpec` (B, E, seed) before the
+      data-side variants.
+    client_optimizer: the client SGD (`method_builtins.client_sgd`).
     server_optimizer: the algorithm's server optimizer.
-    fedir: whether the client work is FedIR's (the fedir variant).
-    fedir_target_distribution: FedIR's p(y), None = uniform.
-    virtual_client_size: FedVC's N_VC (the fedvc variant), or None.
+    client_work: the client-work variant's process (FedIR's), or None
+      (FedAvg's own).
+    sampling: `fed_data -> (spec, sampler)`: the method's spec and sampler
+      (uniform; FedVC's size-proportional virtual clients) over the clients
+      of the data the strategy trains on.
+    variants: the method's variants (e.g. ('fedir', 'fedvc')), for names.
   """
   inputs: Any
   scenario: Any
   spec: Any
   client_optimizer: Any
   server_optimizer: Any
-  fedir: bool = False
-  fedir_target_distribution: Any = None
-  virtual_client_size: Optional[int] = None
+  client_work: Any = None
+  sampling: Callable[[Any], Tuple[Any, Any]] = _no_data_side
+  variants: Tuple[str, ...] = ()
 
 
 # build(name, params, StrategyInputs) -> algorithms.mixing.MixingMethod.
@@ -273,18 +282,26 @@ def _checked(strategy, settings, algorithm, variants):
   return params
 
 
-# --- Built-in strategies (builders in `algorithms.mixing`). -----------------
+# --- Built-in strategies: each registers its own builder (`algorithms.mixing`).
 
-def _builtin(name: str, params, strategy_inputs: StrategyInputs):
-  """Any of the five built-in strategies (`algorithms.mixing.build_strategy`)."""
-  from federated_vision.algorithms import mixing  # pylint: disable=g-import-not-at-top
-  return mixing.build_strategy(name, params, strategy_inputs)
+def _builder(function: str) -> StrategyBuilder:
+  """`algorithms.mixing.<function>`, imported when called (this module does
+  not import TensorFlow)."""
+  def build(name: str, params, strategy_inputs: StrategyInputs):
+    from federated_vision.algorithms import mixing  # pylint: disable=g-import-not-at-top
+    return getattr(mixing, function)(name, params, strategy_inputs)
+  build.__name__ = build.__qualname__ = function
+  return build
 
 
-_PARAMS = {"parallel": ParallelParams(),
-           "example_transfer": ExampleTransferParams(),
-           "gradient_transfer": GradientTransferParams()}
-for _name in mixing_settings.MIXING_STRATEGIES:
+_BUILTINS = {"none": (_builder("build_none"), NoParams()),
+             "parallel": (_builder("build_parallel"), ParallelParams()),
+             "example_transfer": (_builder("build_example_transfer"),
+                                  ExampleTransferParams()),
+             "gradient_transfer": (_builder("build_gradient_transfer"),
+                                   GradientTransferParams()),
+             "oracle": (_builder("build_oracle"), NoParams())}
+assert tuple(_BUILTINS) == mixing_settings.MIXING_STRATEGIES
+for _name, (_build, _params) in _BUILTINS.items():
   register_mixing_strategy(MixingStrategy(
-      _name, _builtin, _PARAMS.get(_name, NoParams()),
-      mixing_settings.REFUSED_VARIANTS.get(_name, ())))
+      _name, _build, _params, mixing_settings.REFUSED_VARIANTS.get(_name, ())))

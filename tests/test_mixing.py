@@ -14,13 +14,18 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.runtime import contexts
+from federated_vision import method_components
+from federated_vision import mixing_strategies
 from federated_vision import training_loop
 from federated_vision.algorithms import fedavg
+from federated_vision.algorithms import fedir as fedir_lib
+from federated_vision.algorithms import fedvc
 from federated_vision.algorithms import mixing
 from federated_vision.algorithms import mixing_data
 from federated_vision.algorithms import mixing_gradient
 from federated_vision.algorithms import mixing_parallel
 from federated_vision.algorithms import mixing_payload
+from federated_vision.algorithms import sampling as sampling_lib
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.data import mixing_scenarios
@@ -111,11 +116,41 @@ def _scenario(zero_client_x=False):
 SPEC = cdl.TrainingSpec(batch_size=B, shuffle_buffer=0, seed=11)
 
 
-def _method(strategy, fed, central, clients_per_round=2, **kwargs):
-  return mixing.build_mixing_method(
-      strategy, fed_data=fed, central=central, model_fn=model_fn,
-      client_optimizer=_sgd(), spec=SPEC, clients_per_round=clients_per_round,
-      **kwargs)
+def _method(strategy, fed, central, clients_per_round=2,
+            config=mixing.MixingConfig(), server_optimizer=None, fedir=False,
+            fedir_target_distribution=None, virtual_client_size=None):
+  """The strategy's registered builder (`mixing_strategies`, what
+  `methods.build_method` calls) on the test's components: its params checked
+  with the variants (fedir, fedvc) as a method's, FedIR's client work and the
+  uniform / FedVC sampler over SPEC (no shuffling) built here."""
+  variants = (("fedir",) if fedir else ()) + (
+      ("fedvc",) if virtual_client_size is not None else ())
+  params = mixing_strategies.checked_params(strategy, config, "fedavg",
+                                            variants)
+  work = None
+  if fedir:
+    work = fedir_lib.build_fedir_client_work(model_fn, _sgd(), fed.num_classes,
+                                             fedir_target_distribution)
+
+  def sampling(data):
+    ids = data.client_data.client_ids
+    if virtual_client_size is None:
+      return SPEC, sampling_lib.UniformSampler(ids, clients_per_round,
+                                               SPEC.seed)
+    return fedvc.virtual_clients(SPEC, ids, [data.client_sizes[c] for c in ids],
+                                 clients_per_round, virtual_client_size,
+                                 SPEC.seed)
+
+  inputs = method_components.MethodInputs(
+      model_fn, fed.num_classes, fed.client_data.client_ids,
+      [fed.client_sizes[c] for c in fed.client_data.client_ids],
+      clients_per_round, SPEC.seed)
+  scenario = mixing_scenarios.MixingScenario("tiny", fed, central, {})
+  return mixing_strategies.get_strategy(strategy).build(
+      strategy, params, mixing_strategies.StrategyInputs(
+          inputs, scenario, SPEC, _sgd(),
+          server_optimizer,
+          client_work=work, sampling=sampling, variants=variants))
 
 
 def _run(method, rounds=2):

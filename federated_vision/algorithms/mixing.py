@@ -18,31 +18,30 @@ FedAvg (their Algorithm 1) in three ways, all keeping client data on clients:
 
 Baselines: no mixing (FedAvg on the federated data) and the oracle (FedAvg on
 `mixing_data.recombined_data`, every centralized example handed back to its
-client). This module's job is choosing among them: `build_mixing_method`
-builds any of the five, with FedAvgM's server optimizer, FedIR's client work
-and FedVC's virtual clients where they make sense (see `check_combination`),
-and `extra_broadcast_bytes` counts what each broadcasts beyond the model.
-`build_strategy` is the entry the strategy registry
-(`federated_vision.mixing_strategies`, used by `methods.build_method`) calls.
+client). This module holds one builder per strategy (`build_none`,
+`build_oracle`, `build_example_transfer`, `build_parallel`,
+`build_gradient_transfer`), each registered as that strategy's `build` in
+`federated_vision.mixing_strategies` and called by `methods.build_method`,
+the one method builder, with the method's components already built there
+(`mixing_strategies.StrategyInputs`: FedAvgM's server optimizer, FedIR's
+client work, the sampler and spec of FedVC's virtual clients); a builder
+only adds its data transform and process. `extra_broadcast_bytes` counts
+what each strategy broadcasts beyond the model.
 
 Reproducibility: the centralized data of round r depends only on (seed, r)
 (see `mixing_parallel` and `mixing_gradient`), so a resumed run sees exactly
 the batches of an uninterrupted one.
 """
-import dataclasses
-from typing import Any, Dict, NamedTuple, Optional, Sequence
+from typing import Any, Dict, NamedTuple
 
 import tensorflow_federated as tff
 
 from federated_vision import mixing_settings
 from federated_vision.algorithms import fedavg
-from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.algorithms import mixing_data
 from federated_vision.algorithms import mixing_gradient
 from federated_vision.algorithms import mixing_parallel
 from federated_vision.algorithms import mixing_payload
-from federated_vision.algorithms import mixing_steps
-from federated_vision.algorithms import sampling
 from federated_vision.data import client_data as client_data_lib
 from federated_vision.data import mixing_scenarios
 
@@ -74,23 +73,10 @@ def extra_broadcast_bytes(strategy: str, *, clients_per_round: int,
   return 0
 
 
-# --- one entry point --------------------------------------------------------
-
 def check_strategy(strategy: str) -> None:
   if strategy not in STRATEGIES:
     raise ValueError(f"mixing strategy must be one of {', '.join(STRATEGIES)}; "
                      f"got {strategy!r}")
-
-
-def check_combination(strategy: str, fedir: bool, fedvc: bool) -> None:
-  """Refuses strategy x (FedIR, FedVC) combinations that have no single
-  meaning (gradient transfer + FedIR, example transfer + FedVC; the rules are
-  `mixing_settings.REFUSED_VARIANTS`, stated once)."""
-  check_strategy(strategy)
-  for variant, used in (("fedir", fedir), ("fedvc", fedvc)):
-    if used and variant in dict(
-        mixing_settings.REFUSED_VARIANTS.get(strategy, ())):
-      raise ValueError(mixing_settings.refusal(strategy, variant))
 
 
 # The strategies' hyper-parameters: the run's mixing settings (one config;
@@ -102,7 +88,8 @@ class MixingMethod(NamedTuple):
   """Everything the training loop needs to run one strategy.
 
   Attributes:
-    name: e.g. 'parallel' or 'gradient_transfer+fedvc'.
+    name: the strategy + the method's variants, e.g. 'parallel' or
+      'gradient_transfer+fedvc'.
     process: the learning process.
     fed_data: the data the loop trains on (the oracle's recombined data,
       example transfer's mixed data, or the federated data unchanged).
@@ -121,117 +108,95 @@ class MixingMethod(NamedTuple):
   settings: Dict[str, object]
 
 
-def build_mixing_method(
-    strategy: str,
-    *,
-    fed_data: client_data_lib.FederatedDataset,
-    central: mixing_data.CentralizedData,
-    model_fn: fedavg.ModelFn,
-    client_optimizer: tff.learning.optimizers.Optimizer,
-    spec: client_data_lib.TrainingSpec,
-    clients_per_round: int,
-    server_optimizer: Optional[tff.learning.optimizers.Optimizer] = None,
-    config: MixingConfig = MixingConfig(),
-    fedir: bool = False,
-    fedir_target_distribution: Optional[Sequence[float]] = None,
-    virtual_client_size: Optional[int] = None,
-) -> MixingMethod:
-  """Builds one of the five strategies as (process, data, spec, sampler, bytes).
+# --- one builder per strategy (`mixing_strategies.MixingStrategy.build`) -----
+# Each gets (name, its validated hyper-parameters, `StrategyInputs`).
 
-  Args:
-    strategy: one of `STRATEGIES`.
-    fed_data: the federated data (clients lacking what `central` covers).
-    central: the server's examples.
-    model_fn: TFF model builder over the batched {'x', 'y'} datasets of `spec`.
-    client_optimizer: local optimizer.
-    spec: client training spec; its seed is the run's seed (sampling of
-      clients and of centralized examples).
-    clients_per_round: clients (FedVC: virtual clients) per round.
-    server_optimizer: SGD(1) when None; a momentum optimizer gives FedAvgM.
-    config: the strategies' hyper-parameters.
-    fedir: use FedIR's client work (Hsu, Qi & Brown 2020).
-    fedir_target_distribution: FedIR's p(y); uniform when None.
-    virtual_client_size: FedVC's N_VC (size-proportional sampling of
-      virtual clients), or None.
+def build_none(name: str, params, parts) -> MixingMethod:
+  """No mixing: FedAvg(M) on the federated data (the baseline)."""
+  del params
+  return _fedavg_on(name, NONE, parts.scenario.federated, parts)
 
-  Returns:
-    A `MixingMethod`.
 
-  Raises:
-    ValueError: unknown strategy, refused combination (`check_combination`)
-      or invalid hyper-parameter (named).
-  """
-  check_combination(strategy, fedir, virtual_client_size is not None)
-  mixing_steps.check_int("clients_per_round", clients_per_round, 1)
-  seed = spec.seed
-  data = fed_data
-  if strategy == ORACLE:
-    data = mixing_data.recombined_data(fed_data, central)
-  elif strategy == EXAMPLE_TRANSFER:
-    data = mixing_data.example_transfer_data(
-        fed_data, central, config.central_examples_per_client, seed)
+def build_oracle(name: str, params, parts) -> MixingMethod:
+  """The oracle: FedAvg(M) on `mixing_data.recombined_data`, every
+  centralized example handed back to its client."""
+  del params
+  scenario = parts.scenario
+  return _fedavg_on(name, ORACLE, mixing_data.recombined_data(
+      scenario.federated, scenario.central), parts)
 
-  fedavg_kwargs = {}
-  if fedir:
-    fedavg_kwargs["client_work"] = fedir_lib.build_fedir_client_work(
-        model_fn, client_optimizer, data.num_classes, fedir_target_distribution)
-  if strategy == PARALLEL:
-    central_optimizer = None
-    if config.central_learning_rate is not None:
-      if not config.central_learning_rate > 0:
-        raise ValueError("central_learning_rate must be > 0, got "
-                         f"{config.central_learning_rate}")
-      central_optimizer = tff.learning.optimizers.build_sgdm(
-          config.central_learning_rate)
-    process = mixing_parallel.build_parallel_training(
-        model_fn, client_optimizer, central, merge_weight=config.merge_weight,
-        central_steps=config.central_steps,
-        central_batch_size=config.central_batch_size,
-        central_optimizer=central_optimizer, server_optimizer=server_optimizer,
-        seed=seed, **fedavg_kwargs)
-  elif strategy == GRADIENT_TRANSFER:
-    process = mixing_gradient.build_gradient_transfer(
-        model_fn, client_optimizer, central,
-        gradient_weight=config.gradient_weight,
-        central_batch_size=config.central_batch_size,
-        server_optimizer=server_optimizer, seed=seed)
-  else:
-    process = fedavg.build_fedavg(model_fn, client_optimizer, server_optimizer,
-                                  **fedavg_kwargs)
 
-  ids = data.client_data.client_ids
-  if virtual_client_size is not None:
-    spec = spec._replace(virtual_client_size=virtual_client_size)
-    sampler = sampling.SizeProportionalSampler(
-        ids, [data.client_sizes[c] for c in ids], clients_per_round, seed)
-  else:
-    sampler = sampling.UniformSampler(ids, clients_per_round, seed)
+def build_example_transfer(name: str, params, parts) -> MixingMethod:
+  """Example transfer (Augenstein et al., Algorithm 3): FedAvg(M) on each
+  client's examples shuffled with M centralized ones
+  (`mixing_data.example_transfer_data`)."""
+  scenario = parts.scenario
+  data = mixing_data.example_transfer_data(
+      scenario.federated, scenario.central,
+      params.central_examples_per_client, parts.spec.seed)
+  return _fedavg_on(name, EXAMPLE_TRANSFER, data, parts,
+                    examples_per_client=params.central_examples_per_client)
+
+
+def build_parallel(name: str, params, parts) -> MixingMethod:
+  """Parallel training (Augenstein et al., Algorithm 2,
+  `mixing_parallel.build_parallel_training`)."""
+  central_optimizer = None
+  if params.central_learning_rate is not None:  # Validated: ParallelParams.
+    central_optimizer = tff.learning.optimizers.build_sgdm(
+        params.central_learning_rate)
+  process = mixing_parallel.build_parallel_training(
+      parts.inputs.model_fn, parts.client_optimizer, parts.scenario.central,
+      merge_weight=params.merge_weight, central_steps=params.central_steps,
+      central_batch_size=params.central_batch_size,
+      central_optimizer=central_optimizer,
+      server_optimizer=parts.server_optimizer, seed=parts.spec.seed,
+      **_client_work(parts))
+  return _method(name, PARALLEL, process, parts.scenario.federated, parts)
+
+
+def build_gradient_transfer(name: str, params, parts) -> MixingMethod:
+  """Gradient transfer (Augenstein et al., Algorithm 4,
+  `mixing_gradient.build_gradient_transfer`); it replaces FedAvg's client
+  work, so FedIR's is refused (`mixing_settings.REFUSED_VARIANTS`)."""
+  process = mixing_gradient.build_gradient_transfer(
+      parts.inputs.model_fn, parts.client_optimizer, parts.scenario.central,
+      gradient_weight=params.gradient_weight,
+      central_batch_size=params.central_batch_size,
+      server_optimizer=parts.server_optimizer, seed=parts.spec.seed)
+  return _method(name, GRADIENT_TRANSFER, process, parts.scenario.federated,
+                 parts)
+
+
+def _client_work(parts) -> Dict[str, Any]:
+  """The method's client work (FedIR's) as a process builder's keyword."""
+  return {} if parts.client_work is None else {"client_work": parts.client_work}
+
+
+def _fedavg_on(name: str, strategy: str, data, parts,
+               **bytes_kwargs) -> MixingMethod:
+  """FedAvg's process (the method's server optimizer and client work) on
+  the strategy's `data`."""
+  process = fedavg.build_fedavg(parts.inputs.model_fn, parts.client_optimizer,
+                                parts.server_optimizer, **_client_work(parts))
+  return _method(name, strategy, process, data, parts, **bytes_kwargs)
+
+
+def _method(name: str, strategy: str, process, data, parts,
+            examples_per_client: int = 0) -> MixingMethod:
+  """The `MixingMethod` of `strategy` (one of `STRATEGIES`, registered as
+  `name`): the method's sampler and spec over the clients of `data`
+  (`StrategyInputs.sampling`), its extra broadcast bytes and the settings it
+  records."""
+  spec, sampler = parts.sampling(data)
+  central = parts.scenario.central
   extra = extra_broadcast_bytes(
-      strategy, clients_per_round=clients_per_round,
-      examples_per_client=config.central_examples_per_client,
+      strategy, clients_per_round=parts.inputs.clients_per_round,
+      examples_per_client=examples_per_client,
       bytes_per_example=mixing_scenarios.bytes_per_example(central.element_spec),
-      model_bytes=mixing_payload.model_trainable_bytes(model_fn))
-  name = "+".join([strategy] + (["fedir"] if fedir else [])
-                  + (["fedvc"] if virtual_client_size is not None else []))
-  settings = {"strategy": strategy, "fedir": fedir,
-              "virtual_client_size": virtual_client_size,
-              "centralized": central.name,
+      model_bytes=mixing_payload.model_trainable_bytes(parts.inputs.model_fn))
+  settings = {"strategy": name, "centralized": central.name,
               "centralized_examples": central.num_examples,
               "extra_broadcast_bytes_per_round": extra}
-  return MixingMethod(name, process, data, spec, sampler, extra, settings)
-
-
-def build_strategy(strategy: str, params, parts) -> MixingMethod:
-  """A built-in strategy as `mixing_strategies` registers it: its
-  hyper-parameter dataclass `params` (fields named as `MixingConfig`'s) and
-  the method's other components, built (`mixing_strategies.StrategyInputs`).
-  """
-  return build_mixing_method(
-      strategy, fed_data=parts.scenario.federated,
-      central=parts.scenario.central, model_fn=parts.inputs.model_fn,
-      client_optimizer=parts.client_optimizer, spec=parts.spec,
-      clients_per_round=parts.inputs.clients_per_round,
-      server_optimizer=parts.server_optimizer,
-      config=MixingConfig(**dataclasses.asdict(params)), fedir=parts.fedir,
-      fedir_target_distribution=parts.fedir_target_distribution,
-      virtual_client_size=parts.virtual_client_size)
+  return MixingMethod("+".join((name,) + tuple(parts.variants)), process, data,
+                      spec, sampler, extra, settings)
