@@ -56,6 +56,31 @@ def parse_flags(argv: Sequence[str]):
     fail(f"{one_line(e)} (--help lists the flags)")
 
 
+def parse_then_import_tf(argv: Sequence[str],
+                         check: Callable[[], None] = lambda: None):
+  """The flags parser of a binary that runs TensorFlow: `parse_flags`, then
+  positional arguments and `check()` (a `ConfigError` is one line, exit 2),
+  then TensorFlow's import (seconds of CPU).
+
+  A refused flag, a bad config or --help thus exits before TensorFlow is
+  imported (ours: start-up, issue 18). TensorFlow is imported here, not at
+  the binary's import: imported for the first time inside absl's `main()`,
+  Keras cannot build Sequential models ("Output tensors of a Sequential
+  model must be the output of a TensorFlow Layer"); imported in the flags
+  parser, it can.
+  """
+  rest = parse_flags(argv)
+  if len(rest) > 1:
+    fail(f"unexpected arguments {rest[1:]}; all options are --flags")
+  try:
+    check()
+  except ConfigError as e:
+    fail(str(e))
+  # Heavy: only once the command line is accepted (see above).
+  import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+  return rest
+
+
 def _run_error_type():
   """`training_loop.RunError` if the loop was imported (it imports TF)."""
   loop = sys.modules.get("federated_vision.training_loop")

@@ -22,7 +22,6 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
-import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
@@ -84,4 +83,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main, flags_parser=cli.parse_flags)
+  app.run(main, flags_parser=cli.parse_then_import_tf)
