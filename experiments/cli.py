@@ -57,10 +57,13 @@ def parse_flags(argv: Sequence[str]):
 
 
 def parse_then_import_tf(argv: Sequence[str],
-                         check: Callable[[], None] = lambda: None):
+                         check: Callable[[], None] = lambda: None,
+                         needs_tf: Callable[[], bool] = lambda: True):
   """The flags parser of a binary that runs TensorFlow: `parse_flags`, then
   positional arguments and `check()` (a `ConfigError` is one line, exit 2),
-  then TensorFlow's import (seconds of CPU).
+  then TensorFlow's import (seconds of CPU) unless `needs_tf()` says the
+  command never runs it (e.g. a --dry_run, then with `main(...,
+  tff_runtime=False)`).
 
   A refused flag, a bad config or --help thus exits before TensorFlow is
   imported (ours: start-up, issue 18). TensorFlow is imported here, not at
@@ -76,8 +79,8 @@ def parse_then_import_tf(argv: Sequence[str],
     check()
   except ConfigError as e:
     fail(str(e))
-  # Heavy: only once the command line is accepted (see above).
-  import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+  if needs_tf():  # Heavy: only once the command line is accepted (above).
+    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
   return rest
 
 

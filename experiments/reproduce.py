@@ -79,8 +79,9 @@ def main(argv):
           extra_modules=FLAGS.extra_modules)
     except (plan.PlanError, reproduce_lib.ReproduceError) as e:
       cli.fail(str(e))
-  cli.main(argv, body)
+  cli.main(argv, body, tff_runtime=not FLAGS.dry_run)
 
 
 if __name__ == "__main__":
-  app.run(main, flags_parser=cli.parse_then_import_tf)
+  app.run(main, flags_parser=lambda a: cli.parse_then_import_tf(
+      a, needs_tf=lambda: not FLAGS.dry_run))  # A plan needs no TF.

@@ -51,8 +51,9 @@ def main(argv):
       sweep_lib.run_points(*planned, parallel_runs=FLAGS.parallel_runs,
                            extra_modules=FLAGS.extra_modules)
   cli.main(argv, body, "interrupted; run the same command again to resume "
-           "(finished points are skipped)")
+           "(finished points are skipped)", tff_runtime=not FLAGS.dry_run)
 
 
 if __name__ == "__main__":
-  app.run(main, flags_parser=cli.parse_then_import_tf)
+  app.run(main, flags_parser=lambda a: cli.parse_then_import_tf(
+      a, needs_tf=lambda: not FLAGS.dry_run))  # A plan needs no TF.
