@@ -11,7 +11,9 @@ saying how to resume) and an `OSError` with a file name one line, status 1;
 Ctrl-C exits 130. Unless told otherwise (`tff_runtime=False`), `main` first
 installs the managed TFF runtime (`federated_vision.runtime.install`: the
 default TFF context over a worker we own, SIGTERM / SIGHUP handling);
-importing the library never does.
+importing the library never does. Binaries that run TensorFlow parse their
+flags with `parse_then_import_tf` (TensorFlow imported only once the command
+line is accepted).
 """
 
 import importlib
