@@ -79,9 +79,14 @@ def main(argv):
           extra_modules=FLAGS.extra_modules)
     except (plan.PlanError, reproduce_lib.ReproduceError) as e:
       cli.fail(str(e))
-  cli.main(argv, body, tff_runtime=not FLAGS.dry_run)
+  cli.main(argv, body, tff_runtime=_trains())
+
+
+def _trains() -> bool:
+  """False for a plan or a report: they need neither TensorFlow nor TFF."""
+  return not (FLAGS.dry_run or FLAGS.report_only)
 
 
 if __name__ == "__main__":
   app.run(main, flags_parser=lambda a: cli.parse_then_import_tf(
-      a, needs_tf=lambda: not FLAGS.dry_run))  # A plan needs no TF.
+      a, needs_tf=_trains))

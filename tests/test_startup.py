@@ -81,3 +81,14 @@ def test_help_and_plans_import_no_tensorflow(module, args, first_line):
   assert code == 0, err[-2000:]
   assert out.lstrip().startswith(first_line), out[:500]
   assert not tf and not tff
+
+
+def test_report_only_imports_no_tensorflow(tmp_path):
+  code, tf, tff, out, err = _probe(
+      "experiments.reproduce", "--preset=hsu2020_table3", "--report_only",
+      f"--results_root={tmp_path}")
+  assert code == 0, err[-2000:]
+  assert (f"written: {tmp_path}/hsu2020_table3.csv, "
+          f"{tmp_path}/hsu2020_table3.md") in out
+  assert (tmp_path / "hsu2020_table3.csv").is_file()
+  assert not tf and not tff
