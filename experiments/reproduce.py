@@ -30,6 +30,7 @@ from experiments import estimate
 from experiments import flags_lib
 from experiments import parallel
 from experiments import reproduce_lib
+from federated_vision.reproduction import plan
 
 flags_lib.define_flags()  # The data-location flags, named as in train_main.
 cli.define_flags()
@@ -51,8 +52,6 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-  from federated_vision.reproduction import plan  # pylint: disable=g-import-not-at-top
-
   def body():
     if not FLAGS.preset:
       cli.fail("--preset: required")
@@ -87,6 +86,21 @@ def _trains() -> bool:
   return not (FLAGS.dry_run or FLAGS.report_only)
 
 
+def _check_plan() -> None:
+  """The plan's errors (a missing data flag or file, a directory made with
+  other flags) before TensorFlow's import; `reproduce_lib.reproduce` checks
+  them again before its first run."""
+  if not (FLAGS.preset and _trains()) or FLAGS.estimate or FLAGS.extra_modules:
+    return  # Those paths check in main() (extra modules may add presets).
+  try:
+    reproduce_lib.check_runnable(plan.plan(
+        reproduce_lib.get_preset(FLAGS.preset),
+        reproduce_lib.output_root(FLAGS), reproduce_lib.given_data(FLAGS),
+        FLAGS.only))
+  except (plan.PlanError, reproduce_lib.ReproduceError) as e:
+    cli.fail(str(e))
+
+
 if __name__ == "__main__":
   app.run(main, flags_parser=lambda a: cli.parse_then_import_tf(
-      a, needs_tf=_trains))
+      a, _check_plan, needs_tf=_trains))

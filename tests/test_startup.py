@@ -56,6 +56,12 @@ def _probe(module, *args):
      "sweep_main.py: error: --sweep=nope: must be one of"),
     ("experiments.reproduce", ["--bogus_flag"], 2,
      "reproduce.py: error: Unknown command line flag 'bogus_flag'"),
+    ("experiments.reproduce", ["--preset=hsu2020_table3",
+                               "--results_root=/nonexistent/r"], 2,
+     "reproduce.py: error: run inat_user_120k_fedavg_c10_fedvc_fedir_off_on_"
+     "r5000 needs --split_csv (data is never downloaded)"),
+    ("experiments.reproduce", ["--preset=nope"], 2,
+     "reproduce.py: error: --preset=nope: no preset 'nope'"),
 ])
 def test_refused_command_line_exits_before_tensorflow(module, args, code,
                                                      error):
