@@ -11,7 +11,9 @@ saying how to resume) and an `OSError` with a file name one line, status 1;
 Ctrl-C exits 130. Unless told otherwise (`tff_runtime=False`), `main` first
 installs the managed TFF runtime (`federated_vision.runtime.install`: the
 default TFF context over a worker we own, SIGTERM / SIGHUP handling);
-importing the library never does.
+importing the library never does. Binaries that run TensorFlow parse their
+flags with `parse_then_import_tf` (TensorFlow imported only once the command
+line is accepted).
 """
 
 import importlib
@@ -83,6 +85,34 @@ def extra_modules_in(argv: Sequence[str]) -> list:
       value = argv[i + 1] if i + 1 < len(argv) else ""
     names = [n.strip() for n in value.split(",") if n.strip()]
   return names
+
+
+def parse_then_import_tf(argv: Sequence[str],
+                         check: Callable[[], None] = lambda: None,
+                         needs_tf: Callable[[], bool] = lambda: True):
+  """The flags parser of a binary that runs TensorFlow: `parse_flags`, then
+  positional arguments and `check()` (a `ConfigError` is one line, exit 2),
+  then TensorFlow's import (seconds of CPU) unless `needs_tf()` says the
+  command never runs it (e.g. a --dry_run, then with `main(...,
+  tff_runtime=False)`).
+
+  A refused flag, a bad config or --help thus exits before TensorFlow is
+  imported (ours: start-up, issue 18). TensorFlow is imported here, not at
+  the binary's import: imported for the first time inside absl's `main()`,
+  Keras cannot build Sequential models ("Output tensors of a Sequential
+  model must be the output of a TensorFlow Layer"); imported in the flags
+  parser, it can.
+  """
+  rest = parse_flags(argv)
+  if len(rest) > 1:
+    fail(f"unexpected arguments {rest[1:]}; all options are --flags")
+  try:
+    check()
+  except ConfigError as e:
+    fail(str(e))
+  if needs_tf():  # Heavy: only once the command line is accepted (above).
+    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+  return rest
 
 
 def _run_error_type():

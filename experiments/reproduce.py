@@ -22,7 +22,6 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
-import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
@@ -53,7 +52,6 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-
   def body():
     if not FLAGS.preset:
       cli.fail("--preset: required")
@@ -80,8 +78,29 @@ def main(argv):
           extra_modules=FLAGS.extra_modules)
     except (plan.PlanError, reproduce_lib.ReproduceError) as e:
       cli.fail(str(e))
-  cli.main(argv, body)
+  cli.main(argv, body, tff_runtime=_trains())
+
+
+def _trains() -> bool:
+  """False for a plan or a report: they need neither TensorFlow nor TFF."""
+  return not (FLAGS.dry_run or FLAGS.report_only)
+
+
+def _check_plan() -> None:
+  """The plan's errors (a missing data flag or file, a directory made with
+  other flags) before TensorFlow's import; `reproduce_lib.reproduce` checks
+  them again before its first run."""
+  if not (FLAGS.preset and _trains()) or FLAGS.estimate or FLAGS.extra_modules:
+    return  # Those paths check in main() (extra modules may add presets).
+  try:
+    reproduce_lib.check_runnable(plan.plan(
+        reproduce_lib.get_preset(FLAGS.preset),
+        reproduce_lib.output_root(FLAGS), reproduce_lib.given_data(FLAGS),
+        FLAGS.only))
+  except (plan.PlanError, reproduce_lib.ReproduceError) as e:
+    cli.fail(str(e))
 
 
 if __name__ == "__main__":
-  app.run(main, flags_parser=cli.parse_flags)
+  app.run(main, flags_parser=lambda a: cli.parse_then_import_tf(
+      a, _check_plan, needs_tf=_trains))

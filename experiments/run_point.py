@@ -22,12 +22,10 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
-# TensorFlow must be imported before absl.app.run (see train_main.py).
 import pickle  # pylint: disable=g-import-not-at-top,g-bad-import-order
 import sys  # pylint: disable=g-import-not-at-top,g-bad-import-order
 import traceback  # pylint: disable=g-import-not-at-top,g-bad-import-order
 
-import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
@@ -81,4 +79,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main, flags_parser=cli.parse_flags)
+  app.run(main, flags_parser=cli.parse_then_import_tf)

@@ -21,8 +21,6 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
-# TensorFlow must be imported before absl.app.run (see train_main.py).
-import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
@@ -53,8 +51,10 @@ def main(argv):
       sweep_lib.run_points(*planned, parallel_runs=FLAGS.parallel_runs,
                            extra_modules=FLAGS.extra_modules)
   cli.main(argv, body, "interrupted; run the same command again to resume "
-           "(finished points are skipped)")
+           "(finished points are skipped)", tff_runtime=not FLAGS.dry_run)
 
 
 if __name__ == "__main__":
-  app.run(main, flags_parser=cli.parse_flags)
+  app.run(main, flags_parser=lambda a: cli.parse_then_import_tf(  # The plan
+      a, lambda: FLAGS.extra_modules or sweep_lib.plan(FLAGS),  # checked
+      needs_tf=lambda: not FLAGS.dry_run))  # before TF (none for a plan).

@@ -22,10 +22,6 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
-# TensorFlow must be imported before absl.app.run: imported for the first time
-# inside main(), Keras cannot build Sequential models ("Output tensors of a
-# Sequential model must be the output of a TensorFlow Layer").
-import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
@@ -34,6 +30,7 @@ from experiments import config as config_lib
 from experiments import estimate
 from experiments import flags_lib
 from experiments import runner
+from federated_vision.tasks import presence
 
 flags_lib.define_flags()
 cli.define_flags()
@@ -41,6 +38,14 @@ estimate.define_flags()
 for _module in flags_lib.key_flag_modules():
   flags.adopt_module_key_flags(_module)
 FLAGS = flags.FLAGS
+
+
+def check_config():
+  """runner.run's config checks, run before TensorFlow's import."""
+  if not FLAGS.estimate and not FLAGS.extra_modules:  # These: in main().
+    config = config_lib.from_flags(FLAGS)
+    config_lib.validate(config)
+    presence.require(config.data)
 
 
 def main(argv):
@@ -51,4 +56,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main, flags_parser=cli.parse_flags)
+  app.run(main,
+          flags_parser=lambda a: cli.parse_then_import_tf(a, check_config))

@@ -1,0 +1,100 @@
+"""Start-up (issue 18): a refused command line, --help and a plan exit before
+TensorFlow is imported (`cli.parse_then_import_tf`); TensorFlow's import
+alone is ~3 s of CPU, so each such command takes well under a second.
+
+Each case runs the binary as `__main__` in a fresh interpreter that then
+reports whether TensorFlow / TFF were imported.
+"""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+_PROBE = """
+import runpy, sys
+sys.argv = sys.argv[1:]
+try:
+  runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+  code = 0
+except SystemExit as e:
+  code = e.code
+print("PROBE", code, "tensorflow" in sys.modules,
+      "tensorflow_federated" in sys.modules)
+"""
+
+
+def _probe(module, *args):
+  """(exit status, TF imported, TFF imported, stdout, stderr)."""
+  proc = subprocess.run([sys.executable, "-c", _PROBE, module, *args],
+                        cwd=REPO, capture_output=True, text=True, timeout=120,
+                        stdin=subprocess.DEVNULL, check=False)
+  line = [l for l in proc.stdout.splitlines() if l.startswith("PROBE ")]
+  assert line, proc.stderr[-2000:]
+  code, tf, tff = line[-1].split()[1:]
+  code = 0 if code == "None" else int(code)  # sys.exit(None): status 0.
+  return code, tf == "True", tff == "True", proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("module, args, code, error", [
+    ("experiments.train_main", ["--bogus_flag"], 2,
+     "train_main.py: error: Unknown command line flag 'bogus_flag'"),
+    ("experiments.train_main", ["--seed=-1"], 2,
+     "train_main.py: error: flag --seed=-1: -1 is not an integer in the"),
+    ("experiments.train_main", ["--virtual_client_size=64"], 2,
+     "train_main.py: error: --virtual_client_size: not used: read by fedvc"),
+    ("experiments.train_main", ["--algorithm=fedavg", "--server_momentum=0.5"],
+     2, "train_main.py: error: --server_momentum: not used: read by fedavgm"),
+    ("experiments.train_main", ["extra"], 2,
+     "train_main.py: error: unexpected arguments ['extra']"),
+    ("experiments.sweep_main", ["--sweep=hsu2019_cifar10", "--alpha=2"], 2,
+     "sweep_main.py: error: --alpha: set by the points of "
+     "--sweep=hsu2019_cifar10"),
+    ("experiments.sweep_main", ["--sweep=nope"], 2,
+     "sweep_main.py: error: --sweep=nope: must be one of"),
+    ("experiments.reproduce", ["--bogus_flag"], 2,
+     "reproduce.py: error: Unknown command line flag 'bogus_flag'"),
+    ("experiments.reproduce", ["--preset=hsu2020_table3",
+                               "--results_root=/nonexistent/r"], 2,
+     "reproduce.py: error: run inat_user_120k_fedavg_c10_fedvc_fedir_off_on_"
+     "r5000 needs --split_csv (data is never downloaded)"),
+    ("experiments.reproduce", ["--preset=nope"], 2,
+     "reproduce.py: error: --preset=nope: no preset 'nope'"),
+])
+def test_refused_command_line_exits_before_tensorflow(module, args, code,
+                                                     error):
+  got, tf, tff, _, err = _probe(module, *args)
+  assert got == code, err[-2000:]
+  errors = [l for l in err.splitlines() if "error:" in l]
+  assert len(errors) == 1 and error in errors[0], err
+  assert "Traceback" not in err
+  assert not tf and not tff
+
+
+@pytest.mark.parametrize("module, args, first_line", [
+    ("experiments.train_main", ["--help"], "Federated training experiment"),
+    ("experiments.sweep_main", ["--sweep=hsu2019_cifar10", "--dry_run",
+                                "--root_output_dir=/nonexistent/out"],
+     "sweep hsu2019_cifar10: 16 points, 0 done -> /nonexistent/out/"
+     "hsu2019_cifar10"),
+    ("experiments.reproduce", ["--preset=digits_claims", "--dry_run"],
+     "preset digits_claims: 13 runs"),
+])
+def test_help_and_plans_import_no_tensorflow(module, args, first_line):
+  code, tf, tff, out, err = _probe(module, *args)
+  assert code == 0, err[-2000:]
+  assert out.lstrip().startswith(first_line), out[:500]
+  assert not tf and not tff
+
+
+def test_report_only_imports_no_tensorflow(tmp_path):
+  code, tf, tff, out, err = _probe(
+      "experiments.reproduce", "--preset=hsu2020_table3", "--report_only",
+      f"--results_root={tmp_path}")
+  assert code == 0, err[-2000:]
+  assert (f"written: {tmp_path}/hsu2020_table3.csv, "
+          f"{tmp_path}/hsu2020_table3.md") in out
+  assert (tmp_path / "hsu2020_table3.csv").is_file()
+  assert not tf and not tff
