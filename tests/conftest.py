@@ -164,6 +164,19 @@ def run_module(module: str, *args: str, timeout: float = 300,
                         env=full_env, stdin=subprocess.DEVNULL, check=False)
 
 
+class StopBefore:
+  """A sampler that raises KeyboardInterrupt before round `stop` (a Ctrl-C):
+  a run killed mid-way, for the resume tests."""
+
+  def __init__(self, inner, stop):
+    self.inner, self.stop = inner, stop
+
+  def round_keys(self, round_num):
+    if round_num == self.stop:
+      raise KeyboardInterrupt
+    return self.inner.round_keys(round_num)
+
+
 def metric_rows(path):
   """A metrics.csv's rows without the timing column (it varies per run)."""
   import csv  # pylint: disable=g-import-not-at-top

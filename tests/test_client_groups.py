@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
+from conftest import StopBefore, metric_rows
 
 from federated_vision import algorithms
 from federated_vision import models as models_lib
@@ -120,27 +121,6 @@ def test_grouped_state_is_the_ungrouped_state():
           == b.process.next.type_signature.parameter[0])
 
 
-class _StopBefore:
-  """A sampler that raises KeyboardInterrupt before round `stop` (a Ctrl-C)."""
-
-  def __init__(self, inner, stop):
-    self.inner, self.stop = inner, stop
-
-  def round_keys(self, round_num):
-    if round_num == self.stop:
-      raise KeyboardInterrupt
-    return self.inner.round_keys(round_num)
-
-
-def _metric_rows(path):
-  import csv  # pylint: disable=g-import-not-at-top
-  with open(path, newline="") as f:
-    rows = list(csv.DictReader(f))
-  for r in rows:
-    r.pop("round_seconds")
-  return rows
-
-
 def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
   from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
   fed = _data()
@@ -160,11 +140,11 @@ def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
 
   whole = run(tmp_path / "whole", sampler)
   with pytest.raises(KeyboardInterrupt):
-    run(tmp_path / "killed", _StopBefore(sampler, ROUNDS))
+    run(tmp_path / "killed", StopBefore(sampler, ROUNDS))
   resumed = run(tmp_path / "killed", sampler)
   assert resumed.resumed_from == ROUNDS - 1
-  assert (_metric_rows(tmp_path / "killed" / "metrics.csv")
-          == _metric_rows(tmp_path / "whole" / "metrics.csv"))
+  assert (metric_rows(tmp_path / "killed" / "metrics.csv")
+          == metric_rows(tmp_path / "whole" / "metrics.csv"))
   assert len(whole.rows) == ROUNDS
 
 
@@ -179,7 +159,7 @@ def test_train_main_grouped_equals_ungrouped_and_records_the_size(tmp_path):
     proc = run_module(TRAIN_MAIN, f"--experiment_name=g{size}",
                       f"--client_group_size={size}", *args)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows[size] = _metric_rows(tmp_path / f"g{size}" / "fedavg" / "metrics.csv")
+    rows[size] = metric_rows(tmp_path / f"g{size}" / "fedavg" / "metrics.csv")
     hparams = json.loads((tmp_path / f"g{size}" / "hparams.json").read_text())
     assert hparams["client_group_size"] == size  # The flag, recorded.
     settings = hparams["method_settings"]["fedavg"]
@@ -266,7 +246,7 @@ def test_train_main_grouped_example_transfer_equals_ungrouped(tmp_path):
                       f"--client_group_size={size}", *args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     method = "fedavg+example_transfer"
-    rows[size] = _metric_rows(tmp_path / f"m{size}" / method / "metrics.csv")
+    rows[size] = metric_rows(tmp_path / f"m{size}" / method / "metrics.csv")
   assert len(rows["1"]) == len(rows["2"]) == 3
   compared = 0
   for a, b in zip(rows["1"], rows["2"]):

@@ -26,6 +26,7 @@ from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.evaluation import reporting
 from federated_vision.models import digits as digits_models
+from conftest import StopBefore
 from conftest import metric_rows as _rows
 
 ROUNDS = 4
@@ -83,18 +84,6 @@ def _scalars(log_dir):
           for tag in acc.Tags()["tensors"]}
 
 
-class _StopBefore:
-  """A sampler that raises KeyboardInterrupt before round `stop` (a Ctrl-C)."""
-
-  def __init__(self, inner, stop):
-    self.inner, self.stop = inner, stop
-
-  def round_keys(self, round_num):
-    if round_num == self.stop:
-      raise KeyboardInterrupt
-    return self.inner.round_keys(round_num)
-
-
 # --- resume, TensorBoard purge, seconds ----------------------------------------
 
 def test_reference_run_records_every_column(reference):
@@ -115,7 +104,7 @@ def test_interrupted_run_resumes_purges_tensorboard_and_sums_seconds(
   fed, _ = setup
   sampler = sampling.UniformSampler(fed.client_data.client_ids, 3, seed=1)
   with pytest.raises(KeyboardInterrupt):
-    _run(setup, out, sampler=_StopBefore(sampler, 4))
+    _run(setup, out, sampler=StopBefore(sampler, 4))
   # Round 3 was written to metrics.csv and TensorBoard, never checkpointed.
   assert [r["round"] for r in _rows(out / "metrics.csv")] == ["1", "2", "3"]
   assert [s for s, _ in _scalars(out / "tensorboard")["train_loss"]] == [1, 2, 3]
