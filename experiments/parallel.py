@@ -48,9 +48,10 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 from federated_vision.errors import ConfigError
 from federated_vision.runtime import signals as runtime_signals
 
-FLAG_HELP = ("Run up to N points/runs at once, each as its own process with "
-             "its own worker(s) (--local_workers each); 1: one after another "
-             "in this process. Capped so that N runs fit in MemAvailable.")
+FLAG_HELP = ("Run up to N points/runs at once in N child processes (each "
+             "runs points one after another, with its own worker(s): "
+             "--local_workers each); 1: one after another in this process. "
+             "Capped so that N runs fit in MemAvailable.")
 # Peak RSS of one run, measured (/proc/<pid>/status VmRSS every 0.3 s) on
 # `reproduce --preset=digits_claims --only=digits_claims_alpha_1`: 0.96 GB,
 # Python 0.78 GB + one local worker_binary 0.18 GB. Ours: rounded up for a
