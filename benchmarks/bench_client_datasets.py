@@ -10,7 +10,6 @@ median (min-max) over the measured rounds.
 
 import argparse
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -60,5 +59,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-  main()
-  sys.exit(0)
+  harness.run_main(main)

@@ -11,7 +11,6 @@ round 1,500 within 10% of round 500) and the growth per 1,000 rounds.
 
 import argparse
 import os
-import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -107,5 +106,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-  main()
-  sys.exit(0)
+  harness.run_main(main)

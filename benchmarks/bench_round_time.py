@@ -33,7 +33,6 @@ E=1). MobileNetV2-GN: 224 px synthetic images, 10 clients x 13, B=8.
 
 import argparse
 import os
-import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -224,5 +223,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-  main()
-  sys.exit(0)
+  harness.run_main(main)

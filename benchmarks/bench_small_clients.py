@@ -28,7 +28,6 @@ import argparse
 import math
 import os
 import statistics
-import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -225,5 +224,4 @@ def run_point(task, c, num_clients, rounds, variants, group_size,
 
 
 if __name__ == "__main__":
-  main()
-  sys.exit(0)
+  harness.run_main(main)

@@ -12,7 +12,6 @@ workers share the cores); the numbers are for larger machines.
 
 import argparse
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -76,5 +75,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-  main()
-  sys.exit(0)
+  harness.run_main(main)

@@ -10,6 +10,7 @@ those of every TFF worker process it owns (`/proc/<pid>/stat` utime + stime).
 
 import os
 import statistics
+import sys
 import time
 from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
@@ -211,3 +212,17 @@ def worker_config_from_arguments(args) -> WorkerConfig:
       onednn={"default": None, "on": True, "off": False}[args.worker_onednn],
       malloc_arena_max=args.worker_malloc_arena_max,
       env=tuple(env)).validate()
+
+
+def run_main(main: Callable[[], object]) -> None:
+  """Runs a benchmark's `main()` and exits 0 (2 for a refused argument,
+  argparse's one line). TFF's import-time default context is retired first:
+  left to the interpreter's exit, its `ServiceManager.__del__` prints a
+  traceback (TFF 0.87; `runtime.contexts.retire_tff_default_context`)."""
+  try:
+    main()
+  finally:
+    if "tensorflow_federated" in sys.modules:
+      from federated_vision.runtime import contexts  # pylint: disable=g-import-not-at-top
+      contexts.retire_tff_default_context()
+  sys.exit(0)

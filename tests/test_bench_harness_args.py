@@ -36,3 +36,15 @@ def test_every_flag_reaches_the_config():
 def test_bad_values_are_one_clear_error(argv, message):
   with pytest.raises(ValueError, match=message):
     _parse(*argv)
+
+
+def test_refused_argument_is_one_line_and_exit_2_without_tff_traceback():
+  """A benchmark that imports TFF at the top refuses a bad argument with
+  argparse's line and exit 2, and no `ServiceManager.__del__` traceback from
+  TFF's import-time context at exit (`harness.run_main`)."""
+  from conftest import run_module  # pylint: disable=g-import-not-at-top
+  proc = run_module("benchmarks.bench_workers", "--bogus_flag", timeout=120)
+  assert proc.returncode == 2
+  assert "Traceback" not in proc.stderr, proc.stderr
+  assert proc.stderr.strip().splitlines()[-1] == (
+      "bench_workers.py: error: unrecognized arguments: --bogus_flag")
