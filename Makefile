@@ -5,6 +5,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 PYTEST_ARGS ?=
+# pytest-xdist processes for `make test`: one per core, at most 4 (each holds
+# TensorFlow and its own TFF worker, ~1.5 GB); TEST_WORKERS=0 runs in one.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
 
 # 3 hides TF 2.14's harmless import-time "Unable to register cuDNN factory" errors.
 export TF_CPP_MIN_LOG_LEVEL ?= 3
@@ -33,7 +36,7 @@ run: env
 	@bash tools/check_no_workers.sh
 
 test: env
-	@status=0; $(PY) -m pytest $(PYTEST_ARGS) tests || status=$$?; \
+	@status=0; $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests || status=$$?; \
 	  bash tools/check_no_workers.sh || status=1; exit $$status
 
 bench: env

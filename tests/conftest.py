@@ -69,9 +69,25 @@ def pytest_runtest_setup(item):
     runtime.install()
 
 
+# pytest-xdist (`make test` runs `-n`): each worker process checks its own
+# TFF workers (its own marker, set at import above) and hands a leak to the
+# controller, which fails the session (xdist ignores a worker's exit status).
+_LEAKED_IN_WORKERS = []
+
+
+def pytest_testnodedown(node, error):
+  del error
+  _LEAKED_IN_WORKERS.extend(getattr(node, "workeroutput", {}).get(
+      "fv_leaked_workers", ()))
+
+
 def pytest_sessionfinish(session, exitstatus):
   del exitstatus
   import time  # pylint: disable=g-import-not-at-top
+  if _LEAKED_IN_WORKERS:
+    print(f"\nERROR: TFF worker processes outlived the tests: "
+          f"{sorted(_LEAKED_IN_WORKERS)}", file=sys.stderr)
+    session.exitstatus = 1
   from federated_vision.runtime import registry  # pylint: disable=g-import-not-at-top
   registry.stop_all_workers()
   if "tensorflow_federated" in sys.modules:
@@ -88,6 +104,8 @@ def pytest_sessionfinish(session, exitstatus):
     print(f"\nERROR: TFF worker processes outlived the tests: {sorted(left)}",
           file=sys.stderr)
     session.exitstatus = 1
+    if hasattr(session.config, "workeroutput"):  # An xdist worker.
+      session.config.workeroutput["fv_leaked_workers"] = sorted(left)
 
 
 # pytest-timeout (pytest.ini: `timeout`, `timeout_method = signal`) fails a
@@ -196,11 +214,25 @@ SMALL_RUN = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=3",
 
 @pytest.fixture(scope="session")
 def reference_run(tmp_path_factory):
-  """The directory of an uninterrupted 6-round SMALL_RUN on one worker."""
-  root = tmp_path_factory.mktemp("reference")
-  proc = run_module(TRAIN_MAIN, f"--root_output_dir={root}",
-                    "--experiment_name=a", "--total_rounds=6", *SMALL_RUN)
-  assert proc.returncode == 0, proc.stderr[-3000:]
+  """The directory of an uninterrupted 6-round SMALL_RUN on one worker.
+
+  Trained once per `make test`: under pytest-xdist the worker processes share
+  one run (the first to take the lock trains it; `done` marks it complete).
+  Tests only read it.
+  """
+  import fcntl  # pylint: disable=g-import-not-at-top
+  shared = tmp_path_factory.getbasetemp()
+  if os.environ.get("PYTEST_XDIST_WORKER"):  # basetemp is per worker.
+    shared = shared.parent
+  root = shared / "reference_run"
+  root.mkdir(exist_ok=True)
+  with open(root / "lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    if not (root / "done").exists():
+      proc = run_module(TRAIN_MAIN, f"--root_output_dir={root}",
+                        "--experiment_name=a", "--total_rounds=6", *SMALL_RUN)
+      assert proc.returncode == 0, proc.stderr[-3000:]
+      (root / "done").write_text("ok")
   return root / "a"
 
 
