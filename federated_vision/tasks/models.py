@@ -182,6 +182,12 @@ def check_mixed_precision(config: ModelConfig, name: str) -> None:
               f"worker (measured {ratio:.2f}x the float32 CPU time), refused")
 
 
+def bfloat16_model_names() -> Tuple[str, ...]:
+  """The models that accept --mixed_precision=bfloat16 (measured faster)."""
+  return _MODELS.names(lambda s: s.bfloat16_cpu_ratio is not None and
+                       s.bfloat16_cpu_ratio < BFLOAT16_MAX_CPU_RATIO)
+
+
 def unused_model_fields(name: str) -> Dict[str, str]:
   """{ModelConfig field: why} of the fields model `name` does not read."""
   spec = get_model(name)
@@ -311,7 +317,8 @@ REALWORLD_FAMILIES = ("inaturalist", "landmarks")
 register_model(ModelSpec("digits_cnn", ("digits",), _digits_cnn))
 register_model(ModelSpec("mnist_2nn", ("mnist",), _mnist_2nn))
 register_model(ModelSpec("mnist_cnn", ("mnist",), _mnist_cnn, ("weight_decay",)))
-register_model(ModelSpec("cifar_cnn", ("cifar",), _cifar_cnn, ("weight_decay",)))
+register_model(ModelSpec("cifar_cnn", ("cifar",), _cifar_cnn, ("weight_decay",),
+                         bfloat16_cpu_ratio=0.79))
 register_model(ModelSpec("celeba_cnn", ("celeba",), _celeba_cnn))
 register_model(ModelSpec(
     "mobilenet_v2_gn", REALWORLD_FAMILIES + ("celeba",), _mobilenet,
