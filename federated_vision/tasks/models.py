@@ -314,14 +314,23 @@ def check_pretrained_weights(config: ModelConfig, resolved, num_classes: int,
 
 
 REALWORLD_FAMILIES = ("inaturalist", "landmarks")
-register_model(ModelSpec("digits_cnn", ("digits",), _digits_cnn))
-register_model(ModelSpec("mnist_2nn", ("mnist",), _mnist_2nn))
-register_model(ModelSpec("mnist_cnn", ("mnist",), _mnist_cnn, ("weight_decay",)))
+# bfloat16_cpu_ratio: median bfloat16 / float32 CPU seconds of a FedAvg round
+# in the TFF worker, `bench_round_time --mixed_precision=compare` on this
+# 2-core AVX512-BF16 machine (loaded by other processes; docs/performance.md,
+# "bfloat16").
+register_model(ModelSpec("digits_cnn", ("digits",), _digits_cnn,
+                         bfloat16_cpu_ratio=0.97))
+register_model(ModelSpec("mnist_2nn", ("mnist",), _mnist_2nn,
+                         bfloat16_cpu_ratio=0.95))
+register_model(ModelSpec("mnist_cnn", ("mnist",), _mnist_cnn, ("weight_decay",),
+                         bfloat16_cpu_ratio=0.95))
 register_model(ModelSpec("cifar_cnn", ("cifar",), _cifar_cnn, ("weight_decay",),
                          bfloat16_cpu_ratio=0.79))
-register_model(ModelSpec("celeba_cnn", ("celeba",), _celeba_cnn))
+register_model(ModelSpec("celeba_cnn", ("celeba",), _celeba_cnn,
+                         bfloat16_cpu_ratio=0.86))
 register_model(ModelSpec(
     "mobilenet_v2_gn", REALWORLD_FAMILIES + ("celeba",), _mobilenet,
     ("weight_decay", "mobilenet_alpha", "gn_groups", "bottleneck_dim",
      "pretrained_weights", "trainable_last_layers"),
-    resolve=_mobilenet_resolve, validate=_mobilenet_validate))
+    resolve=_mobilenet_resolve, validate=_mobilenet_validate,
+    bfloat16_cpu_ratio=1.01))
