@@ -327,7 +327,7 @@ register_model(ModelSpec("mnist_cnn", ("mnist",), _mnist_cnn, ("weight_decay",),
 register_model(ModelSpec("cifar_cnn", ("cifar",), _cifar_cnn, ("weight_decay",),
                          bfloat16_cpu_ratio=0.79))
 register_model(ModelSpec("celeba_cnn", ("celeba",), _celeba_cnn,
-                         bfloat16_cpu_ratio=0.86))
+                         bfloat16_cpu_ratio=0.84))
 register_model(ModelSpec(
     "mobilenet_v2_gn", REALWORLD_FAMILIES + ("celeba",), _mobilenet,
     ("weight_decay", "mobilenet_alpha", "gn_groups", "bottleneck_dim",
