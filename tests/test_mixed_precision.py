@@ -79,6 +79,7 @@ def test_tff_weights_stay_float32():
 
 
 def test_layer_dtypes():
+  assert set(precision.KERAS_POLICIES) == set(model_registry.MIXED_PRECISIONS)
   assert precision.layer_dtypes("float32") == (None, None)
   hidden, output = precision.layer_dtypes("bfloat16")
   assert (hidden.compute_dtype, hidden.variable_dtype) == ("bfloat16",

@@ -26,7 +26,6 @@ from federated_vision.tasks.models import MIXED_PRECISIONS
 
 # The Keras policy of each --mixed_precision value (None: the layer default).
 KERAS_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16"}
-assert set(KERAS_POLICIES) == set(MIXED_PRECISIONS)
 
 Dtype = Optional[Union[str, tf.keras.mixed_precision.Policy]]
 
