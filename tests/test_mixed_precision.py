@@ -4,6 +4,7 @@ logits, is recorded as a setting that changes results, and is refused for
 the models not measured faster with it in the TFF worker."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -230,3 +231,23 @@ def test_resuming_a_float32_directory_with_bfloat16_is_refused(runs):
   assert "Traceback" not in proc.stderr
   # Nothing was touched: still the 2 rounds of the float32 run.
   assert len(metric_rows(runs["default"] / "fedavg" / "metrics.csv")) == 2
+
+
+def test_a_bfloat16_run_extends_from_its_float32_checkpoint(runs):
+  """Weights (and so checkpoints) are float32 in a bfloat16 run: extending
+  it resumes from round 2's checkpoint and runs only round 3."""
+  # A copy: the other tests read the 2-round run.
+  copy = runs["bfloat16"].parent / "bfloat16_extended"
+  shutil.copytree(runs["bfloat16"], copy)
+  metrics = copy / "fedavg" / "metrics.csv"
+  before = metric_rows(metrics)
+  proc = run_module(TRAIN_MAIN, f"--root_output_dir={copy.parent}",
+                    f"--experiment_name={copy.name}", *TINY,
+                    "--mixed_precision=bfloat16", "--total_rounds=3",
+                    timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert "extending" in proc.stdout
+  after = metric_rows(metrics)
+  assert after[:2] == before
+  assert [r["round"] for r in after] == ["1", "2", "3"]
+  assert np.isfinite(float(after[2]["train_loss"]))
