@@ -28,6 +28,13 @@ def define_flags() -> None:
   flags.DEFINE_string("pretrained_weights", None, "mobilenet_v2_gn: a local "
                       "Keras MobileNetV2 .h5 weights file of the same alpha "
                       "(ImageNet initialisation; nothing is downloaded).")
+  flags.DEFINE_enum("mixed_precision", "float32", list(
+      registry.MIXED_PRECISIONS), "float32, or bfloat16: layers compute in "
+                    "bfloat16 (8-bit mantissa; variables and logits "
+                    "float32), for the models measured faster with it in "
+                    "the TFF worker "
+                    f"({', '.join(registry.bfloat16_model_names()) or 'none'}"
+                    "); it changes results (recorded in experiment.json).")
   flags.DEFINE_integer("trainable_last_layers", None, "mobilenet_v2_gn: train "
                        "only the last k weighted layers (2 = the paper's "
                        "last-two-layers setting); default: all.",

@@ -33,6 +33,9 @@ NOT_RECORDED = ("root_output_dir", "experiment_name", "overwrite",
                 "rounds_per_checkpoint", "target_accuracy") + tuple(
                     f.name for f in dataclasses.fields(
                         config_lib.ExecutionConfig))
+# Settings added after records were written, with the value every older
+# run had: a record without one holds that value, so it still resumes.
+ADDED_SETTINGS = {"mixed_precision": "float32"}
 # Files a run writes at the top of its directory (other than method dirs).
 _KEEP_ON_CLEAR = (".lock",)
 
@@ -94,7 +97,7 @@ def check(directory: str, config: config_lib.ExperimentConfig
   try:
     with open(path) as f:
       record = json.load(f)
-    old = record["settings"]
+    old = {**ADDED_SETTINGS, **record["settings"]}
   except (OSError, ValueError, KeyError, TypeError) as e:
     raise ConfigError(f"{path}: unreadable ({type(e).__name__}: {e}); "
                       f"{_how_to_proceed(directory)}", "experiment_name") from None

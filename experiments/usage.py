@@ -51,6 +51,7 @@ from federated_vision.tasks import models as model_registry
 ALWAYS_USED = {
     "dataset": "selects the task",
     "model": "selects the model (None: the task's default)",
+    "mixed_precision": "the model's compute precision",
     "total_rounds": "rounds of every method",
     "rounds_per_eval": "evaluation cadence of every method",
     "rounds_per_checkpoint": "checkpoint cadence of every method",

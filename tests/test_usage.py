@@ -58,6 +58,7 @@ def test_unused_flag_is_one_error_line_exit_2_and_no_directory(
 ALWAYS = {
     "dataset": "selects the task",
     "model": "selects the model (None: the task's default)",
+    "mixed_precision": "the model's compute precision (every model)",
     "total_rounds": "every method's rounds",
     "rounds_per_eval": "every method's evaluation cadence",
     "rounds_per_checkpoint": "every method's checkpoints",

@@ -3,12 +3,14 @@
 import tensorflow as tf
 
 from federated_vision.models import mobilenet_v2
+from federated_vision.models import precision
 
 INPUT_SHAPE = (84, 84, 3)
 MODELS = ("cnn", "mobilenet_v2_gn")
 
 
-def create_celeba_cnn(num_classes: int = 2, seed: int = 0) -> tf.keras.Model:
+def create_celeba_cnn(num_classes: int = 2, seed: int = 0,
+                      mixed_precision: str = "float32") -> tf.keras.Model:
   """LEAF's CelebA CNN without batch norm: 4 x (3x3 conv 32, ReLU, 2x2
   max-pool) -> logits. 84 -> 42 -> 21 -> 10 -> 5, so 800 features; 30,242
   weights for 2 classes.
@@ -16,17 +18,21 @@ def create_celeba_cnn(num_classes: int = 2, seed: int = 0) -> tf.keras.Model:
   Args:
     num_classes: output logits (2: not smiling / smiling).
     seed: initializer seed, so every method starts from the same weights.
+    mixed_precision: "float32", or "bfloat16" (layers compute in bfloat16,
+      variables and the classifier float32; `precision.layer_dtypes`).
   """
   if num_classes < 2:
     raise ValueError(f"num_classes must be >= 2, got {num_classes}")
   init = lambda k: tf.keras.initializers.GlorotUniform(seed=seed + k)
+  hidden, output = precision.layer_dtypes(mixed_precision)
   layers = [tf.keras.layers.InputLayer(input_shape=INPUT_SHAPE)]
   for k in range(4):
     layers += [tf.keras.layers.Conv2D(32, 3, padding="same", activation="relu",
-                                      kernel_initializer=init(k)),
-               tf.keras.layers.MaxPool2D(2)]
-  layers += [tf.keras.layers.Flatten(),
-             tf.keras.layers.Dense(num_classes, kernel_initializer=init(4))]
+                                      kernel_initializer=init(k), dtype=hidden),
+               tf.keras.layers.MaxPool2D(2, dtype=hidden)]
+  layers += [tf.keras.layers.Flatten(dtype=hidden),
+             tf.keras.layers.Dense(num_classes, kernel_initializer=init(4),
+                                   dtype=output)]
   return tf.keras.Sequential(layers, name="celeba_cnn")
 
 

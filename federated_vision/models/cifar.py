@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 import tensorflow as tf
 
 from federated_vision.models import mnist as _mnist
+from federated_vision.models import precision
 
 CIFAR_INPUT_SHAPE = (24, 24, 3)  # The centre / random 24x24 crop.
 CIFAR10_CNN_PARAMS = 1_068_298
@@ -27,7 +28,8 @@ CIFAR10_CNN_PARAMS = 1_068_298
 def create_cifar_cnn(num_classes: int = 10,
                      input_shape: Sequence[int] = CIFAR_INPUT_SHAPE,
                      weight_decay: float = 0.0,
-                     seed: Optional[int] = None) -> tf.keras.Model:
+                     seed: Optional[int] = None,
+                     mixed_precision: str = "float32") -> tf.keras.Model:
   """Hsu et al. 2019's CIFAR CNN.
 
   conv 5x5x64 ReLU -> maxpool 2x2 -> conv 5x5x64 ReLU -> maxpool 2x2 ->
@@ -40,6 +42,8 @@ def create_cifar_cnn(num_classes: int = 10,
     weight_decay: L2 coefficient on every kernel (Keras `l2`: the loss gains
       weight_decay * sum(w**2)); 0 for none. Hsu et al. tune it on a grid.
     seed: seed of the Glorot-uniform kernel initialisers, None for random.
+    mixed_precision: "float32", or "bfloat16" (layers compute in bfloat16,
+      variables and the classifier float32; `precision.layer_dtypes`).
 
   Returns:
     An uncompiled Keras model; 1,068,298 parameters with the defaults.
@@ -50,19 +54,22 @@ def create_cifar_cnn(num_classes: int = 10,
                      f"{input_shape!r}")
   reg = _mnist._regularizer(weight_decay)  # pylint: disable=protected-access
   init = lambda k: _mnist._init(seed, k)  # pylint: disable=protected-access
+  hidden, output = precision.layer_dtypes(mixed_precision)
   return tf.keras.Sequential([
       tf.keras.layers.InputLayer(input_shape=shape),
       tf.keras.layers.Conv2D(64, 5, padding="same", activation="relu",
-                             kernel_initializer=init(1), kernel_regularizer=reg),
-      tf.keras.layers.MaxPool2D(2, padding="same"),
+                             kernel_initializer=init(1), kernel_regularizer=reg,
+                             dtype=hidden),
+      tf.keras.layers.MaxPool2D(2, padding="same", dtype=hidden),
       tf.keras.layers.Conv2D(64, 5, padding="same", activation="relu",
-                             kernel_initializer=init(2), kernel_regularizer=reg),
-      tf.keras.layers.MaxPool2D(2, padding="same"),
-      tf.keras.layers.Flatten(),
+                             kernel_initializer=init(2), kernel_regularizer=reg,
+                             dtype=hidden),
+      tf.keras.layers.MaxPool2D(2, padding="same", dtype=hidden),
+      tf.keras.layers.Flatten(dtype=hidden),
       tf.keras.layers.Dense(384, activation="relu", kernel_initializer=init(3),
-                            kernel_regularizer=reg),
+                            kernel_regularizer=reg, dtype=hidden),
       tf.keras.layers.Dense(192, activation="relu", kernel_initializer=init(4),
-                            kernel_regularizer=reg),
+                            kernel_regularizer=reg, dtype=hidden),
       tf.keras.layers.Dense(num_classes, kernel_initializer=init(5),
-                            kernel_regularizer=reg),
+                            kernel_regularizer=reg, dtype=output),
   ], name="cifar_cnn")

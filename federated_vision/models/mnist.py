@@ -18,6 +18,8 @@ from typing import Optional, Sequence
 
 import tensorflow as tf
 
+from federated_vision.models import precision
+
 MNIST_INPUT_SHAPE = (28, 28, 1)
 TWO_NN_PARAMS = 199_210  # McMahan et al. 2017, 10 classes, 28x28 input.
 CNN_PARAMS = 1_663_370
@@ -46,7 +48,8 @@ def _regularizer(weight_decay: float):
 def create_2nn(num_classes: int = 10,
                input_shape: Sequence[int] = MNIST_INPUT_SHAPE,
                hidden_units: int = 200,
-               seed: Optional[int] = None) -> tf.keras.Model:
+               seed: Optional[int] = None,
+               mixed_precision: str = "float32") -> tf.keras.Model:
   """McMahan et al. 2017's 2NN: flatten -> 200 ReLU -> 200 ReLU -> logits.
 
   Args:
@@ -54,6 +57,8 @@ def create_2nn(num_classes: int = 10,
     input_shape: shape of one image, (28, 28, 1) for MNIST.
     hidden_units: width of both hidden layers (200 in the paper).
     seed: seed of the Glorot-uniform kernel initialisers, None for random.
+    mixed_precision: "float32", or "bfloat16" (layers compute in bfloat16,
+      variables and the classifier float32; `precision.layer_dtypes`).
 
   Returns:
     An uncompiled Keras model; 199,210 parameters with the defaults.
@@ -61,21 +66,24 @@ def create_2nn(num_classes: int = 10,
   shape = _check(num_classes, input_shape)
   if hidden_units < 1:
     raise ValueError(f"hidden_units must be >= 1, got {hidden_units}")
+  hidden, output = precision.layer_dtypes(mixed_precision)
   return tf.keras.Sequential([
       tf.keras.layers.InputLayer(input_shape=shape),
-      tf.keras.layers.Flatten(),
+      tf.keras.layers.Flatten(dtype=hidden),
       tf.keras.layers.Dense(hidden_units, activation="relu",
-                            kernel_initializer=_init(seed, 1)),
+                            kernel_initializer=_init(seed, 1), dtype=hidden),
       tf.keras.layers.Dense(hidden_units, activation="relu",
-                            kernel_initializer=_init(seed, 2)),
-      tf.keras.layers.Dense(num_classes, kernel_initializer=_init(seed, 3)),
+                            kernel_initializer=_init(seed, 2), dtype=hidden),
+      tf.keras.layers.Dense(num_classes, kernel_initializer=_init(seed, 3),
+                            dtype=output),
   ], name="mnist_2nn")
 
 
 def create_cnn(num_classes: int = 10,
                input_shape: Sequence[int] = MNIST_INPUT_SHAPE,
                weight_decay: float = 0.0,
-               seed: Optional[int] = None) -> tf.keras.Model:
+               seed: Optional[int] = None,
+               mixed_precision: str = "float32") -> tf.keras.Model:
   """McMahan et al. 2017's MNIST CNN ('same' padding, logits out).
 
   conv 5x5x32 ReLU -> maxpool 2x2 -> conv 5x5x64 ReLU -> maxpool 2x2 ->
@@ -87,26 +95,29 @@ def create_cnn(num_classes: int = 10,
     weight_decay: L2 coefficient on every kernel (Keras `l2`: adds
       weight_decay * sum(w**2) to the loss); 0 for none, as in the paper.
     seed: seed of the kernel initialisers, None for random.
+    mixed_precision: "float32", or "bfloat16" (layers compute in bfloat16,
+      variables and the classifier float32; `precision.layer_dtypes`).
 
   Returns:
     An uncompiled Keras model; 1,663,370 parameters with the defaults.
   """
   shape = _check(num_classes, input_shape)
   reg = _regularizer(weight_decay)
+  hidden, output = precision.layer_dtypes(mixed_precision)
   return tf.keras.Sequential([
       tf.keras.layers.InputLayer(input_shape=shape),
       tf.keras.layers.Conv2D(32, 5, padding="same", activation="relu",
                              kernel_initializer=_init(seed, 1),
-                             kernel_regularizer=reg),
-      tf.keras.layers.MaxPool2D(2, padding="same"),
+                             kernel_regularizer=reg, dtype=hidden),
+      tf.keras.layers.MaxPool2D(2, padding="same", dtype=hidden),
       tf.keras.layers.Conv2D(64, 5, padding="same", activation="relu",
                              kernel_initializer=_init(seed, 2),
-                             kernel_regularizer=reg),
-      tf.keras.layers.MaxPool2D(2, padding="same"),
-      tf.keras.layers.Flatten(),
+                             kernel_regularizer=reg, dtype=hidden),
+      tf.keras.layers.MaxPool2D(2, padding="same", dtype=hidden),
+      tf.keras.layers.Flatten(dtype=hidden),
       tf.keras.layers.Dense(512, activation="relu",
                             kernel_initializer=_init(seed, 3),
-                            kernel_regularizer=reg),
+                            kernel_regularizer=reg, dtype=hidden),
       tf.keras.layers.Dense(num_classes, kernel_initializer=_init(seed, 4),
-                            kernel_regularizer=reg),
+                            kernel_regularizer=reg, dtype=output),
   ], name="mnist_cnn")

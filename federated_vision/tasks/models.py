@@ -9,6 +9,11 @@ which input families it fits (a task's `family`: "digits" 8x8x1, "mnist"
 28x28x1, "cifar" 24x24x3 crops, "inaturalist"/"landmarks" SxSx3 images) and
 which `ModelConfig` fields it reads besides `model`; a field it does not read
 must stay at its default (`validate_model_config` says so, naming the field).
+
+--mixed_precision=bfloat16 (`ModelConfig.mixed_precision`) is accepted only
+for a model whose `ModelSpec.bfloat16_cpu_ratio` (bfloat16 / float32 CPU
+seconds of a TFF round, measured in the worker) shows a speed-up
+(`check_mixed_precision`); every model reads the field (float32 for most).
 """
 
 import dataclasses
@@ -18,6 +23,12 @@ from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from federated_vision.errors import ConfigError, bad, one_line
 from federated_vision.registry import Registry
+
+# --mixed_precision values (`federated_vision.models.precision`).
+MIXED_PRECISIONS = ("float32", "bfloat16")
+# bfloat16 is accepted below this measured CPU ratio (ours: a clear speed-up
+# on a shared machine, not noise).
+BFLOAT16_MAX_CPU_RATIO = 0.9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +44,9 @@ class ModelConfig:
       default (64 for Landmarks, Hsu et al. 2020), 0 = none.
     pretrained_weights: mobilenet_v2_gn local Keras .h5 ImageNet weights.
     trainable_last_layers: mobilenet_v2_gn: train only the last k layers.
+    mixed_precision: 'float32', or 'bfloat16' (layers compute in bfloat16,
+      variables float32; only for models measured faster,
+      `check_mixed_precision`). It changes results, so it is recorded.
   """
   model: Optional[str] = None
   weight_decay: float = 0.0
@@ -41,6 +55,7 @@ class ModelConfig:
   bottleneck_dim: Optional[int] = None
   pretrained_weights: Optional[str] = None
   trainable_last_layers: Optional[int] = None
+  mixed_precision: str = "float32"
 
 
 # Builder: (config, resolved settings, num_classes, input_shape, seed) -> model.
@@ -66,6 +81,12 @@ class ModelSpec:
       recorded with the run (e.g. mobilenet's bottleneck_dim).
     validate: `(config, resolved incl. image_size) -> None`, raising
       `ConfigError`.
+    bfloat16_cpu_ratio: CPU seconds of a TFF round (Python + worker) with
+      --mixed_precision=bfloat16 over float32, measured in the worker
+      (`benchmarks/bench_round_time.py --mixed_precision=compare`); None =
+      not measured. bfloat16 is accepted only below
+      `BFLOAT16_MAX_CPU_RATIO`, and then `build` must honour
+      `config.mixed_precision`.
   """
   name: str
   families: Tuple[str, ...]
@@ -74,10 +95,14 @@ class ModelSpec:
   resolve: Callable[[ModelConfig, Mapping[str, object]], Dict[str, object]] = (
       lambda config, defaults: {})
   validate: Callable[[ModelConfig, Mapping[str, object]], None] = _no_checks
+  bfloat16_cpu_ratio: Optional[float] = None
 
 
 _MODELS: Registry[ModelSpec] = Registry("model", "model")
-MODEL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelConfig)) - {"model"}
+# The fields a model may or may not read (`ModelSpec.fields`); every model
+# reads `model` and `mixed_precision`.
+MODEL_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelConfig)) - {
+    "model", "mixed_precision"}
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:
@@ -130,7 +155,37 @@ def validate_model_config(config: ModelConfig, family: str, dataset: str,
   for name in given:
     if name in unused:
       raise ConfigError(f"--{name}: {unused[name]}", name)
+  check_mixed_precision(config, spec.name)
   spec.validate(config, resolved)
+
+
+def check_mixed_precision(config: ModelConfig, name: str) -> None:
+  """Refuses an unknown --mixed_precision, and bfloat16 for a model not
+  measured faster with it in the TFF worker (`ModelSpec.bfloat16_cpu_ratio`).
+
+  Raises:
+    ConfigError: one line naming --mixed_precision, the model and the
+      measurement.
+  """
+  value = config.mixed_precision
+  if value not in MIXED_PRECISIONS:
+    raise bad("mixed_precision", value,
+              f"must be one of {', '.join(MIXED_PRECISIONS)}")
+  if value == "float32":
+    return
+  ratio = get_model(name).bfloat16_cpu_ratio
+  if ratio is None:
+    raise bad("mixed_precision", value, f"not measured for {name} in the TFF "
+              "worker (benchmarks/bench_round_time.py), refused")
+  if not ratio < BFLOAT16_MAX_CPU_RATIO:
+    raise bad("mixed_precision", value, f"no speed-up for {name} in the TFF "
+              f"worker (measured {ratio:.2f}x the float32 CPU time), refused")
+
+
+def bfloat16_model_names() -> Tuple[str, ...]:
+  """The models that accept --mixed_precision=bfloat16 (measured faster)."""
+  return _MODELS.names(lambda s: s.bfloat16_cpu_ratio is not None and
+                       s.bfloat16_cpu_ratio < BFLOAT16_MAX_CPU_RATIO)
 
 
 def unused_model_fields(name: str) -> Dict[str, str]:
@@ -149,6 +204,7 @@ def build_keras_model_fn(config: ModelConfig, resolved: Mapping[str, object],
                          seed: int) -> Callable[[], object]:
   """A no-arg builder of the model (same seed, same initial weights)."""
   spec = get_model(resolved["model"])
+  check_mixed_precision(config, spec.name)  # Never built and ignored.
   shape = tuple(int(d) for d in input_shape)
   return lambda: spec.build(config, resolved, num_classes, shape, seed)
 
@@ -156,35 +212,40 @@ def build_keras_model_fn(config: ModelConfig, resolved: Mapping[str, object],
 # --- The models of the papers. ----------------------------------------------
 
 def _digits_cnn(config, resolved, num_classes, input_shape, seed):
-  del config, resolved, input_shape
+  del resolved, input_shape
   from federated_vision.models import digits  # pylint: disable=g-import-not-at-top
-  return digits.create_digits_cnn(num_classes, seed)
+  return digits.create_digits_cnn(num_classes, seed,
+                                  mixed_precision=config.mixed_precision)
 
 
 def _mnist_2nn(config, resolved, num_classes, input_shape, seed):
-  del config, resolved
+  del resolved
   from federated_vision.models import mnist  # pylint: disable=g-import-not-at-top
-  return mnist.create_2nn(num_classes, input_shape, seed=seed)
+  return mnist.create_2nn(num_classes, input_shape, seed=seed,
+                          mixed_precision=config.mixed_precision)
 
 
 def _mnist_cnn(config, resolved, num_classes, input_shape, seed):
   del resolved
   from federated_vision.models import mnist  # pylint: disable=g-import-not-at-top
   return mnist.create_cnn(num_classes, input_shape,
-                          weight_decay=config.weight_decay, seed=seed)
+                          weight_decay=config.weight_decay, seed=seed,
+                          mixed_precision=config.mixed_precision)
 
 
 def _cifar_cnn(config, resolved, num_classes, input_shape, seed):
   del resolved
   from federated_vision.models import cifar  # pylint: disable=g-import-not-at-top
   return cifar.create_cifar_cnn(num_classes, input_shape,
-                                weight_decay=config.weight_decay, seed=seed)
+                                weight_decay=config.weight_decay, seed=seed,
+                                mixed_precision=config.mixed_precision)
 
 
 def _celeba_cnn(config, resolved, num_classes, input_shape, seed):
-  del config, resolved, input_shape
+  del resolved, input_shape
   from federated_vision.models import celeba  # pylint: disable=g-import-not-at-top
-  return celeba.create_celeba_cnn(num_classes, seed)
+  return celeba.create_celeba_cnn(num_classes, seed,
+                                  mixed_precision=config.mixed_precision)
 
 
 MOBILENET_MIN_SIZE = 32
@@ -253,13 +314,23 @@ def check_pretrained_weights(config: ModelConfig, resolved, num_classes: int,
 
 
 REALWORLD_FAMILIES = ("inaturalist", "landmarks")
-register_model(ModelSpec("digits_cnn", ("digits",), _digits_cnn))
-register_model(ModelSpec("mnist_2nn", ("mnist",), _mnist_2nn))
-register_model(ModelSpec("mnist_cnn", ("mnist",), _mnist_cnn, ("weight_decay",)))
-register_model(ModelSpec("cifar_cnn", ("cifar",), _cifar_cnn, ("weight_decay",)))
-register_model(ModelSpec("celeba_cnn", ("celeba",), _celeba_cnn))
+# bfloat16_cpu_ratio: median bfloat16 / float32 CPU seconds of a FedAvg round
+# in the TFF worker, `bench_round_time --mixed_precision=compare` on this
+# 2-core AVX512-BF16 machine (loaded by other processes; docs/performance.md,
+# "bfloat16").
+register_model(ModelSpec("digits_cnn", ("digits",), _digits_cnn,
+                         bfloat16_cpu_ratio=0.97))
+register_model(ModelSpec("mnist_2nn", ("mnist",), _mnist_2nn,
+                         bfloat16_cpu_ratio=0.95))
+register_model(ModelSpec("mnist_cnn", ("mnist",), _mnist_cnn, ("weight_decay",),
+                         bfloat16_cpu_ratio=0.95))
+register_model(ModelSpec("cifar_cnn", ("cifar",), _cifar_cnn, ("weight_decay",),
+                         bfloat16_cpu_ratio=0.79))
+register_model(ModelSpec("celeba_cnn", ("celeba",), _celeba_cnn,
+                         bfloat16_cpu_ratio=0.84))
 register_model(ModelSpec(
     "mobilenet_v2_gn", REALWORLD_FAMILIES + ("celeba",), _mobilenet,
     ("weight_decay", "mobilenet_alpha", "gn_groups", "bottleneck_dim",
      "pretrained_weights", "trainable_last_layers"),
-    resolve=_mobilenet_resolve, validate=_mobilenet_validate))
+    resolve=_mobilenet_resolve, validate=_mobilenet_validate,
+    bfloat16_cpu_ratio=1.01))
