@@ -18,12 +18,15 @@ beat it, so a target below it needs fewer CPU seconds, not more overlap.
 environment); its children and their TFF workers inherit it. E.g.
 `--env_n=TF_NUM_INTEROP_THREADS=1` tries a thread split; the metrics check
 then says whether it changed any result (TF_NUM_INTRAOP_THREADS=1 does:
-docs/performance.md, "Parallel runs").
+docs/experiments.md, "--parallel_runs"). `--flags_n=--flag=value`
+(repeatable) adds a `reproduce` flag to the N invocation only, e.g.
+`--flags_n=--max_concurrent_computation_calls=1`.
 
   python -m benchmarks.bench_parallel_runs                 # digits_claims, N=2
   python -m benchmarks.bench_parallel_runs --preset=digits_claims --n=2 --repeats=2
   python -m benchmarks.bench_parallel_runs --quick    # its 4 alpha_* runs
   python -m benchmarks.bench_parallel_runs --quick --env_n=TF_NUM_INTEROP_THREADS=1
+  python -m benchmarks.bench_parallel_runs --flags_n=--max_concurrent_computation_calls=1
 """
 
 import argparse
@@ -81,13 +84,15 @@ def utilization(wall_1: float, cpu_1: float, wall_n: float, cpu_n: float,
 
 
 def run_preset(preset: str, n: int, root: str, only: str = "",
-               extra_env: Optional[Dict[str, str]] = None):
+               extra_env: Optional[Dict[str, str]] = None,
+               extra_flags: Sequence[str] = ()):
   """(wall s, CPU s) of one `reproduce` invocation (exits if it failed)."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=_ROOT)
   env.update(extra_env or {})
   cmd = [sys.executable, "-m", "experiments.reproduce", f"--preset={preset}",
          f"--parallel_runs={n}", f"--results_root={root}",
-         f"--root_output_dir={root}"] + ([f"--only={only}"] if only else [])
+         f"--root_output_dir={root}"] + ([f"--only={only}"] if only else []
+                                         ) + list(extra_flags)
   cpu0, wall0 = _children_cpu(), time.perf_counter()
   proc = subprocess.run(cmd, cwd=_ROOT, env=env, stdout=subprocess.DEVNULL,
                         stderr=subprocess.PIPE, text=True, check=False)
@@ -128,7 +133,15 @@ def main(argv=None):
   parser.add_argument("--env_n", action="append", default=[],
                       metavar="NAME=VALUE", help="environment of the "
                       "--parallel_runs=N invocation only (repeatable)")
+  parser.add_argument("--flags_n", action="append", default=[],
+                      metavar="--FLAG=VALUE", help="a reproduce flag of the "
+                      "--parallel_runs=N invocation only (repeatable)")
   args = parser.parse_args(argv)
+  bad = [f for f in args.flags_n if not f.startswith("--") or "=" not in f]
+  if bad:
+    print(f"bench_parallel_runs: --flags_n={bad[0]}: must be --flag=value",
+          file=sys.stderr)
+    sys.exit(2)
   try:
     env_n = parse_env(args.env_n)
   except ValueError as e:
@@ -138,6 +151,7 @@ def main(argv=None):
   ncores = cores()
   print(f"{harness.load_line()}; {ncores} usable cores; --parallel_runs={args.n}"
         f" env: {' '.join(f'{n}={v}' for n, v in env_n.items()) or 'as N=1'}"
+        f"; flags: {' '.join(args.flags_n) or 'as N=1'}"
         f"; TF_NUM_INTRAOP_THREADS/TF_NUM_INTEROP_THREADS inherited: "
         f"{os.environ.get('TF_NUM_INTRAOP_THREADS', 'unset')}/"
         f"{os.environ.get('TF_NUM_INTEROP_THREADS', 'unset')}")
@@ -148,7 +162,8 @@ def main(argv=None):
       for n in (1, args.n):
         roots[n] = os.path.join(tmp, f"rep{rep}_n{n}")
         wall, cpu = run_preset(args.preset, n, roots[n], only,
-                               env_n if n != 1 else None)
+                               env_n if n != 1 else None,
+                               args.flags_n if n != 1 else ())
         print(f"  repeat {rep + 1} --parallel_runs={n}: {wall:7.1f} s wall "
               f"{cpu:7.1f} CPU-s, {cpu / wall:.2f} cores busy  "
               f"({harness.load_line()})")

@@ -58,3 +58,22 @@ def test_a_bad_env_n_exits_2_naming_it(capsys):
   assert e.value.code == 2
   assert capsys.readouterr().err.strip() == (
       "bench_parallel_runs: --env_n=oops: must be NAME=VALUE")
+
+
+def test_a_bad_flags_n_exits_2_naming_it(capsys):
+  with pytest.raises(SystemExit) as e:
+    bench_parallel_runs.main(["--flags_n=max_concurrent_computation_calls=1"])
+  assert e.value.code == 2
+  assert capsys.readouterr().err.strip() == (
+      "bench_parallel_runs: --flags_n=max_concurrent_computation_calls=1: "
+      "must be --flag=value")
+
+
+def test_flags_n_reach_the_invocation(tmp_path):
+  """An extra flag is passed to reproduce: an unknown one fails it (exit 1
+  from absl's flag parser, named in the message)."""
+  with pytest.raises(SystemExit) as e:
+    bench_parallel_runs.run_preset("digits_claims", 2, str(tmp_path),
+                                   extra_flags=["--no_such_flag=1"])
+  assert "--parallel_runs=2" in str(e.value)
+  assert "no_such_flag" in str(e.value)
