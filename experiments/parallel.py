@@ -40,9 +40,9 @@ TF_NUM_INTRAOP_THREADS=1 (what K // N gives for N = 2 on K = 2 cores) a
 (Eigen/oneDNN split a reduction by the pool's thread count), where the
 default gives bitwise the same metrics.csv run after run.
 TF_NUM_INTEROP_THREADS=1 and --max_concurrent_computation_calls=1 leave
-the metrics identical; measured only on a loaded machine (the first: no
-CPU change; the second: N=2's CPU 0.96x N=1's instead of 1.18x, one pair
-each), so neither is on by default; a user may give the flag
+the metrics identical but gained nothing measurable (the first: no CPU
+change under load; the second: on the whole digits_claims preset 0.81x
+wall, CPU 1.01x), so neither is on by default; a user may give the flag
 (docs/experiments.md, "--parallel_runs";
 `benchmarks.bench_parallel_runs --env_n / --flags_n` measure them).
 """
