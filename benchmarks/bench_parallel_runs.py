@@ -8,9 +8,25 @@ seconds of the whole process tree (`RUSAGE_CHILDREN`: the binary, its
 ratios, min / median / max over the pairs; then checks that every run's
 metrics.csv (without its timing column) is identical between the two.
 
+Also printed, to read the ratio (`utilization`): the cores each invocation
+kept busy (CPU s / wall s) and the floor, the wall ratio N's CPU seconds
+would give with all K cores busy (CPU_N / (K x wall_1)): no scheduling can
+beat it, so a target below it needs fewer CPU seconds, not more overlap.
+
+`--env_n NAME=VALUE` (repeatable) sets an environment variable for the
+--parallel_runs=N invocation only (the N = 1 one keeps this process's
+environment); its children and their TFF workers inherit it. E.g.
+`--env_n=TF_NUM_INTEROP_THREADS=1` tries a thread split; the metrics check
+then says whether it changed any result (TF_NUM_INTRAOP_THREADS=1 does:
+docs/experiments.md, "--parallel_runs"). `--flags_n=--flag=value`
+(repeatable) adds a `reproduce` flag to the N invocation only, e.g.
+`--flags_n=--max_concurrent_computation_calls=1`.
+
   python -m benchmarks.bench_parallel_runs                 # digits_claims, N=2
   python -m benchmarks.bench_parallel_runs --preset=digits_claims --n=2 --repeats=2
   python -m benchmarks.bench_parallel_runs --quick    # its 4 alpha_* runs
+  python -m benchmarks.bench_parallel_runs --quick --env_n=TF_NUM_INTEROP_THREADS=1
+  python -m benchmarks.bench_parallel_runs --flags_n=--max_concurrent_computation_calls=1
 """
 
 import argparse
@@ -23,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Dict, Optional, Sequence, Tuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -36,12 +53,46 @@ def _children_cpu() -> float:
   return usage.ru_utime + usage.ru_stime
 
 
-def run_preset(preset: str, n: int, root: str, only: str = ""):
+def cores() -> int:
+  """The cores this process may run on (its affinity mask)."""
+  return len(os.sched_getaffinity(0))
+
+
+def parse_env(items: Sequence[str]) -> Dict[str, str]:
+  """['NAME=VALUE', ...] -> {NAME: VALUE}.
+
+  Raises:
+    ValueError: an item without '=' or with an empty name (naming it).
+  """
+  out = {}
+  for item in items:
+    name, sep, value = item.partition("=")
+    if not sep or not name:
+      raise ValueError(f"--env_n={item}: must be NAME=VALUE")
+    out[name] = value
+  return out
+
+
+def utilization(wall_1: float, cpu_1: float, wall_n: float, cpu_n: float,
+                k: int) -> Tuple[float, float, float]:
+  """(cores busy with N = 1, cores busy with N, floor of the wall ratio).
+
+  Cores busy = CPU s / wall s. The floor is the wall ratio N's CPU seconds
+  allow on `k` cores: CPU_N / (k x wall_1).
+  """
+  return cpu_1 / wall_1, cpu_n / wall_n, cpu_n / (k * wall_1)
+
+
+def run_preset(preset: str, n: int, root: str, only: str = "",
+               extra_env: Optional[Dict[str, str]] = None,
+               extra_flags: Sequence[str] = ()):
   """(wall s, CPU s) of one `reproduce` invocation (exits if it failed)."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=_ROOT)
+  env.update(extra_env or {})
   cmd = [sys.executable, "-m", "experiments.reproduce", f"--preset={preset}",
          f"--parallel_runs={n}", f"--results_root={root}",
-         f"--root_output_dir={root}"] + ([f"--only={only}"] if only else [])
+         f"--root_output_dir={root}"] + ([f"--only={only}"] if only else []
+                                         ) + list(extra_flags)
   cpu0, wall0 = _children_cpu(), time.perf_counter()
   proc = subprocess.run(cmd, cwd=_ROOT, env=env, stdout=subprocess.DEVNULL,
                         stderr=subprocess.PIPE, text=True, check=False)
@@ -79,18 +130,43 @@ def main(argv=None):
   parser.add_argument("--only", default="", help="reproduce's --only")
   parser.add_argument("--quick", action="store_true",
                       help="the preset's digits_claims_alpha_* runs only")
+  parser.add_argument("--env_n", action="append", default=[],
+                      metavar="NAME=VALUE", help="environment of the "
+                      "--parallel_runs=N invocation only (repeatable)")
+  parser.add_argument("--flags_n", action="append", default=[],
+                      metavar="--FLAG=VALUE", help="a reproduce flag of the "
+                      "--parallel_runs=N invocation only (repeatable)")
   args = parser.parse_args(argv)
+  bad = [f for f in args.flags_n if not f.startswith("--") or "=" not in f]
+  if bad:
+    print(f"bench_parallel_runs: --flags_n={bad[0]}: must be --flag=value",
+          file=sys.stderr)
+    sys.exit(2)
+  try:
+    env_n = parse_env(args.env_n)
+  except ValueError as e:
+    print(f"bench_parallel_runs: {e}", file=sys.stderr)
+    sys.exit(2)
   only = "digits_claims_alpha_*" if args.quick else args.only
-  print(harness.load_line())
+  ncores = cores()
+  print(f"{harness.load_line()}; {ncores} usable cores; --parallel_runs={args.n}"
+        f" env: {' '.join(f'{n}={v}' for n, v in env_n.items()) or 'as N=1'}"
+        f"; flags: {' '.join(args.flags_n) or 'as N=1'}"
+        f"; TF_NUM_INTRAOP_THREADS/TF_NUM_INTEROP_THREADS inherited: "
+        f"{os.environ.get('TF_NUM_INTRAOP_THREADS', 'unset')}/"
+        f"{os.environ.get('TF_NUM_INTEROP_THREADS', 'unset')}")
   pairs = []
   with tempfile.TemporaryDirectory(prefix="bench_parallel_runs_") as tmp:
     for rep in range(args.repeats):
       roots = {}
       for n in (1, args.n):
         roots[n] = os.path.join(tmp, f"rep{rep}_n{n}")
-        wall, cpu = run_preset(args.preset, n, roots[n], only)
+        wall, cpu = run_preset(args.preset, n, roots[n], only,
+                               env_n if n != 1 else None,
+                               args.flags_n if n != 1 else ())
         print(f"  repeat {rep + 1} --parallel_runs={n}: {wall:7.1f} s wall "
-              f"{cpu:7.1f} CPU-s  ({harness.load_line()})")
+              f"{cpu:7.1f} CPU-s, {cpu / wall:.2f} cores busy  "
+              f"({harness.load_line()})")
         pairs.append((n, wall, cpu))
       same, different = compare_metrics(roots[1], roots[args.n])
       print(f"  repeat {rep + 1}: metrics.csv identical in {same} run/method"
@@ -105,6 +181,11 @@ def main(argv=None):
           f"{statistics.median(ratios):.2f} (min {min(ratios):.2f}, max "
           f"{max(ratios):.2f}); seconds {statistics.median(b[k] for b in ns):.1f}"
           f" vs {statistics.median(a[k] for a in ones):.1f}")
+  for (_, w1, c1), (_, wn, cn) in zip(ones, ns):
+    busy_1, busy_n, floor = utilization(w1, c1, wn, cn, ncores)
+    print(f"  cores busy {busy_1:.2f} (N=1) vs {busy_n:.2f} (N={args.n}) of "
+          f"{ncores}; floor of the wall ratio with N's CPU on {ncores} cores: "
+          f"{floor:.2f}")
 
 
 if __name__ == "__main__":

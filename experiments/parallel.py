@@ -30,6 +30,21 @@ in the sequential path: each point pays its autograph and worker start, a
 few seconds); sharing a worker between concurrent processes would
 serialize them, and a computation built in one process cannot be handed to
 another.
+
+Threads: the children (their Python TensorFlow and their workers) keep
+TensorFlow's thread pools as N = 1 has them (one thread per core); nothing
+is split among them. Splitting changes results: with
+TF_NUM_INTRAOP_THREADS=1 (what K // N gives for N = 2 on K = 2 cores) a
+10-round digits FedAvg run's train_loss differs from round 8 on
+(1.68346190 vs 1.68346214) and a FedAvg E=5 run's test_loss from round 2
+(Eigen/oneDNN split a reduction by the pool's thread count), where the
+default gives bitwise the same metrics.csv run after run.
+TF_NUM_INTEROP_THREADS=1 and --max_concurrent_computation_calls=1 leave
+the metrics identical but gained nothing measurable (the first: no CPU
+change under load; the second: on the whole digits_claims preset 0.81x
+wall, CPU 1.01x), so neither is on by default; a user may give the flag
+(docs/experiments.md, "--parallel_runs";
+`benchmarks.bench_parallel_runs --env_n / --flags_n` measure them).
 """
 
 import ctypes
@@ -43,7 +58,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import (Callable, Dict, List, Mapping, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 from federated_vision.errors import ConfigError
 from federated_vision.runtime import signals as runtime_signals
@@ -344,6 +360,19 @@ def _wait_or_stop(procs: Sequence[subprocess.Popen]) -> None:
       _stop([p])
 
 
+def child_env(base: Mapping[str, str]) -> Dict[str, str]:
+  """A child's environment: `base` with TF_CPP_MIN_LOG_LEVEL defaulted to 3
+  and this checkout first on PYTHONPATH (the child imports this checkout's
+  `experiments`, whatever its cwd). Thread settings are passed on as they
+  are, never split among the children: TF_NUM_INTRAOP_THREADS changes
+  results (module docstring, "Threads")."""
+  env = dict(base)
+  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  env["PYTHONPATH"] = os.pathsep.join(
+      [_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+  return env
+
+
 def _start_slot(logs: str, number: int, extra_modules: Sequence[str]
                 ) -> _Slot:
   """Starts a `python -m experiments.run_point` child reading jobs from its
@@ -354,11 +383,7 @@ def _start_slot(logs: str, number: int, extra_modules: Sequence[str]
   args = [sys.executable, "-m", CHILD_MODULE, f"--status_fd={write_fd}"]
   if extra_modules:
     args.append(f"--extra_modules={','.join(extra_modules)}")
-  env = dict(os.environ)
-  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-  # The child imports this checkout's `experiments`, whatever its cwd.
-  env["PYTHONPATH"] = os.pathsep.join(
-      [_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+  env = child_env(os.environ)
   out_path = os.path.join(logs, f"starting-{number}.log")
   with open(out_path, "w") as out, open(out_path[:-4] + ".err", "w") as err:
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out,

@@ -29,3 +29,51 @@ def test_a_failed_invocation_stops_the_benchmark(tmp_path):
   with pytest.raises(SystemExit) as e:
     bench_parallel_runs.run_preset("no_such_preset", 1, str(tmp_path))
   assert "exited 2" in str(e.value)
+
+
+def test_utilization_and_floor_arithmetic():
+  # Last session's quiet-machine pair: N=1 416 s / 546 CPU-s, N=2 313 s /
+  # 549 CPU-s, 2 cores.
+  busy_1, busy_n, floor = bench_parallel_runs.utilization(416.0, 546.0, 313.0,
+                                                          549.0, 2)
+  assert busy_1 == pytest.approx(546 / 416)
+  assert busy_n == pytest.approx(549 / 313)
+  assert floor == pytest.approx(549 / (2 * 416))
+  assert round(floor, 2) == 0.66
+
+
+def test_env_n_parsing():
+  assert bench_parallel_runs.parse_env([]) == {}
+  assert bench_parallel_runs.parse_env(
+      ["TF_NUM_INTEROP_THREADS=1", "X=a=b", "EMPTY="]) == {
+          "TF_NUM_INTEROP_THREADS": "1", "X": "a=b", "EMPTY": ""}
+  for bad in ("NOEQUALS", "=1"):
+    with pytest.raises(ValueError, match=f"--env_n={bad}: must be NAME=VALUE"):
+      bench_parallel_runs.parse_env([bad])
+
+
+def test_a_bad_env_n_exits_2_naming_it(capsys):
+  with pytest.raises(SystemExit) as e:
+    bench_parallel_runs.main(["--env_n=oops"])
+  assert e.value.code == 2
+  assert capsys.readouterr().err.strip() == (
+      "bench_parallel_runs: --env_n=oops: must be NAME=VALUE")
+
+
+def test_a_bad_flags_n_exits_2_naming_it(capsys):
+  with pytest.raises(SystemExit) as e:
+    bench_parallel_runs.main(["--flags_n=max_concurrent_computation_calls=1"])
+  assert e.value.code == 2
+  assert capsys.readouterr().err.strip() == (
+      "bench_parallel_runs: --flags_n=max_concurrent_computation_calls=1: "
+      "must be --flag=value")
+
+
+def test_flags_n_reach_the_invocation(tmp_path):
+  """An extra flag is passed to reproduce: an unknown one fails it (exit 1
+  from absl's flag parser, named in the message)."""
+  with pytest.raises(SystemExit) as e:
+    bench_parallel_runs.run_preset("digits_claims", 2, str(tmp_path),
+                                   extra_flags=["--no_such_flag=1"])
+  assert "--parallel_runs=2" in str(e.value)
+  assert "no_such_flag" in str(e.value)

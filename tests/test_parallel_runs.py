@@ -63,6 +63,22 @@ def test_memory_cap_arithmetic(tmp_path):
   assert parallel.mem_available(str(tmp_path / "none")) is None
 
 
+def test_children_keep_the_thread_settings_of_one_run():
+  """No thread split among the children (it would change results: the
+  module docstring's "Threads"): TF_NUM_* pass on as they are, absent ones
+  stay absent; the log level defaults to 3, this checkout goes first on
+  PYTHONPATH."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(parallel.__file__)))
+  env = parallel.child_env({"PATH": "/bin", "PYTHONPATH": "/a::/b"})
+  assert env == {"PATH": "/bin", "TF_CPP_MIN_LOG_LEVEL": "3",
+                 "PYTHONPATH": os.pathsep.join([root, "/a", "/b"])}
+  given = {"TF_NUM_INTRAOP_THREADS": "2", "TF_NUM_INTEROP_THREADS": "4",
+           "TF_CPP_MIN_LOG_LEVEL": "1"}
+  env = parallel.child_env(given)
+  assert {k: env[k] for k in given} == given
+  assert env["PYTHONPATH"] == root
+
+
 def test_two_points_in_one_directory_are_refused(tmp_path):
   jobs = [parallel.Job("a", None, str(tmp_path / "x")),
           parallel.Job("b", None, str(tmp_path / "y" / ".." / "x"))]
