@@ -22,9 +22,10 @@ from typing import Optional, Tuple, Union
 
 import tensorflow as tf
 
-from federated_vision.tasks.models import MIXED_PRECISIONS
 
-# The Keras policy of each --mixed_precision value (None: the layer default).
+# The Keras policy of each --mixed_precision value (None: the layer default);
+# its keys are tasks.models.MIXED_PRECISIONS (tested; not imported from there:
+# tasks.models imports the model builders, which import this module).
 KERAS_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16"}
 
 Dtype = Optional[Union[str, tf.keras.mixed_precision.Policy]]
@@ -45,7 +46,7 @@ def layer_dtypes(mixed_precision: str = "float32") -> Tuple[Dtype, Dtype]:
   """
   if mixed_precision not in KERAS_POLICIES:
     raise ValueError(f"mixed_precision must be one of "
-                     f"{', '.join(MIXED_PRECISIONS)}, got {mixed_precision!r}")
+                     f"{', '.join(KERAS_POLICIES)}, got {mixed_precision!r}")
   policy = KERAS_POLICIES[mixed_precision]
   if policy is None:
     return None, None
