@@ -14,11 +14,28 @@ import io
 
 from absl import flags
 
+from experiments import sweep_main
 from experiments import train_main
 
 
 def run_train_main(*args: str) -> str:
-  """`python -m experiments.train_main args`, in this process.
+  """`python -m experiments.train_main args`, in this process (see
+  `run_main`)."""
+  return run_main(train_main, *args)
+
+
+def run_sweep_main(*args: str) -> str:
+  """`python -m experiments.sweep_main args`, in this process (see
+  `run_main`)."""
+  return run_main(sweep_main, *args)
+
+
+def run_main(binary, *args: str) -> str:
+  """`python -m <binary> args`, in this process.
+
+  Args:
+    binary: the binary's module (its flags are defined at its import).
+    *args: its command line.
 
   Returns:
     What the run printed on stdout.
@@ -31,9 +48,10 @@ def run_train_main(*args: str) -> str:
   # cli.main line-buffers sys.stdout (`reconfigure`): a TextIOWrapper has it.
   out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
   try:
-    f(["train_main", *args])
+    prog = binary.__name__.rsplit(".", 1)[-1]
+    f([prog, *args])
     with contextlib.redirect_stdout(out):
-      train_main.main(["train_main"])
+      binary.main([prog])
     return out.buffer.getvalue().decode("utf-8")
   finally:
     f.unparse_flags()
