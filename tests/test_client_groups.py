@@ -40,18 +40,21 @@ def _model_fn(fed, spec):
       lambda: mnist_models.create_2nn(seed=0), element)
 
 
+def _grouped(kind, model_fn):
+  extra = (dict(fedir_num_classes=10, fedir_label_counts=True)
+           if kind == "fedir" else {})
+  return client_groups.GroupedMethod(
+      model_fn, tff.learning.optimizers.build_sgdm(0.1), None, group_size=2,
+      clients_per_round=CLIENTS_PER_ROUND, **extra)
+
+
 def _methods(kind, model_fn):
   sgd = tff.learning.optimizers.build_sgdm
   if kind == "fedir":
     ref = fedir.build_fedir(model_fn, sgd(0.1), 10, client_label_counts=True)
-    extra = dict(fedir_num_classes=10, fedir_label_counts=True)
   else:
     ref = algorithms.build_fedavg(model_fn, sgd(0.1))
-    extra = {}
-  grouped = client_groups.GroupedMethod(
-      model_fn, sgd(0.1), None, group_size=2,
-      clients_per_round=CLIENTS_PER_ROUND, **extra)
-  return ref, grouped
+  return ref, _grouped(kind, model_fn)
 
 
 def _run(process, fed, spec, sampler):
@@ -134,7 +137,7 @@ def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
 
   def run(out, sampler):
     return training_loop.run_federated_training(
-        "grouped", _methods("fedavg", model_fn)[1], fed, spec, sampler,
+        "grouped", _grouped("fedavg", model_fn), fed, spec, sampler,
         evaluate, training_loop.LoopConfig(
             total_rounds=ROUNDS, output_dir=str(out), rounds_per_eval=1,
             rounds_per_checkpoint=1), log_fn=None)
