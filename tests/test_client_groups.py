@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_federated as tff
 from conftest import StopBefore, metric_rows
+import in_process
 
 from federated_vision import algorithms
 from federated_vision import models as models_lib
@@ -39,18 +40,21 @@ def _model_fn(fed, spec):
       lambda: mnist_models.create_2nn(seed=0), element)
 
 
+def _grouped(kind, model_fn):
+  extra = (dict(fedir_num_classes=10, fedir_label_counts=True)
+           if kind == "fedir" else {})
+  return client_groups.GroupedMethod(
+      model_fn, tff.learning.optimizers.build_sgdm(0.1), None, group_size=2,
+      clients_per_round=CLIENTS_PER_ROUND, **extra)
+
+
 def _methods(kind, model_fn):
   sgd = tff.learning.optimizers.build_sgdm
   if kind == "fedir":
     ref = fedir.build_fedir(model_fn, sgd(0.1), 10, client_label_counts=True)
-    extra = dict(fedir_num_classes=10, fedir_label_counts=True)
   else:
     ref = algorithms.build_fedavg(model_fn, sgd(0.1))
-    extra = {}
-  grouped = client_groups.GroupedMethod(
-      model_fn, sgd(0.1), None, group_size=2,
-      clients_per_round=CLIENTS_PER_ROUND, **extra)
-  return ref, grouped
+  return ref, _grouped(kind, model_fn)
 
 
 def _run(process, fed, spec, sampler):
@@ -133,7 +137,7 @@ def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
 
   def run(out, sampler):
     return training_loop.run_federated_training(
-        "grouped", _methods("fedavg", model_fn)[1], fed, spec, sampler,
+        "grouped", _grouped("fedavg", model_fn), fed, spec, sampler,
         evaluate, training_loop.LoopConfig(
             total_rounds=ROUNDS, output_dir=str(out), rounds_per_eval=1,
             rounds_per_checkpoint=1), log_fn=None)
@@ -150,15 +154,13 @@ def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
 
 def test_train_main_grouped_equals_ungrouped_and_records_the_size(tmp_path):
   import json  # pylint: disable=g-import-not-at-top
-  from conftest import TRAIN_MAIN, run_module  # pylint: disable=g-import-not-at-top
   args = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=4",
           "--client_batch_size=20", "--total_rounds=3", "--rounds_per_eval=1",
           "--centralized_epochs=0", "--seed=3", f"--root_output_dir={tmp_path}"]
   rows = {}
-  for size in ("1", "2"):
-    proc = run_module(TRAIN_MAIN, f"--experiment_name=g{size}",
-                      f"--client_group_size={size}", *args)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+  for size in ("1", "2"):  # In this process: the test reads files only.
+    in_process.run_train_main(f"--experiment_name=g{size}",
+                              f"--client_group_size={size}", *args)
     rows[size] = metric_rows(tmp_path / f"g{size}" / "fedavg" / "metrics.csv")
     hparams = json.loads((tmp_path / f"g{size}" / "hparams.json").read_text())
     assert hparams["client_group_size"] == size  # The flag, recorded.
@@ -234,17 +236,15 @@ def test_train_main_grouped_example_transfer_equals_ungrouped(tmp_path):
   process on clients' data shuffled with centralized examples, Augenstein et
   al. Algorithm 3): group size 2 gives group size 1's metrics (1e-5) over 3
   rounds, both the mixing columns and the usual ones."""
-  from conftest import TRAIN_MAIN, run_module  # pylint: disable=g-import-not-at-top
   args = ["--dataset=digits", "--missing_classes=8,9",
           "--mixing=example_transfer", "--central_examples_per_client=3",
           "--algorithm=fedavg", "--num_clients=6", "--clients_per_round=4", "--client_batch_size=20",
           "--total_rounds=3", "--rounds_per_eval=1", "--centralized_epochs=0",
           "--seed=5", f"--root_output_dir={tmp_path}"]
   rows = {}
-  for size in ("1", "2"):
-    proc = run_module(TRAIN_MAIN, f"--experiment_name=m{size}",
-                      f"--client_group_size={size}", *args)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+  for size in ("1", "2"):  # In this process: the test reads files only.
+    in_process.run_train_main(f"--experiment_name=m{size}",
+                              f"--client_group_size={size}", *args)
     method = "fedavg+example_transfer"
     rows[size] = metric_rows(tmp_path / f"m{size}" / method / "metrics.csv")
   assert len(rows["1"]) == len(rows["2"]) == 3

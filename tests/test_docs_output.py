@@ -20,6 +20,7 @@ import sys
 import pytest
 
 from conftest import REPO, run_module
+import in_process
 from experiments import report_lib
 from federated_vision.evaluation import reporting
 
@@ -76,11 +77,13 @@ def _table(stdout):
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
-  """A finished 2-round run without a centralized baseline."""
+  """A finished 2-round run without a centralized baseline, and its stdout
+  (in this process: its readers check files and printed lines)."""
   root = tmp_path_factory.mktemp("finished")
-  proc = _run(root, "done", "--total_rounds=2")
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  return root, proc
+  stdout = in_process.run_train_main(f"--root_output_dir={root}",
+                                     "--experiment_name=done", *TINY,
+                                     "--total_rounds=2")
+  return root, stdout
 
 
 # One scenario per situation of the table: (key words, run) -> process.
@@ -179,10 +182,10 @@ def test_failure_row_exit_status(key, scenario, tmp_path, finished):
 
 
 def test_placeholders_without_baseline(finished):
-  root, proc = finished
+  root, stdout = finished
   for png in ("accuracy.png", "accuracy_vs_batches.png", "loss.png"):
     assert (root / "done" / png).stat().st_size > 5000, png
-  table = _table(proc.stdout)
+  table = _table(stdout)
   header, rows = table[0].split(), [l for l in table[2:] if not l.startswith("  -")]
   row = dict(zip(header, rows[0].split()))
   assert row["central_acc"] == "-" and row["relative_acc"] == "-"
@@ -239,11 +242,12 @@ def test_readme_digits_counts():
 def test_readme_default_run_numbers(tmp_path):
   """`make run`'s defaults (60 rounds; ~75 s of CPU): the README's numbers."""
   (fedavgm, central, rel_m, fedavg, rel), n = _readme_default_numbers()
-  proc = run_module(BINARY, f"--root_output_dir={tmp_path}", timeout=900)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  assert f"{n.group(2)} training examples (of {n.group(3)})" in proc.stdout
+  # In this process (the test reads stdout and summary.json): no flags, so
+  # every flag at its default, as `make run` (no ARGS).
+  stdout = in_process.run_train_main(f"--root_output_dir={tmp_path}")
+  assert f"{n.group(2)} training examples (of {n.group(3)})" in stdout
   assert int(n.group(1).replace(",", "")) == int(n.group(2))
-  assert "nan" not in "\n".join(_table(proc.stdout)).lower()
+  assert "nan" not in "\n".join(_table(stdout)).lower()
   with open(tmp_path / "digits_fedavg_vs_fedavgm" / "summary.json") as f:
     methods = json.load(f)["methods"]
   got = [methods["fedavgm"]["final_accuracy"],

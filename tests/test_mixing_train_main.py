@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import run_module
+import in_process
 from experiments import config as config_lib
 from federated_vision.errors import ConfigError
 
@@ -82,11 +83,13 @@ pytestmark = pytest.mark.timeout(2400)
 
 @pytest.fixture(scope="module")
 def digits_run(tmp_path_factory):
+  """The 2-round digits run and what it printed (in this process: its tests
+  read files and stdout, not the process boundary)."""
   root = tmp_path_factory.mktemp("mixing_digits")
-  proc = run_module(BINARY, *DIGITS, f"--root_output_dir={root}",
-                    "--experiment_name=mix", "--total_rounds=2", timeout=900)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  return root / "mix", proc
+  stdout = in_process.run_train_main(*DIGITS, f"--root_output_dir={root}",
+                                     "--experiment_name=mix",
+                                     "--total_rounds=2")
+  return root / "mix", stdout
 
 
 def _digits_payload():
@@ -103,7 +106,7 @@ def _digits_payload():
 
 
 def test_digits_five_strategies_payload_and_groups(digits_run):
-  out, proc = digits_run
+  out, stdout = digits_run
   summary = json.loads((out / "summary.json").read_text())
   assert sorted(summary["methods"]) == sorted(NAMES)
   payload = _digits_payload()
@@ -135,9 +138,9 @@ def test_digits_five_strategies_payload_and_groups(digits_run):
             for n, m in summary["methods"].items()}
   assert len(set(finals.values())) > 1
   for name in NAMES:
-    assert name in proc.stdout
-  assert "missing_class_accuracy" in proc.stdout
-  assert "extra_bytes/round" in proc.stdout
+    assert name in stdout
+  assert "missing_class_accuracy" in stdout
+  assert "extra_bytes/round" in stdout
   hparams = json.loads((out / "hparams.json").read_text())
   assert hparams["mixing"] == FIVE.split(",")
   assert hparams["data"]["missing_classes"] == [8, 9]
@@ -149,9 +152,8 @@ def test_digits_mixing_resumes(digits_run, tmp_path):
   before = _rows(out / "fedavg+example_transfer" / "metrics.csv")
   # The same experiment, extended by one round (another --mixing list would
   # be another experiment: refused in this directory).
-  proc = run_module(BINARY, *DIGITS, f"--root_output_dir={out.parent}",
-                    "--experiment_name=mix", "--total_rounds=3", timeout=600)
-  assert proc.returncode == 0, proc.stderr[-3000:]
+  in_process.run_train_main(*DIGITS, f"--root_output_dir={out.parent}",
+                            "--experiment_name=mix", "--total_rounds=3")
   summary = json.loads((out / "summary.json").read_text())
   m = summary["methods"]["fedavg+example_transfer"]
   assert m["resumed_from_round"] == 2 and m["rounds"] == 3
@@ -186,15 +188,13 @@ def test_celeba_fixture_two_rounds_of_each_strategy(tmp_path):
   cache = tmp_path / "celeba_cache"  # Not the experiment directory.
   cache.mkdir()
   write_celeba_sqlite(str(cache))
-  proc = run_module(
-      BINARY, "--dataset=celeba", f"--celeba_cache_dir={cache}",
+  in_process.run_train_main(  # In this process: the test reads files.
+      "--dataset=celeba", f"--celeba_cache_dir={cache}",
       f"--mixing={FIVE}", "--algorithm=fedavg", "--clients_per_round=2",
       "--client_batch_size=2", "--central_batch_size=2",
       "--central_examples_per_client=2", "--total_rounds=2",
       "--rounds_per_eval=1", "--centralized_epochs=0",
-      f"--root_output_dir={tmp_path}", "--experiment_name=celeba",
-      timeout=900)
-  assert proc.returncode == 0, proc.stderr[-3000:]
+      f"--root_output_dir={tmp_path}", "--experiment_name=celeba")
   out = tmp_path / "celeba"
   hparams = json.loads((out / "hparams.json").read_text())
   assert hparams["resolved"]["partition"] == "celebrity"  # Not --partition's.

@@ -16,6 +16,7 @@ import pytest
 
 from benchmarks import bench_dirichlet_conventions as conventions
 from conftest import REPO, run_module
+import in_process
 from experiments import config as config_lib
 from experiments import report_lib
 from experiments import sweeps
@@ -226,13 +227,12 @@ def _synthetic_cifar10_labels(num_train, seed):
 
 
 def test_train_main_two_rounds(tmp_path):
-  proc = run_module("experiments.train_main", "--dataset=synthetic_cifar10",
-                    "--partition=dirichlet_per_class", "--alpha=0.5",
-                    "--num_clients=3", "--clients_per_round=2",
-                    "--total_rounds=2", "--rounds_per_eval=1", "--seed=3",
-                    "--algorithm=fedavg", "--centralized_epochs=0",
-                    f"--root_output_dir={tmp_path}", "--experiment_name=pc")
-  assert proc.returncode == 0, proc.stderr[-3000:]
+  in_process.run_train_main(  # In this process: the test reads files.
+      "--dataset=synthetic_cifar10", "--partition=dirichlet_per_class",
+      "--alpha=0.5", "--num_clients=3", "--clients_per_round=2",
+      "--total_rounds=2", "--rounds_per_eval=1", "--seed=3",
+      "--algorithm=fedavg", "--centralized_epochs=0",
+      f"--root_output_dir={tmp_path}", "--experiment_name=pc")
   out = tmp_path / "pc"
   summary = json.loads((out / "summary.json").read_text())
   assert summary["methods"]["fedavg"]["rounds"] == 2
@@ -260,13 +260,11 @@ def test_sweep_over_alpha(tmp_path):
   assert sweep.base["partition"] == "dirichlet_per_class"
   assert "examples_per_client" not in sweep.base
   only = ("fedavg_alpha_10", "fedavg_alpha_0.1")
-  proc = run_module("experiments.sweep_main",
-                    "--sweep=dirichlet_per_class_cifar10",
-                    "--dataset=synthetic_cifar10", "--num_clients=4",
-                    "--clients_per_round=2", "--total_rounds=1",
-                    "--rounds_per_eval=1", "--seed=2", f"--only={','.join(only)}",
-                    f"--root_output_dir={tmp_path}")
-  assert proc.returncode == 0, proc.stderr[-3000:]
+  in_process.run_sweep_main(  # In this process: the test reads files.
+      "--sweep=dirichlet_per_class_cifar10", "--dataset=synthetic_cifar10",
+      "--num_clients=4", "--clients_per_round=2", "--total_rounds=1",
+      "--rounds_per_eval=1", "--seed=2", f"--only={','.join(only)}",
+      f"--root_output_dir={tmp_path}")
   root = tmp_path / "dirichlet_per_class_cifar10"
   labels = _synthetic_cifar10_labels(80, 2)
   emds = {}

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from conftest import run_module
+import in_process
 from experiments import config as config_lib
 from experiments import report_lib
 from experiments import sweep_lib
@@ -184,11 +185,11 @@ def test_bad_flag_exits_nonzero_with_one_line(tmp_path):
 
 
 def test_train_main_smoke_synthetic_cifar10(tmp_path):
-  proc = run_module("experiments.train_main", "--dataset=synthetic_cifar10",
-                    "--total_rounds=2", "--algorithm=fedavg",
-                    "--centralized_epochs=0", "--target_accuracy=0.01",
-                    f"--root_output_dir={tmp_path}", "--experiment_name=s")
-  assert proc.returncode == 0, proc.stderr[-3000:]
+  # In this process: the test reads files and stdout.
+  stdout = in_process.run_train_main(
+      "--dataset=synthetic_cifar10", "--total_rounds=2", "--algorithm=fedavg",
+      "--centralized_epochs=0", "--target_accuracy=0.01",
+      f"--root_output_dir={tmp_path}", "--experiment_name=s")
   out = tmp_path / "s"
   summary = json.loads((out / "summary.json").read_text())
   assert summary["methods"]["fedavg"]["rounds"] == 2
@@ -204,21 +205,21 @@ def test_train_main_smoke_synthetic_cifar10(tmp_path):
   assert report["summary"]["emd"] == pytest.approx(summary["emd"])
   png = out / "partition_alpha_0.50_class_counts.png"
   assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-  assert f"EMD non-identicalness {summary['emd']:.3f}" in proc.stdout
+  assert f"EMD non-identicalness {summary['emd']:.3f}" in stdout
 
 
 @pytest.fixture(scope="module")
 def two_point_sweep(tmp_path_factory):
+  """The sweep's directory and stdout (in this process: its readers check
+  files and printed lines)."""
   root = tmp_path_factory.mktemp("sweep")
-  proc = run_module("experiments.sweep_main", *SWEEP_ARGS,
-                    f"--root_output_dir={root}")
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  return root / "mcmahan_mnist_grid", proc
+  stdout = in_process.run_sweep_main(*SWEEP_ARGS, f"--root_output_dir={root}")
+  return root / "mcmahan_mnist_grid", stdout
 
 
 def test_two_point_sweep_runs_each_point(two_point_sweep):
-  exp, proc = two_point_sweep
-  lines = proc.stdout.splitlines()
+  exp, stdout = two_point_sweep
+  lines = stdout.splitlines()
   assert lines[0].startswith("sweep mcmahan_mnist_grid: 2 points, 0 done")
   assert [l.split()[1] for l in lines if l.startswith("  [todo]")] == list(TWO_POINTS)
   for name, per_round, batch in ((TWO_POINTS[0], 1, 0), (TWO_POINTS[1], 2, 10)):
@@ -231,7 +232,7 @@ def test_two_point_sweep_runs_each_point(two_point_sweep):
     assert summary["methods"]["fedavg"]["rounds"] == 2
     assert (point / "fedavg" / "metrics.csv").is_file()
     assert list(point.glob("partition_class_counts.png"))
-  assert "ran 2, skipped 0" in proc.stdout
+  assert "ran 2, skipped 0" in stdout
 
 
 def test_sweep_resume_skips_finished_points(two_point_sweep, parse):

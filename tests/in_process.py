@@ -1,0 +1,78 @@
+"""Runs a binary's `main` in the test process instead of a subprocess.
+
+For tests that read what a finished run wrote (files, printed lines) and
+not the process boundary (exit status, stderr, signals, a fresh
+interpreter): the run skips the subprocess's `import tensorflow` /
+`tensorflow_federated` and TFF worker start, and reuses the test process's
+traced functions (ours: test-suite CPU, issue 18). As
+tests/test_method_list.py and tests/test_extensibility.py already do, the
+command line is parsed into the global absl FLAGS, which are reset after.
+"""
+
+import contextlib
+import importlib
+import io
+import logging
+import os
+
+from absl import flags
+from absl import logging as absl_logging
+
+
+def run_train_main(*args: str) -> str:
+  """`python -m experiments.train_main args`, in this process (see
+  `run_main`)."""
+  return run_main("experiments.train_main", *args)
+
+
+def run_sweep_main(*args: str) -> str:
+  """`python -m experiments.sweep_main args`, in this process (see
+  `run_main`)."""
+  return run_main("experiments.sweep_main", *args)
+
+
+def _import_binary(name: str):
+  """Imports a binary's module (defining its flags) without keeping the
+  environment defaults it sets for its own process (GRPC_VERBOSITY, ...):
+  the test process's subprocesses (e.g. tests/test_library_recipes.py's,
+  which checks that a recipe quiets the logs itself) must not inherit them."""
+  before = dict(os.environ)
+  try:
+    return importlib.import_module(name)
+  finally:
+    for key in set(os.environ) - set(before):
+      del os.environ[key]
+    os.environ.update(before)
+
+
+def run_main(name: str, *args: str) -> str:
+  """`python -m <name> args`, in this process.
+
+  Args:
+    name: the binary's module, e.g. "experiments.train_main".
+    *args: its command line.
+
+  Returns:
+    What the run printed on stdout.
+
+  Raises:
+    SystemExit: the binary refused the command or failed (its exit status).
+  """
+  f = flags.FLAGS
+  f.unparse_flags()
+  # cli.main quiets absl and TF's Python logger: restored after the run.
+  verbosity = absl_logging.get_verbosity()
+  tf_level = logging.getLogger("tensorflow").level
+  # cli.main line-buffers sys.stdout (`reconfigure`): a TextIOWrapper has it.
+  out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+  try:
+    binary = _import_binary(name)
+    prog = name.rsplit(".", 1)[-1]
+    f([prog, *args])
+    with contextlib.redirect_stdout(out):
+      binary.main([prog])
+    return out.buffer.getvalue().decode("utf-8")
+  finally:
+    f.unparse_flags()
+    absl_logging.set_verbosity(verbosity)
+    logging.getLogger("tensorflow").setLevel(tf_level)
