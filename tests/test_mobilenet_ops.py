@@ -51,6 +51,36 @@ def test_same_in_a_graph_and_bfloat16_dtype_kept():
   assert mobilenet_ops.relu6(tf.constant(X, tf.bfloat16)).dtype == tf.bfloat16
 
 
+def test_bfloat16_values_and_gradient_equal_relu6():
+  rng = np.random.default_rng(2)
+  x = np.concatenate([X, rng.uniform(-3, 9, 500).astype(np.float32)])
+  dy = rng.normal(size=x.shape).astype(np.float32)
+  x16, dy16 = tf.cast(x, tf.bfloat16), tf.cast(dy, tf.bfloat16)
+  y, g = _value_and_grad(mobilenet_ops.relu6, x16, dy16)
+  y_ref, g_ref = _value_and_grad(tf.nn.relu6, x16, dy16)
+  assert y.dtype == g.dtype == tf.bfloat16.as_numpy_dtype
+  np.testing.assert_array_equal(y.astype(np.float32), y_ref.astype(np.float32))
+  np.testing.assert_array_equal(g.astype(np.float32), g_ref.astype(np.float32))
+  x32 = x16.numpy().astype(np.float32)
+  np.testing.assert_array_equal(
+      g.astype(np.float32),
+      np.where((x32 > 0) & (x32 < 6), dy16.numpy().astype(np.float32), 0))
+
+
+def test_backward_has_no_relu_grad_or_select_kernels():
+  """The gradient graph is Sub/Minimum/Sign/Mul: none of the kernels the
+  worker runs scalar (`Relu6Grad`, `ReluGrad`) or through the 4-d
+  broadcasting `SelectV2` (module docstring)."""
+  spec = tf.TensorSpec([2, 4, 4, 3], tf.float32)
+  graph = _graph_value_and_grad.get_concrete_function(spec, spec).graph
+  types = {op.type for op in graph.get_operations()}
+  for fn in graph._functions.values():  # pylint: disable=protected-access
+    types |= {n.op for n in fn.definition.node_def}
+  assert "Sign" in types and "Relu" in types and "Minimum" in types
+  assert not types & {"Relu6", "Relu6Grad", "ReluGrad", "Select", "SelectV2",
+                      "LessEqual"}, types
+
+
 def test_layer_config_is_relu6s_and_other_settings_refused():
   layer = mobilenet_ops.ReLU6(name="r")
   ref = tf.keras.layers.ReLU(6.0, name="r").get_config()
