@@ -9,6 +9,8 @@ session may outlive it: the session fails if one does (CI would hang on its
 open pipes).
 """
 
+import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -295,8 +297,7 @@ def train_in_process():
   run, and TensorFlow's autograph cache is shared between runs (a small
   digits run: ~3.5 CPU-s instead of ~11). As in test_method_list.
   """
-  import contextlib  # pylint: disable=g-import-not-at-top
-  import io  # pylint: disable=g-import-not-at-top
+  # Imported when first used: train_main defines its flags at import.
   from absl import flags  # pylint: disable=g-import-not-at-top
   from experiments import cli  # pylint: disable=g-import-not-at-top
   from experiments import train_main  # pylint: disable=g-import-not-at-top
