@@ -186,12 +186,15 @@ def test_real_world_run_without_data_is_still_validated():
     estimate.run_config(dict(values, methods=["nosuch+fedvc"]))
 
 
-def test_train_main_estimate_smoke_creates_no_directory(tmp_path):
+def test_train_main_estimate_smoke_creates_no_directory(tmp_path,
+                                                        train_in_process):
   root = tmp_path / "out"
-  r = run_module("experiments.train_main", "--estimate", "--total_rounds=2",
-                 "--estimate_rounds=1", "--centralized_epochs=1",
-                 "--rounds_per_eval=1", "--algorithm=fedavg",
-                 f"--root_output_dir={root}", "--experiment_name=smoke")
+  # In this process (conftest's train_in_process): its output, not the
+  # process.
+  r = train_in_process("--estimate", "--total_rounds=2",
+                       "--estimate_rounds=1", "--centralized_epochs=1",
+                       "--rounds_per_eval=1", "--algorithm=fedavg",
+                       f"--root_output_dir={root}", "--experiment_name=smoke")
   assert r.returncode == 0, r.stderr
   out = r.stdout
   assert "[estimate] calibration took" in out

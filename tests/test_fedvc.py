@@ -14,7 +14,6 @@ from federated_vision.runtime import contexts
 from federated_vision.evaluation import metrics
 from federated_vision.algorithms import sampling
 from federated_vision import training_loop
-from conftest import run_module
 from federated_vision.data import digits
 from run_checks import DIGITS_NUM_TEST, check_method_run
 
@@ -150,8 +149,10 @@ def test_equal_sizes_fedvc_trains_like_fedavg():
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-def test_demo_reports_acc_at_round_and_batch_with_and_without_fedvc(tmp_path):
-  proc = run_module("experiments.train_main", f"--root_output_dir={tmp_path}",
+def test_demo_reports_acc_at_round_and_batch_with_and_without_fedvc(
+    tmp_path, train_in_process):
+  # In this process (conftest's train_in_process): results, not the process.
+  proc = train_in_process(f"--root_output_dir={tmp_path}",
                     "--experiment_name=vc", "--fedvc", "--imbalance_sigma=1.0",
                     "--virtual_client_size=30", "--client_batch_size=10",
                     "--total_rounds=2", "--rounds_per_eval=1",
@@ -180,8 +181,8 @@ def test_demo_reports_acc_at_round_and_batch_with_and_without_fedvc(tmp_path):
   assert hparams["partition_stats"]["examples_per_client_max"] > 3 * hparams["partition_stats"]["examples_per_client_min"]
 
 
-def test_demo_runs_fedir_variant(tmp_path):
-  proc = run_module("experiments.train_main", f"--root_output_dir={tmp_path}",
+def test_demo_runs_fedir_variant(tmp_path, train_in_process):
+  proc = train_in_process(f"--root_output_dir={tmp_path}",
                     "--experiment_name=ir", "--fedir", "--noinclude_plain",
                     "--algorithm=fedavgm", "--fedir_target=test",
                     "--total_rounds=2", "--centralized_epochs=0")

@@ -166,16 +166,17 @@ def test_refused_model_is_exit_2_and_one_line(tmp_path):
 # --- Runs. -------------------------------------------------------------------
 
 @pytest.fixture(scope="module", name="runs")
-def _runs(tmp_path_factory):
+def _runs(tmp_path_factory, train_in_process):
   """{name: run directory} of the tiny run without the flag, with
-  --mixed_precision=float32 and with --mixed_precision=bfloat16."""
+  --mixed_precision=float32 and with --mixed_precision=bfloat16 (in this
+  process: conftest's train_in_process; the tests read results only)."""
   root = tmp_path_factory.mktemp("mixed_precision")
   out = {}
   for name, extra in [("default", []),
                       ("float32", ["--mixed_precision=float32"]),
                       ("bfloat16", ["--mixed_precision=bfloat16"])]:
-    proc = run_module(TRAIN_MAIN, f"--root_output_dir={root}",
-                      f"--experiment_name={name}", *TINY, *extra, timeout=300)
+    proc = train_in_process(f"--root_output_dir={root}",
+                            f"--experiment_name={name}", *TINY, *extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out[name] = root / name
   return out
@@ -233,7 +234,8 @@ def test_resuming_a_float32_directory_with_bfloat16_is_refused(runs):
   assert len(metric_rows(runs["default"] / "fedavg" / "metrics.csv")) == 2
 
 
-def test_a_bfloat16_run_extends_from_its_float32_checkpoint(runs):
+def test_a_bfloat16_run_extends_from_its_float32_checkpoint(
+    runs, train_in_process):
   """Weights (and so checkpoints) are float32 in a bfloat16 run: extending
   it resumes from round 2's checkpoint and runs only round 3."""
   # A copy: the other tests read the 2-round run.
@@ -241,10 +243,9 @@ def test_a_bfloat16_run_extends_from_its_float32_checkpoint(runs):
   shutil.copytree(runs["bfloat16"], copy)
   metrics = copy / "fedavg" / "metrics.csv"
   before = metric_rows(metrics)
-  proc = run_module(TRAIN_MAIN, f"--root_output_dir={copy.parent}",
-                    f"--experiment_name={copy.name}", *TINY,
-                    "--mixed_precision=bfloat16", "--total_rounds=3",
-                    timeout=300)
+  proc = train_in_process(f"--root_output_dir={copy.parent}",
+                          f"--experiment_name={copy.name}", *TINY,
+                          "--mixed_precision=bfloat16", "--total_rounds=3")
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "extending" in proc.stdout
   after = metric_rows(metrics)

@@ -14,21 +14,22 @@ from conftest import REPO, metric_rows
 from experiments import parallel
 from federated_vision.errors import ConfigError
 
-# A 5-point digits sweep (registered by an --extra_modules module): 4 tiny
-# points and one whose directory the test locks.
+# A 3-point digits sweep (registered by an --extra_modules module): 2 tiny
+# points (1 round: enough to compare metrics; a third process at once is
+# still possible with 3 points) and one whose directory the test locks.
 SWEEP_MODULE = textwrap.dedent("""
     from experiments import sweeps
     BASE = {"dataset": "digits", "algorithm": ["fedavg"], "num_clients": 6,
             "clients_per_round": 3, "client_batch_size": 20,
-            "total_rounds": 2, "rounds_per_eval": 1,
+            "total_rounds": 1, "rounds_per_eval": 1,
             "rounds_per_checkpoint": 1, "centralized_epochs": 0, "seed": 3}
     POINTS = tuple(sweeps.Point(f"alpha_{n}", {"alpha": float(n)})
-                   for n in ("0.1", "1", "10", "100"))
+                   for n in ("0.1", "10"))
     sweeps.SWEEPS["digits_tiny"] = sweeps.Sweep(
         "digits_tiny", ("digits",), BASE,
         POINTS + (sweeps.Point("zz_locked", {"alpha": 0.5}),))
 """)
-POINTS = ("alpha_0.1", "alpha_1", "alpha_10", "alpha_100")
+POINTS = ("alpha_0.1", "alpha_10")
 
 
 def test_exit_status_is_the_worst_of_the_points():
@@ -167,11 +168,11 @@ def test_parallel_sweep_equals_sequential_and_reports_a_failed_point(
   out, err = results[2][2], results[2][3]
   lines = out.splitlines()
   for i, name in enumerate(POINTS, 1):
-    assert any(l.startswith(f"[{i}/5] {name}: started (pid ") for l in lines)
-    assert any(l.startswith(f"[{i}/5] {name}: completed (exit 0, ")
+    assert any(l.startswith(f"[{i}/3] {name}: started (pid ") for l in lines)
+    assert any(l.startswith(f"[{i}/3] {name}: completed (exit 0, ")
                for l in lines)
   failed = [i for i, l in enumerate(lines)
-            if l.startswith("[5/5] zz_locked: failed (exit 2, ")]
+            if l.startswith("[3/3] zz_locked: failed (exit 2, ")]
   assert len(failed) == 1
   shown = []  # Its last stderr lines (TF's start-up noise may precede).
   for l in lines[failed[0] + 1:]:
@@ -249,9 +250,14 @@ def test_reproduce_parallel_runs_the_others_and_writes_no_report(tmp_path):
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
   full = presets.get_preset("digits_claims")
+  # One method and one round per run: the test is about which runs run
+  # (FedAvgM's momentum goes with FedAvgM: a run sets nothing it does not
+  # read).
   runs = tuple(dataclasses.replace(r, flags=dict(
-      r.flags, total_rounds=2, rounds_per_eval=1, rounds_per_checkpoint=1,
-      num_clients=4, clients_per_round=2)) for r in full.runs[:2])
+      {k: v for k, v in r.flags.items() if k != "server_momentum"},
+      algorithm=("fedavg",), total_rounds=1, rounds_per_eval=1,
+      rounds_per_checkpoint=1, num_clients=4, clients_per_round=2))
+               for r in full.runs[:2])
   preset = dataclasses.replace(full, name="tiny_parallel", runs=runs,
                                tables=(), studies=())
   locked = tmp_path / runs[1].name

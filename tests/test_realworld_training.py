@@ -10,7 +10,6 @@ import os
 
 import pytest
 
-from conftest import run_module
 from experiments import config as config_lib
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
@@ -20,9 +19,11 @@ from run_checks import check_method_run, emd_of_counts
 
 
 @pytest.mark.timeout(1800)  # Tracing MobileNetV2's client update: minutes.
-def test_synthetic_inaturalist_mobilenet_two_rounds(tmp_path):
-  proc = run_module(
-      "experiments.train_main", "--dataset=synthetic_inaturalist",
+def test_synthetic_inaturalist_mobilenet_two_rounds(tmp_path,
+                                                    train_in_process):
+  # In this process (conftest's train_in_process): results, not the process.
+  proc = train_in_process(
+      "--dataset=synthetic_inaturalist",
       "--model=mobilenet_v2_gn", "--mobilenet_alpha=0.35", "--image_size=32",
       "--algorithm=fedavg", "--clients_per_round=2", "--client_batch_size=5",
       "--total_rounds=2", "--rounds_per_eval=2", "--rounds_per_checkpoint=2",

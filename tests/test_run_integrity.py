@@ -27,7 +27,13 @@ def _run(root, name, *args, **kw):
 
 
 def _run_small(root, *args, **kw):
-  """A run of conftest's SMALL_RUN into <root>/ext (see `runs`)."""
+  """A run of conftest's SMALL_RUN into <root>/ext (see `runs`); with
+  `train=train_in_process` (conftest) in this process instead of a child
+  (for runs whose results are checked, not their process)."""
+  train = kw.pop("train", None)
+  if train is not None:
+    return train(f"--root_output_dir={root}", "--experiment_name=ext",
+                 *SMALL_RUN, *args)
   return run_module(BINARY, f"--root_output_dir={root}",
                     "--experiment_name=ext", *SMALL_RUN, *args, **kw)
 
@@ -48,15 +54,15 @@ pytestmark = pytest.mark.timeout(1800)
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, reference_run):
+def runs(tmp_path_factory, reference_run, train_in_process):
   """conftest's uninterrupted 6-round run, and a 4-round run of the same
   settings later extended to 6 after a rerun with another --alpha was
   refused (evaluated every 2 rounds: both evaluate rounds 2, 4 and 6)."""
   root = tmp_path_factory.mktemp("runs")
-  first = _run_small(root, "--total_rounds=4")
+  first = _run_small(root, "--total_rounds=4", train=train_in_process)
   assert first.returncode == 0, first.stderr[-3000:]
   other = _run_small(root, "--total_rounds=4", "--alpha=0.1", timeout=120)
-  extended = _run_small(root, "--total_rounds=6")
+  extended = _run_small(root, "--total_rounds=6", train=train_in_process)
   assert extended.returncode == 0, extended.stderr[-3000:]
   return root, other, extended, reference_run
 
@@ -94,7 +100,8 @@ def test_other_settings_refused_extension_runs_only_new_rounds(runs):
       ref / "experiment.json")["partition_fingerprint"]
 
 
-def test_truncated_checkpoint_named_then_resumed_from_previous(runs, tmp_path):
+def test_truncated_checkpoint_named_then_resumed_from_previous(
+    runs, tmp_path, train_in_process):
   root, _, _, ref = runs
   # Acceptance 4, on a copy of the extended run (paths are not recorded).
   work = tmp_path / "ext"
@@ -109,7 +116,7 @@ def test_truncated_checkpoint_named_then_resumed_from_previous(runs, tmp_path):
   assert "resume_from_last_valid" in lines[0]
   assert "Traceback" not in named.stderr
   resumed = _run_small(tmp_path, "--total_rounds=6",
-                       "--resume_from_last_valid")
+                       "--resume_from_last_valid", train=train_in_process)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "resuming from the checkpoint of round 5" in resumed.stdout
   assert (metric_rows(work / "fedavg" / "metrics.csv")
@@ -189,9 +196,13 @@ def test_divergence_exits_3_and_marks_the_method(tmp_path, flag):
   assert "nan" not in (tmp_path / "div" / "report.md").read_text().lower()
 
 
-def test_diverged_centralized_baseline_gives_no_relative_accuracy(tmp_path):
-  proc = _run(tmp_path, "c", "--total_rounds=2", "--on_divergence=continue",
-              "--client_learning_rate=1e30")
+def test_diverged_centralized_baseline_gives_no_relative_accuracy(
+    tmp_path, train_in_process):
+  # In this process (conftest's train_in_process): results, not the process.
+  proc = train_in_process(f"--root_output_dir={tmp_path}",
+                          "--experiment_name=c", *SMALL, "--total_rounds=2",
+                          "--on_divergence=continue",
+                          "--client_learning_rate=1e30")
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "on_divergence='continue'" in proc.stdout
   summary = _strict_json(tmp_path / "c" / "summary.json")

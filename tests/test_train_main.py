@@ -16,10 +16,11 @@ from conftest import metric_rows as _metric_rows
 from run_checks import DIGITS_NUM_TEST, check_method_run
 
 
-def test_smoke_two_rounds_writes_every_output(tmp_path):
-  proc = run_module(BINARY, f"--root_output_dir={tmp_path}",
-                    "--experiment_name=smoke", "--total_rounds=2",
-                    "--rounds_per_eval=1", "--centralized_epochs=2")
+def test_smoke_two_rounds_writes_every_output(tmp_path, train_in_process):
+  # In this process (conftest's train_in_process): results, not the process.
+  proc = train_in_process(f"--root_output_dir={tmp_path}",
+                          "--experiment_name=smoke", "--total_rounds=2",
+                          "--rounds_per_eval=1", "--centralized_epochs=2")
   assert proc.returncode == 0, proc.stderr[-3000:]
   out = tmp_path / "smoke"
   summary = json.loads((out / "summary.json").read_text())
@@ -56,9 +57,12 @@ def test_smoke_two_rounds_writes_every_output(tmp_path):
   assert "relative_acc" in proc.stdout and str(out) in proc.stdout
 
 
-def test_same_seed_gives_identical_metrics(reference_run, tmp_path):
-  proc = run_module(BINARY, f"--root_output_dir={tmp_path}",
-                    "--experiment_name=b", "--total_rounds=6", *SMALL)
+def test_same_seed_gives_identical_metrics(reference_run, tmp_path,
+                                          train_in_process):
+  # The second run in this process (conftest's train_in_process), the
+  # reference in a child: the seed, not the process, decides the numbers.
+  proc = train_in_process(f"--root_output_dir={tmp_path}",
+                          "--experiment_name=b", "--total_rounds=6", *SMALL)
   assert proc.returncode == 0, proc.stderr[-3000:]
   a, b = reference_run, tmp_path / "b"
   rows_a = _metric_rows(a / "fedavg" / "metrics.csv")
@@ -69,7 +73,8 @@ def test_same_seed_gives_identical_metrics(reference_run, tmp_path):
   assert strip(a / "fedavg" / "metrics.csv") == strip(b / "fedavg" / "metrics.csv")
 
 
-def test_sigkill_then_resume_matches_uninterrupted(reference_run, tmp_path):
+def test_sigkill_then_resume_matches_uninterrupted(reference_run, tmp_path,
+                                                   train_in_process):
   args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
           "--experiment_name=killed", "--total_rounds=6", *SMALL]
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
@@ -90,7 +95,7 @@ def test_sigkill_then_resume_matches_uninterrupted(reference_run, tmp_path):
   csv_path = tmp_path / "killed" / "fedavg" / "metrics.csv"
   assert len(_metric_rows(csv_path)) < 6, "run finished before the kill"
 
-  again = run_module(BINARY, *args[3:])
+  again = train_in_process(*args[3:])  # The resume: in this process.
   assert again.returncode == 0, again.stderr[-3000:]
   assert "resuming from the checkpoint of round" in again.stdout
   summary = json.loads((tmp_path / "killed" / "summary.json").read_text())

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import portpicker
@@ -50,20 +51,29 @@ def _error_lines(stderr):
   return [l for l in stderr.splitlines() if l.strip()]
 
 
-def test_two_local_workers_match_one_and_are_stopped(reference_run, tmp_path):
+def test_two_local_workers_match_one_and_are_stopped(reference_run, tmp_path,
+                                                     train_in_process):
+  # The run in this process (conftest's train_in_process), the workers
+  # sampled beside it: they must be stopped when train_main's main returns.
   before = worker_pids()
-  proc = _popen(f"--root_output_dir={tmp_path}", "--experiment_name=two",
-                "--total_rounds=4", *SMALL_RUN, "--centralized_epochs=0",
-                "--local_workers=2")
   seen = set()
-  try:
-    while proc.poll() is None:
-      seen |= worker_pids() - before
+  done = threading.Event()
+
+  def sample():
+    while not done.is_set():
+      seen.update(worker_pids() - before)
       time.sleep(0.2)
-    _, err = proc.communicate(timeout=60)
+  sampler = threading.Thread(target=sample)
+  sampler.start()
+  try:
+    proc = train_in_process(f"--root_output_dir={tmp_path}",
+                            "--experiment_name=two", "--total_rounds=4",
+                            *SMALL_RUN, "--centralized_epochs=0",
+                            "--local_workers=2")
   finally:
-    if proc.poll() is None:
-      proc.kill()
+    done.set()
+    sampler.join()
+  err = proc.stderr
   assert proc.returncode == 0, err[-3000:]
   assert len(seen) == 2, f"expected 2 local workers, saw {sorted(seen)}"
   rows = metric_rows(tmp_path / "two" / "fedavg" / "metrics.csv")
@@ -89,7 +99,8 @@ def test_unreachable_worker_is_one_line_and_exit_1(tmp_path):
 
 
 def test_lost_remote_worker_stops_run_and_rerun_resumes(reference_run,
-                                                        tmp_path):
+                                                        tmp_path,
+                                                        train_in_process):
   port = portpicker.pick_unused_port()
   args = [f"--root_output_dir={tmp_path}", "--experiment_name=remote",
           "--total_rounds=6", *SMALL_RUN, "--centralized_epochs=0",
@@ -125,7 +136,9 @@ def test_lost_remote_worker_stops_run_and_rerun_resumes(reference_run,
   worker = workers.ManagedWorker(port=port)  # The service is back.
   worker.start()
   try:
-    again = run_module(TRAIN_MAIN, *args, env=_QUIET)
+    # The rerun's results are checked, not its process: in this process
+    # (conftest's train_in_process).
+    again = train_in_process(*args)
   finally:
     worker.stop()
   assert again.returncode == 0, again.stderr[-3000:]
