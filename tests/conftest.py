@@ -9,8 +9,7 @@ session may outlive it: the session fails if one does (CI would hang on its
 open pipes).
 """
 
-import contextlib
-import io
+import functools
 import os
 import signal
 import subprocess
@@ -287,44 +286,13 @@ def parse():
 
 @pytest.fixture(scope="session")
 def train_in_process():
-  """`train(*flags)` runs train_main in this process, as `run_module(
-  TRAIN_MAIN, *flags)` would in a child: the same flags, checks and main;
-  returns a `subprocess.CompletedProcess` (returncode: 0 when main returned,
-  else its SystemExit code; stdout and stderr captured).
+  """`train(*flags)`: train_main in this process (`in_process.run`), a
+  `subprocess.CompletedProcess` as `run_module(TRAIN_MAIN, *flags)` gives.
 
   For tests that check a run's results, not its process (exit status as the
   shell sees it, signals, a fresh interpreter): no `import tensorflow` per
   run, and TensorFlow's autograph cache is shared between runs (a small
-  digits run: ~3.5 CPU-s instead of ~11). As in test_method_list.
+  digits run: ~3.5 CPU-s instead of ~11).
   """
-  # Imported when first used: train_main defines its flags at import.
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  from experiments import cli  # pylint: disable=g-import-not-at-top
-  from experiments import train_main  # pylint: disable=g-import-not-at-top
-  from federated_vision.errors import ConfigError  # pylint: disable=g-import-not-at-top
-
-  def train(*args):
-    f = flags.FLAGS
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-    code = 0
-    f.unparse_flags()
-    try:
-      with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-          f(["train_main", *args])
-          try:
-            train_main.check_config()
-          except ConfigError as e:
-            cli.fail(str(e))
-          train_main.main(["train_main"])
-        except SystemExit as e:
-          code = e.code if isinstance(e.code, int) else 1
-    finally:
-      f.unparse_flags()
-    text = []
-    for stream in (out, err):
-      stream.flush()
-      text.append(stream.buffer.getvalue().decode("utf-8"))
-    return subprocess.CompletedProcess(["train_main", *args], code, *text)
-  return train
+  import in_process  # pylint: disable=g-import-not-at-top
+  return functools.partial(in_process.run, TRAIN_MAIN)

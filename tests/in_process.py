@@ -14,9 +14,14 @@ import importlib
 import io
 import logging
 import os
+import subprocess
+import sys
 
 from absl import flags
 from absl import logging as absl_logging
+
+from experiments import cli
+from federated_vision.errors import ConfigError
 
 
 def run_train_main(*args: str) -> str:
@@ -45,18 +50,19 @@ def _import_binary(name: str):
     os.environ.update(before)
 
 
-def run_main(name: str, *args: str) -> str:
-  """`python -m <name> args`, in this process.
+def run(name: str, *args: str) -> subprocess.CompletedProcess:
+  """`python -m <name> args`, in this process, as `conftest.run_module`
+  would run it in a child: the same flags parsing, the binary's pre-import
+  check (`check_config`, if it has one) and its main.
 
   Args:
     name: the binary's module, e.g. "experiments.train_main".
     *args: its command line.
 
   Returns:
-    What the run printed on stdout.
-
-  Raises:
-    SystemExit: the binary refused the command or failed (its exit status).
+    A `subprocess.CompletedProcess`: returncode 0 when main returned, else
+    its SystemExit code (a refused flag: 2 and its one line on stderr);
+    stdout and stderr captured.
   """
   f = flags.FLAGS
   f.unparse_flags()
@@ -64,15 +70,38 @@ def run_main(name: str, *args: str) -> str:
   verbosity = absl_logging.get_verbosity()
   tf_level = logging.getLogger("tensorflow").level
   # cli.main line-buffers sys.stdout (`reconfigure`): a TextIOWrapper has it.
-  out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+  out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8",
+                               write_through=True) for _ in range(2))
+  code = 0
   try:
     binary = _import_binary(name)
     prog = name.rsplit(".", 1)[-1]
-    f([prog, *args])
-    with contextlib.redirect_stdout(out):
-      binary.main([prog])
-    return out.buffer.getvalue().decode("utf-8")
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+      try:
+        f([prog, *args])
+        check = getattr(binary, "check_config", None)
+        if check is not None:
+          try:
+            check()
+          except ConfigError as e:
+            cli.fail(str(e))
+        binary.main([prog])
+      except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None
+                                                       else 1)
   finally:
     f.unparse_flags()
     absl_logging.set_verbosity(verbosity)
     logging.getLogger("tensorflow").setLevel(tf_level)
+  text = [s.buffer.getvalue().decode("utf-8") for s in (out, err)]
+  return subprocess.CompletedProcess([prog, *args], code, *text)
+
+
+def run_main(name: str, *args: str) -> str:
+  """`run(name, *args)`'s stdout; a non-zero exit is re-raised as
+  SystemExit (its stderr printed first, so the test's failure shows it)."""
+  proc = run(name, *args)
+  if proc.returncode != 0:
+    sys.stderr.write(proc.stderr)
+    raise SystemExit(proc.returncode)
+  return proc.stdout
