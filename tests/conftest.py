@@ -169,17 +169,16 @@ REFERENCE_RUN_TIMEOUT = 1800
 # `make test` shares whole files out to its xdist processes (--dist loadfile)
 # in collection order: the longest files go first, so that no process is
 # left with a long file at the end while the others are idle. Measured
-# (--durations=0, 2 processes): most seconds first; files not named keep
-# their order after these.
+# (seconds per file, 2 processes, after the in-process runs of issue 18):
+# most seconds first; files not named keep their order after these.
 LONGEST_FILES_FIRST = (
-    "test_parallel_runs", "test_extra_components", "test_docs_output",
-    "test_train_main", "test_mixing_train_main", "test_client_groups",
-    "test_run_integrity", "test_mixed_precision", "test_partition_per_class",
-    "test_algorithms", "test_sweeps", "test_reproduction_entry",
-    "test_readme", "test_mobilenet_v2", "test_mixing",
-    "test_realworld_training", "test_run_friction",
-    "test_training_loop_integrity", "test_fedvc", "test_method_list",
-    "test_multi_worker", "test_loop_implementation", "test_workers_flags")
+    "test_docs_output", "test_run_integrity", "test_train_main",
+    "test_client_groups", "test_extra_components", "test_parallel_runs",
+    "test_reproduction_entry", "test_mixing_train_main", "test_mixing",
+    "test_training_loop_integrity", "test_algorithms",
+    "test_realworld_training", "test_multi_worker", "test_readme",
+    "test_mixed_precision", "test_workers_flags", "test_fedvc",
+    "test_run_friction", "test_timeouts", "test_realworld_loaders")
 
 
 def _file_rank(item) -> int:
