@@ -21,7 +21,6 @@ from absl import flags
 from absl import logging as absl_logging
 
 from experiments import cli
-from federated_vision.errors import ConfigError
 
 
 def run_train_main(*args: str) -> str:
@@ -52,8 +51,8 @@ def _import_binary(name: str):
 
 def run(name: str, *args: str) -> subprocess.CompletedProcess:
   """`python -m <name> args`, in this process, as `conftest.run_module`
-  would run it in a child: the same flags parsing, the binary's pre-import
-  check (`check_config`, if it has one) and its main.
+  would run it in a child: the binary's flags parser (`cli.parse_then_import_tf`
+  with its pre-import check, `check_config`, if it has one) and its main.
 
   Args:
     name: the binary's module, e.g. "experiments.train_main".
@@ -64,6 +63,7 @@ def run(name: str, *args: str) -> subprocess.CompletedProcess:
     its SystemExit code (a refused flag: 2 and its one line on stderr);
     stdout and stderr captured.
   """
+  prog = name.rsplit(".", 1)[-1]
   f = flags.FLAGS
   f.unparse_flags()
   # cli.main quiets absl and TF's Python logger: restored after the run.
@@ -75,17 +75,10 @@ def run(name: str, *args: str) -> subprocess.CompletedProcess:
   code = 0
   try:
     binary = _import_binary(name)
-    prog = name.rsplit(".", 1)[-1]
+    check = getattr(binary, "check_config", lambda: None)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
       try:
-        f([prog, *args])
-        check = getattr(binary, "check_config", None)
-        if check is not None:
-          try:
-            check()
-          except ConfigError as e:
-            cli.fail(str(e))
-        binary.main([prog])
+        binary.main(cli.parse_then_import_tf([prog, *args], check))
       except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None
                                                        else 1)
