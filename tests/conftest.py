@@ -18,6 +18,9 @@ import threading
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# As the binaries (experiments/train_main.py): gRPC's fork handlers can
+# deadlock the fork of a later TFF worker in this process (grpc/grpc#37259).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
   sys.path.insert(0, REPO)
