@@ -111,6 +111,10 @@ def parse_then_import_tf(argv: Sequence[str],
   except ConfigError as e:
     fail(str(e))
   if needs_tf():  # Heavy: only once the command line is accepted (above).
+    # gRPC's fork handlers can deadlock the fork of a later TFF worker in a
+    # process that already used gRPC (grpc/grpc#37259); we always exec
+    # right after fork, the case gRPC documents for turning them off.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
   return rest
 

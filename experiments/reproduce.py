@@ -21,11 +21,6 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
-# gRPC's fork handlers can deadlock fork() when a later TFF worker is
-# spawned in a process that already used gRPC (grpc/grpc#37259; seen
-# here in runs done one after another in one process); we always exec
-# right after fork, the case gRPC documents for turning them off.
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
