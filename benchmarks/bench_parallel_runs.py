@@ -27,6 +27,15 @@ docs/experiments.md, "--parallel_runs"). `--flags_n=--flag=value`
   python -m benchmarks.bench_parallel_runs --quick    # its 4 alpha_* runs
   python -m benchmarks.bench_parallel_runs --quick --env_n=TF_NUM_INTEROP_THREADS=1
   python -m benchmarks.bench_parallel_runs --flags_n=--max_concurrent_computation_calls=1
+  python -m benchmarks.bench_parallel_runs --overlap=digits_claims_alpha_1,digits_claims_alpha_100
+
+`--overlap=A,B` measures what two runs at once can keep busy on this
+machine, with no parallel-runs machinery at all: it starts `reproduce
+--only=A` and `reproduce --only=B` as two independent processes (fresh
+results roots), samples /proc/stat every `SAMPLE_SEC` while both are alive,
+and prints the cores busy then (`busy_cores`). With N=1 keeping u_1 cores
+busy and two runs at once at most u_pair, N = 2 cannot beat the wall ratio
+(CPU_N / CPU_1) x u_1 / u_pair, however the runs are scheduled.
 """
 
 import argparse
@@ -83,6 +92,59 @@ def utilization(wall_1: float, cpu_1: float, wall_n: float, cpu_n: float,
   return cpu_1 / wall_1, cpu_n / wall_n, cpu_n / (k * wall_1)
 
 
+SAMPLE_SEC = 0.5
+
+
+def cpu_jiffies(stat_text: str) -> Tuple[int, int]:
+  """(total, idle) jiffies of the aggregate 'cpu' line of /proc/stat
+  (idle = idle + iowait)."""
+  fields = stat_text.split("\n", 1)[0].split()
+  if not fields or fields[0] != "cpu":
+    raise ValueError(f"not a /proc/stat text: {stat_text[:40]!r}")
+  values = [int(v) for v in fields[1:]]
+  return sum(values), values[3] + values[4]
+
+
+def busy_cores(before: Tuple[int, int], after: Tuple[int, int],
+               k: int) -> float:
+  """Cores busy between two `cpu_jiffies` readings on `k` cores."""
+  total, idle = after[0] - before[0], after[1] - before[1]
+  return k * (total - idle) / total if total else 0.0
+
+
+def _read_stat() -> Tuple[int, int]:
+  with open("/proc/stat") as f:
+    return cpu_jiffies(f.read())
+
+
+def overlap(preset: str, runs: Sequence[str], tmp: str, k: int
+            ) -> Tuple[float, float]:
+  """(cores busy while both runs' processes were alive, those seconds):
+  `reproduce --only=<run>` for each of `runs`, started together as
+  independent processes (module docstring, `--overlap`)."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=_ROOT)
+  procs = [subprocess.Popen(
+      [sys.executable, "-m", "experiments.reproduce", f"--preset={preset}",
+       f"--only={run}", f"--results_root={os.path.join(tmp, f'overlap{i}')}"],
+      cwd=_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+      text=True) for i, run in enumerate(runs)]
+  first, start = _read_stat(), time.perf_counter()
+  last = first
+  while all(p.poll() is None for p in procs):
+    time.sleep(SAMPLE_SEC)
+    if all(p.poll() is None for p in procs):  # Both still alive: counts.
+      last, seconds = _read_stat(), time.perf_counter() - start
+  for p, run in zip(procs, runs):
+    _, err = p.communicate()
+    if p.returncode != 0:
+      sys.exit(f"bench_parallel_runs: --overlap: reproduce --only={run} "
+               f"exited {p.returncode}: {err.strip().splitlines()[-1:]}")
+  if last is first:
+    sys.exit("bench_parallel_runs: --overlap: a run ended within "
+             f"{SAMPLE_SEC} s; give longer runs")
+  return busy_cores(first, last, k), seconds
+
+
 def run_preset(preset: str, n: int, root: str, only: str = "",
                extra_env: Optional[Dict[str, str]] = None,
                extra_flags: Sequence[str] = ()):
@@ -136,7 +198,15 @@ def main(argv=None):
   parser.add_argument("--flags_n", action="append", default=[],
                       metavar="--FLAG=VALUE", help="a reproduce flag of the "
                       "--parallel_runs=N invocation only (repeatable)")
+  parser.add_argument("--overlap", default="", metavar="RUN_A,RUN_B",
+                      help="only measure the cores two of the preset's runs "
+                      "keep busy when run at once as independent processes")
   args = parser.parse_args(argv)
+  runs = [r for r in args.overlap.split(",") if r]
+  if args.overlap and len(runs) != 2:
+    print(f"bench_parallel_runs: --overlap={args.overlap}: must be two run "
+          "names, RUN_A,RUN_B", file=sys.stderr)
+    sys.exit(2)
   bad = [f for f in args.flags_n if not f.startswith("--") or "=" not in f]
   if bad:
     print(f"bench_parallel_runs: --flags_n={bad[0]}: must be --flag=value",
@@ -149,6 +219,14 @@ def main(argv=None):
     sys.exit(2)
   only = "digits_claims_alpha_*" if args.quick else args.only
   ncores = cores()
+  if runs:
+    print(f"{harness.load_line()}; {ncores} usable cores")
+    with tempfile.TemporaryDirectory(prefix="bench_parallel_runs_") as tmp:
+      busy, seconds = overlap(args.preset, runs, tmp, ncores)
+    print(f"{' and '.join(runs)} at once, as independent processes: "
+          f"{busy:.2f} of {ncores} cores busy over the {seconds:.1f} s both "
+          f"ran  ({harness.load_line()})")
+    return
   print(f"{harness.load_line()}; {ncores} usable cores; --parallel_runs={args.n}"
         f" env: {' '.join(f'{n}={v}' for n, v in env_n.items()) or 'as N=1'}"
         f"; flags: {' '.join(args.flags_n) or 'as N=1'}"

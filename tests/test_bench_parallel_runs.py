@@ -77,3 +77,26 @@ def test_flags_n_reach_the_invocation(tmp_path):
                                    extra_flags=["--no_such_flag=1"])
   assert "--parallel_runs=2" in str(e.value)
   assert "no_such_flag" in str(e.value)
+
+
+def test_cores_busy_from_proc_stat_text():
+  # user nice system idle iowait irq softirq steal: the aggregate line.
+  before = bench_parallel_runs.cpu_jiffies(
+      "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8\n")
+  after = bench_parallel_runs.cpu_jiffies("cpu  250 0 80 850 60 0 0 10 0 0\n")
+  assert before == (1000, 850) and after == (1250, 910)
+  # 250 jiffies, 60 of them idle: 190 / 250 of 2 cores.
+  assert bench_parallel_runs.busy_cores(before, after, 2) == pytest.approx(
+      2 * 190 / 250)
+  assert bench_parallel_runs.busy_cores(after, after, 2) == 0.0
+  with pytest.raises(ValueError, match="not a /proc/stat"):
+    bench_parallel_runs.cpu_jiffies("intr 1 2 3\n")
+
+
+def test_a_bad_overlap_exits_2_naming_it(capsys):
+  with pytest.raises(SystemExit) as e:
+    bench_parallel_runs.main(["--overlap=only_one"])
+  assert e.value.code == 2
+  assert capsys.readouterr().err.strip() == (
+      "bench_parallel_runs: --overlap=only_one: must be two run names, "
+      "RUN_A,RUN_B")
