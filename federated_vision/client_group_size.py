@@ -54,14 +54,15 @@ def resolve_group_size(group_size: GroupSize, clients_per_round: int,
   return parse_group_size(str(group_size))
 
 
-# Methods whose process `methods.with_client_groups` can build grouped (the
-# FedAvg family, McMahan et al. 2017 Algorithm 1, with FedIR's client work,
-# Hsu, Qi & Brown 2020 Sec. 5.1: `algorithms/client_groups.py`). Data-side
-# variants (FedVC) change only the spec and sampler, which the grouped
-# process uses as the ungrouped one does: any is covered.
+# ours: the methods whose process `methods.with_client_groups` can build
+# grouped, i.e. what `algorithms/client_groups.py` implements: the FedAvg
+# family (McMahan et al. 2017, Algorithm 1) with the plain or FedIR's client
+# work (Hsu, Qi & Brown 2020, Sec. 5.2, eq. 4). Data-side variants (FedVC,
+# Sec. 5.3) change only the spec and sampler, which the grouped process
+# uses as the ungrouped one does: any is covered.
 GROUPED_ALGORITHMS = ("fedavg", "fedavgm", "fedsgd")
 GROUPED_CLIENT_WORK = ("plain", "fedir")
-# Mixing strategies (Augenstein et al.) whose process is FedAvg's on the
+# ours: mixing strategies (Augenstein et al.) whose process is FedAvg's on the
 # strategy's data (`algorithms.mixing`: no mixing, the oracle, example
 # transfer); parallel and gradient transfer change the round itself.
 GROUPED_MIXING = ("none", "oracle", "example_transfer")
@@ -113,7 +114,7 @@ def check_methods(group_size: str, methods: Sequence[components.MethodConfig],
   'auto' and 1 pass (with 'auto' an uncovered method trains ungrouped).
 
   Args:
-    group_size: the flag's text (already `parse_group_size`d).
+    group_size: the flag's text ('auto' or an integer, `parse_group_size`).
     methods: `MethodsConfig.expand()`.
     mixing: the --mixing strategies (each method is built with each).
 
