@@ -417,6 +417,8 @@ def validate(config: ExperimentConfig,
   check_output(config.output)
   check_execution(config.execution)
   mixing_strategies.validate(config.mixing, m.expand(), given)
+  client_group_size.check_methods(config.execution.client_group_size,
+                                  m.expand(), config.mixing.mixing)
   if config.mixing.mixing and config.data.dataset not in \
       tasks.scenario_task_names():
     raise ConfigError(f"--mixing: --dataset={config.data.dataset} has no "

@@ -38,7 +38,8 @@ def define_flags() -> None:
                       "Removes per-client overhead for small clients "
                       "(docs/performance.md, 'Small clients'); covers "
                       "fedavg/fedavgm/fedsgd with or without fedir/fedvc "
-                      "('auto' leaves other methods at 1). Results equal "
+                      "('auto' leaves other methods at 1; N > 1 for them "
+                      "is refused up front). Results equal "
                       "1's up to float summation order.")
   for kind, variable in (("intra", "INTRAOP"), ("inter", "INTEROP")):
     name = f"worker_{kind}_op_threads"

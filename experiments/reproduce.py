@@ -88,15 +88,18 @@ def _trains() -> bool:
 
 def _check_plan() -> None:
   """The plan's errors (a missing data flag or file, a directory made with
-  other flags) before TensorFlow's import; `reproduce_lib.reproduce` checks
-  them again before its first run."""
+  other flags) and every run's config errors (`checked_flags`) before
+  TensorFlow's import; `reproduce_lib.reproduce` checks them again before
+  its first run."""
   if not (FLAGS.preset and _trains()) or FLAGS.estimate or FLAGS.extra_modules:
     return  # Those paths check in main() (extra modules may add presets).
   try:
-    reproduce_lib.check_runnable(plan.plan(
+    planned = plan.plan(
         reproduce_lib.get_preset(FLAGS.preset),
         reproduce_lib.output_root(FLAGS), reproduce_lib.given_data(FLAGS),
-        FLAGS.only))
+        FLAGS.only)
+    reproduce_lib.check_runnable(planned)
+    reproduce_lib.checked_flags(planned, reproduce_lib.execution_settings(FLAGS))
   except (plan.PlanError, reproduce_lib.ReproduceError) as e:
     cli.fail(str(e))
 

@@ -108,6 +108,22 @@ def check_runnable(planned: Sequence[plan_lib.PlannedRun]) -> None:
                            "(move it away or use another --results_root)")
 
 
+def checked_flags(planned: Sequence[plan_lib.PlannedRun],
+                  execution: Optional[Mapping[str, object]] = None
+                  ) -> Dict[str, Dict[str, object]]:
+  """{run name: its flags + `execution`}, every run's config validated
+  before the first run starts (`reproduce`; `reproduce.py` before
+  TensorFlow's import).
+
+  Raises:
+    ConfigError: naming the flag.
+  """
+  flags_of = {p.run.name: {**p.flags, **(execution or {})} for p in planned}
+  for p in planned:
+    config_lib.from_values(flags_of[p.run.name])
+  return flags_of
+
+
 def run_one(flags: Mapping[str, object]) -> None:
   """`runner.run` on the config of `flags` (ConfigError names the flag)."""
   runner.run(config_lib.from_values(flags))
@@ -173,9 +189,7 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
   else:
     planned = plan_lib.plan(preset, results_root, data, only)
     check_runnable(planned)
-    flags_of = {p.run.name: {**p.flags, **(execution or {})} for p in planned}
-    for p in planned:  # Validate every config before the first run starts.
-      config_lib.from_values(flags_of[p.run.name])
+    flags_of = checked_flags(planned, execution)
     if parallel_runs > 1:
       _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
                     echo, outcome)

@@ -31,6 +31,7 @@ data or TFF is loaded); builders import the algorithms when called.
 import dataclasses
 from typing import NamedTuple, Optional
 
+from federated_vision import client_group_size
 from federated_vision import method_builtins  # pylint: disable=unused-import  (registers the built-ins)
 from federated_vision import mixing_strategies
 from federated_vision.method_builtins import (  # pylint: disable=unused-import
@@ -182,26 +183,18 @@ def with_client_groups(method: Method, config: MethodConfig,
     `client_groups.GroupedMethod` as its process.
 
   Raises:
-    ValueError: an explicit group size > 1 for a method not covered.
+    ValueError: an explicit group size > 1 for a method not covered
+      (`client_group_size.uncovered`; config validation refuses it first).
   """
   # Local: client_groups imports TensorFlow; this module must not (see above).
   from federated_vision.algorithms import client_groups  # pylint: disable=g-import-not-at-top
   s = method.settings
   size = client_groups.resolve_group_size(group_size, inputs.clients_per_round)
-  # A mixing strategy's FedIR counts q_k over the round's batches, the
-  # groups over the client's whole data (`fedir_label_counts`): not grouped.
-  covered = (s.get("algorithm") in client_groups.GROUPED_ALGORITHMS
-             and s.get("client_work") in client_groups.GROUPED_CLIENT_WORK
-             and ("mixing" not in s
-                  or (s["mixing"] in client_groups.GROUPED_MIXING
-                      and s["client_work"] == "plain")))
-  if size == 1 or not covered:
+  # The one coverage rule (config validation refuses the same up front).
+  uncovered = client_group_size.uncovered(config, s.get("mixing"))
+  if size == 1 or uncovered is not None:
     if size > 1 and group_size != client_groups.AUTO:
-      raise ValueError(f"method {method.name} cannot be grouped (client "
-                       "groups cover fedavg, fedavgm, fedsgd with or without "
-                       "fedir / fedvc, and without fedir also with the "
-                       f"mixing strategies {', '.join(client_groups.GROUPED_MIXING)}"
-                       "); use 1 or 'auto'")
+      raise ValueError(uncovered)
     return method._replace(settings={**s, "client_group_size": 1})
   server, _ = method_builtins.server_optimizer(s["server_optimizer"] == "sgdm")(
       config)

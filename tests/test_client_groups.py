@@ -197,6 +197,36 @@ def test_explicit_group_size_for_an_uncovered_method_exits_2(tmp_path):
           in proc.stderr) and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("variants, settings, name", [
+    (("fedprox",), {"client_work": "fedprox"}, "fedavg+fedprox"),
+    ((), {"client_work": "plain", "mixing": "gradient_transfer"},
+     "fedavg+gradient_transfer"),
+    (("fedir",), {"client_work": "fedir", "mixing": "oracle"},
+     "fedavg+fedir+oracle")])
+def test_with_client_groups_applies_the_validation_rule(variants, settings,
+                                                        name):
+  """A library caller that skipped config validation: `with_client_groups`
+  raises ValueError with `client_group_size.uncovered`'s text (the rule
+  config validation refuses up front) for an explicit size, and 'auto'
+  leaves the method as built, recorded as group size 1."""
+  from federated_vision import client_group_size  # pylint: disable=g-import-not-at-top
+  from federated_vision import methods  # pylint: disable=g-import-not-at-top
+  config = methods.MethodConfig("fedavg", variants)
+  method = methods.Method(name, "built", "spec", "sampler",
+                          {"algorithm": "fedavg", **settings})
+  # 100 clients a round: 'auto' resolves to a size > 1 on any core count.
+  inputs = methods.MethodInputs(None, 10, [], [], 100)
+  reason = client_group_size.uncovered(config, settings.get("mixing"))
+  assert reason.startswith(f"method {name} cannot be grouped")
+  with pytest.raises(ValueError) as e:
+    methods.with_client_groups(method, config, inputs, 2)
+  assert str(e.value) == reason
+  auto = methods.with_client_groups(method, config, inputs, "auto")
+  assert client_groups.resolve_group_size("auto", 100) > 1
+  assert auto.process == "built"
+  assert auto.settings == {**method.settings, "client_group_size": 1}
+
+
 @pytest.mark.parametrize("kind", ["fedavg", "fedir"])
 def test_non_finite_clients_are_dropped_and_counted_alike(kind):
   """A client learning rate that overflows some clients' models: both paths

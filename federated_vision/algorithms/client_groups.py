@@ -50,6 +50,11 @@ AUTO = group_size_lib.AUTO
 MAX_GROUP_SIZE = group_size_lib.MAX_GROUP_SIZE
 parse_group_size = group_size_lib.parse_group_size
 resolve_group_size = group_size_lib.resolve_group_size
+# Methods whose process `methods.with_client_groups` can build grouped (the
+# rule: `client_group_size.uncovered`, light so config validation applies it).
+GROUPED_ALGORITHMS = group_size_lib.GROUPED_ALGORITHMS
+GROUPED_CLIENT_WORK = group_size_lib.GROUPED_CLIENT_WORK
+GROUPED_MIXING = group_size_lib.GROUPED_MIXING
 
 
 def group_keys(keys: Sequence[str], group_size: int) -> list:
@@ -350,12 +355,3 @@ class GroupedMethod:
     return GroupedTrainingProcess(
         tff.simulation.compose_dataset_computation_with_learning_process(
             keys_to_dataset, process), self.group_size)
-
-
-# Methods whose process `methods.with_client_groups` can build grouped.
-GROUPED_ALGORITHMS = ("fedavg", "fedavgm", "fedsgd")
-GROUPED_CLIENT_WORK = ("plain", "fedir")
-# Mixing strategies (Augenstein et al.) whose process is FedAvg's on the
-# strategy's data (`algorithms.mixing`: no mixing, the oracle, example
-# transfer); parallel and gradient transfer change the round itself.
-GROUPED_MIXING = ("none", "oracle", "example_transfer")
