@@ -3,8 +3,8 @@
 Algorithms: fedavg (McMahan et al. 2017, Algorithm 1), fedavgm (Hsu, Qi &
 Brown 2019, Section 3: server momentum), fedsgd (McMahan et al. 2017,
 Section 2: B = inf, E = 1). Variants: fedir (Hsu, Qi & Brown 2020, Section
-5.1, client work), fedprox (Li et al. 2020, eq. 2, client work), fedvc (Hsu,
-Qi & Brown 2020, Section 5.2, data side).
+5.2, client work), fedprox (Li et al. 2020, eq. 2, client work), fedvc (Hsu,
+Qi & Brown 2020, Section 5.3, data side).
 
 The parts every builder shares are built in one place each: the server
 optimizer (`server_optimizer`, an algorithm's `server_optimizer` entry), the

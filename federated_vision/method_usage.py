@@ -14,9 +14,9 @@ The built-in declarations follow the builders in `method_builtins.py`:
   * fedsgd (McMahan et al. 2017, Section 2): B = inf and E = 1 whatever the
     flags say (`methods.fedsgd_client_spec`), so neither --client_batch_size
     nor --client_epochs.
-  * fedir (Hsu, Qi & Brown 2020, Section 5.1): --fedir_target.
+  * fedir (Hsu, Qi & Brown 2020, Section 5.2): --fedir_target.
   * fedprox (Li et al. 2020, eq. 2): --fedprox_mu.
-  * fedvc (Hsu, Qi & Brown 2020, Section 5.2): --virtual_client_size (N_VC).
+  * fedvc (Hsu, Qi & Brown 2020, Section 5.3): --virtual_client_size (N_VC).
 
 An algorithm or variant registered elsewhere (--extra_modules) calls
 `declare_reads(name, fields)`; one that declares nothing is taken to read
