@@ -56,9 +56,12 @@ def grouped_help(flag_values: flags.FlagValues, doc: Optional[str],
       flags (its `SECTIONS` / `field_sections()` group them), else None.
   """
   key = flag_values.get_key_flags_for_module(program)
-  if config_module:  # Generated after the binary adopted its key flags.
-    key += [f for f in flag_values.get_flags_for_module(
-        "experiments.flags_components") if f not in key]
+  # flags_components: generated after the binary adopted its key flags;
+  # estimate: --estimate and its settings (estimate.define_flags).
+  for module in ((["experiments.flags_components"] if config_module else [])
+                 + ["experiments.estimate"]):
+    key += [f for f in flag_values.get_flags_for_module(module)
+            if f not in key]
   sections = getattr(config_module, "SECTIONS", {}) if config_module else {}
   field_sections = config_module.field_sections() if config_module else {}
   name = program.rsplit("/", 1)[-1]

@@ -31,6 +31,7 @@ from experiments import flags_lib
 from experiments import parallel
 from experiments import reproduce_lib
 from federated_vision.reproduction import plan
+from federated_vision.reproduction import presets
 
 flags_lib.define_flags()  # The data-location flags, named as in train_main.
 cli.define_flags()
@@ -53,8 +54,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   def body():
-    if not FLAGS.preset:
-      cli.fail("--preset: required")
+    _require_preset()
     if FLAGS.estimate:
       if FLAGS.dry_run or FLAGS.report_only:
         cli.fail("--estimate: not with --dry_run or --report_only")
@@ -86,10 +86,18 @@ def _trains() -> bool:
   return not (FLAGS.dry_run or FLAGS.report_only)
 
 
+def _require_preset() -> None:
+  """--preset is required: one line listing the presets (exit 2)."""
+  if not FLAGS.preset:
+    cli.fail("--preset: required; presets: "
+             f"{', '.join(presets.preset_names())}")
+
+
 def _check_plan() -> None:
-  """The plan's errors (a missing data flag or file, a directory made with
-  other flags) before TensorFlow's import; `reproduce_lib.reproduce` checks
-  them again before its first run."""
+  """A missing --preset and the plan's errors (a missing data flag or file, a
+  directory made with other flags) before TensorFlow's import;
+  `reproduce_lib.reproduce` checks them again before its first run."""
+  _require_preset()
   if not (FLAGS.preset and _trains()) or FLAGS.estimate or FLAGS.extra_modules:
     return  # Those paths check in main() (extra modules may add presets).
   try:

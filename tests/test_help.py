@@ -10,6 +10,12 @@ from federated_vision import tasks
 from conftest import run_module
 
 
+# experiments.estimate's flags (defined there, not in the binaries): were
+# missing from --help although the binaries' docstrings name --estimate.
+ESTIMATE_FLAGS = ["estimate", "estimate_batch_size", "estimate_clients",
+                  "estimate_rounds", "estimate_scaled_rounds"]
+
+
 def _groups(text):
   """{group title: [flag names]} in printed order, from `--help` output."""
   out, title = {}, None
@@ -35,13 +41,14 @@ def test_train_main_help_is_grouped_by_section():
   where = config_lib.field_sections()
   listed = [n for names in groups.values() for n in names]
   assert len(listed) == len(set(listed))  # each flag once
-  assert set(listed) == set(where) | {"extra_modules"}
+  assert set(listed) == set(where) | {"extra_modules"} | set(ESTIMATE_FLAGS)
   for title, names in groups.items():
     section = title.split(":")[0]
     for name in names:
       assert where.get(name, "train_main.py") == section, (name, title)
     assert names == sorted(names)
-  assert groups["train_main.py: this binary"] == ["extra_modules"]
+  assert groups["train_main.py: this binary"] == [*ESTIMATE_FLAGS,
+                                                   "extra_modules"]
   assert proc.stdout.startswith("Federated training experiment")
   # The partition help matches the digits task's partitions.
   assert tasks.get_task("digits").partitions == (
@@ -80,3 +87,14 @@ def test_groups_orders_sections_and_keeps_the_rest_last():
       ("bin: this binary", ["mine"])]
   assert help_lib.wants_help(["prog", "--x=1", "-h"])
   assert not help_lib.wants_help(["prog", "--helpfull"])
+
+
+def test_reproduce_help_lists_estimate_and_its_settings():
+  proc = run_module("experiments.reproduce", "--help", timeout=180)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  own = _groups(proc.stdout)["reproduce.py: this binary"]
+  assert [n for n in own if n.startswith("estimate")] == ESTIMATE_FLAGS
+  assert {"preset", "dry_run", "report_only", "results_root"} <= set(own)
+  assert "  --[no]estimate: Calibrate a few rounds per run shape in a " \
+      "temporary directory," in proc.stdout.splitlines()
+  assert "[--estimate]" in proc.stdout  # The usage line names it too.

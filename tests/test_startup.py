@@ -6,12 +6,17 @@ Each case runs the binary as `__main__` in a fresh interpreter that then
 reports whether TensorFlow / TFF were imported.
 """
 
+import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from conftest import REPO
+from experiments import config as config_lib
+from experiments import run_record
+from federated_vision.reproduction import presets
 
 _PROBE = """
 import runpy, sys
@@ -98,3 +103,65 @@ def test_report_only_imports_no_tensorflow(tmp_path):
           f"{tmp_path}/hsu2020_table3.md") in out
   assert (tmp_path / "hsu2020_table3.csv").is_file()
   assert not tf and not tff
+
+
+# --- refusals that used to come after TensorFlow's import (issue: friction) --
+
+def test_reproduce_without_preset_lists_the_presets_before_tensorflow():
+  # Was "--preset: required" after ~5 s of TensorFlow/TFF start-up.
+  code, tf, tff, out, err = _probe("experiments.reproduce")
+  assert code == 2, err[-2000:]
+  assert err.strip().splitlines() == [
+      "reproduce.py: error: --preset: required; presets: "
+      + ", ".join(presets.preset_names())]
+  assert "digits_claims" in presets.preset_names()
+  assert not tf and not tff and out.splitlines() == ["PROBE 2 False False"]
+
+
+def test_sweep_without_its_data_refuses_before_tensorflow(tmp_path):
+  # Was refused only after ~15 s of TensorFlow/TFF start-up.
+  tfds_dir = tmp_path / "tfds"
+  tfds_dir.mkdir()
+  root = tmp_path / "out"
+  code, tf, tff, out, err = _probe(
+      "experiments.sweep_main", "--sweep=hsu2019_cifar10",
+      f"--data_dir={tfds_dir}", f"--root_output_dir={root}")
+  assert code == 2, err[-2000:]
+  assert err.strip().splitlines() == [
+      "sweep_main.py: error: --dataset=cifar10: tensorflow-datasets 'cifar10' "
+      f"not prepared under --data_dir={tfds_dir} (nothing is downloaded): "
+      "give --data_dir=DIR (a prepared cifar10) or --data_source=archive "
+      "--archive_path=FILE (16 point(s) of --sweep=hsu2019_cifar10; nothing "
+      "ran)"]
+  assert not tf and not tff and out.splitlines() == ["PROBE 2 False False"]
+  assert not root.exists()
+
+
+def test_train_main_into_another_experiments_directory_refuses_before_tf(
+    tmp_path):
+  # Was refused only after ~10 s of TensorFlow/TFF start-up.
+  out_dir = tmp_path / "exp"
+  out_dir.mkdir()
+  recorded = config_lib.replace_fields(config_lib.ExperimentConfig(),
+                                       {"total_rounds": 2})
+  (out_dir / "experiment.json").write_text(json.dumps({
+      "settings": run_record.recorded_settings(recorded),
+      "partition_fingerprint": "x", "package_version": "0"}))
+  common = [f"--root_output_dir={tmp_path}", "--experiment_name=exp"]
+  code, tf, tff, out, err = _probe("experiments.train_main", *common,
+                                   "--total_rounds=2", "--seed=1")
+  assert code == 2, err[-2000:]
+  assert err.strip().splitlines() == [
+      f"train_main.py: error: {out_dir} holds another experiment: --seed=1 "
+      f"(recorded 0); rerun with --overwrite to delete {out_dir} and start "
+      "over, or choose another --experiment_name"]
+  assert not tf and not tff and out.splitlines() == ["PROBE 2 False False"]
+  code, tf, tff, out, err = _probe("experiments.train_main", *common,
+                                   "--total_rounds=1")
+  assert code == 2, err[-2000:]
+  assert err.strip().splitlines() == [
+      f"train_main.py: error: --total_rounds=1: {out_dir} already holds a "
+      "run of 2 rounds (it can only be extended); rerun with --overwrite to "
+      f"delete {out_dir} and start over, or choose another --experiment_name"]
+  assert not tf and not tff
+  assert sorted(os.listdir(out_dir)) == ["experiment.json"]
