@@ -118,6 +118,21 @@ def test_reproduce_without_preset_lists_the_presets_before_tensorflow():
   assert not tf and not tff and out.splitlines() == ["PROBE 2 False False"]
 
 
+def test_reproduce_refuses_setting_flags_a_preset_fixes():
+  # Were accepted and ignored (the runs kept the preset's seed and rounds).
+  code, tf, tff, out, err = _probe(
+      "experiments.reproduce", "--preset=digits_claims", "--dry_run",
+      "--total_rounds=3", "--seed=1", "--local_workers=1",
+      "--root_output_dir=/nonexistent/out")
+  assert code == 2, err[-2000:]
+  assert err.strip().splitlines() == [
+      "reproduce.py: error: --seed, --total_rounds: not read: a preset fixes "
+      "its runs' settings (reproduce reads only the data-location, "
+      "output-root and TFF-worker flags, see --help); vary settings with "
+      "train_main or sweep_main"]
+  assert not tf and not tff and out.splitlines() == ["PROBE 2 False False"]
+
+
 def test_sweep_without_its_data_refuses_before_tensorflow(tmp_path):
   # Was refused only after ~15 s of TensorFlow/TFF start-up.
   tfds_dir = tmp_path / "tfds"
