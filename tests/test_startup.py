@@ -180,3 +180,17 @@ def test_train_main_into_another_experiments_directory_refuses_before_tf(
       f"delete {out_dir} and start over, or choose another --experiment_name"]
   assert not tf and not tff
   assert sorted(os.listdir(out_dir)) == ["experiment.json"]
+
+
+@pytest.mark.parametrize("module, args", [
+    ("experiments.train_main", []),
+    ("experiments.reproduce", ["--preset=digits_claims"])])
+def test_estimate_setting_without_estimate_is_one_line(module, args):
+  # Was accepted and ignored (issue: friction).
+  code, tf, tff, _, err = _probe(module, *args, "--estimate_rounds=2")
+  assert code == 2, err[-2000:]
+  binary = module.split(".")[1]
+  assert err.strip().splitlines() == [
+      f"{binary}.py: error: flag --estimate_rounds=2: only with --estimate (a "
+      "setting of its calibration) (--help lists the flags)"]
+  assert not tf and not tff
