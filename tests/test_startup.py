@@ -8,6 +8,7 @@ reports whether TensorFlow / TFF were imported.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ import pytest
 
 from conftest import REPO
 from experiments import config as config_lib
+from experiments import reproduce_lib
 from experiments import run_record
 from federated_vision.reproduction import presets
 
@@ -194,3 +196,16 @@ def test_estimate_setting_without_estimate_is_one_line(module, args):
       f"{binary}.py: error: flag --estimate_rounds=2: only with --estimate (a "
       "setting of its calibration) (--help lists the flags)"]
   assert not tf and not tff
+
+
+def test_reproduction_doc_names_the_flags_reproduce_reads():
+  with open(os.path.join(REPO, "docs", "reproduction.md")) as f:
+    text = " ".join(f.read().split())
+  assert "Phase 1 has no entry point" not in text  # It has one.
+  start = text.index("A preset fixes every setting of its runs:")
+  claim = text[start:text.index("vary settings with", start)]
+  named = re.findall(r"`--([a-z_]+)`", claim)
+  read = set(reproduce_lib.read_flag_names())
+  assert {"split_csv", "root_output_dir", "local_workers"} <= set(named)
+  assert [n for n in named if n not in read] == [
+      "help", "seed", "total_rounds"]
