@@ -96,6 +96,19 @@ def define_flags() -> None:
   flags.DEFINE_integer("estimate_batch_size", 4, "--estimate: largest B of a "
                        "scaled calibration (MobileNetV2-GN at 299 px and "
                        "B=64 needs ~21 GB).", lower_bound=1)
+  for name in SETTING_FLAGS:  # Given without --estimate: refused, not ignored.
+    flags.register_validator(
+        name, lambda _, name=name: _given_with_estimate(name),
+        message="only with --estimate (a setting of its calibration)")
+
+
+SETTING_FLAGS = ("estimate_rounds", "estimate_scaled_rounds",
+                 "estimate_clients", "estimate_batch_size")
+
+
+def _given_with_estimate(name: str) -> bool:
+  """False when --<name> is on the command line without --estimate."""
+  return flags.FLAGS["estimate"].value or not flags.FLAGS[name].present
 
 
 class Settings(NamedTuple):

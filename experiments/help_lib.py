@@ -56,9 +56,14 @@ def grouped_help(flag_values: flags.FlagValues, doc: Optional[str],
       flags (its `SECTIONS` / `field_sections()` group them), else None.
   """
   key = flag_values.get_key_flags_for_module(program)
-  if config_module:  # Generated after the binary adopted its key flags.
-    key += [f for f in flag_values.get_flags_for_module(
-        "experiments.flags_components") if f not in key]
+  # flags_components: generated after a binary that takes every config flag
+  # (--dataset among them) adopted its key flags; estimate: --estimate and its
+  # settings (estimate.define_flags).
+  adopted_config = config_module and any(f.name == "dataset" for f in key)
+  for module in ((["experiments.flags_components"] if adopted_config else [])
+                 + ["experiments.estimate"]):
+    key += [f for f in flag_values.get_flags_for_module(module)
+            if f not in key]
   sections = getattr(config_module, "SECTIONS", {}) if config_module else {}
   field_sections = config_module.field_sections() if config_module else {}
   name = program.rsplit("/", 1)[-1]

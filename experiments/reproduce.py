@@ -1,6 +1,6 @@
 """Reruns a paper's table or figure and reports it beside the published numbers.
 
-  python -m experiments.reproduce --preset=hsu2020_table3 --split_csv=... \
+  .venv/bin/python -m experiments.reproduce --preset=hsu2020_table3 --split_csv=... \\
       [--dry_run] [--only=run_glob,...] [--report_only]
       [--results_root=DIR (default: --root_output_dir, i.e. output)]
       [--local_workers=N] [--workers=host:port,...] [--parallel_runs=N]
@@ -13,7 +13,9 @@ runs, skipping finished ones), then writes <results_root>/<preset>.md/.csv,
 the studies' tables and contours, TensorBoard HParams for the sweep and, for
 --preset=digits_claims, one verdict line per claim. --estimate prints each
 run's projected wall time and CPU-hours (calibrated per run shape, on the
-synthetic twin where the data are not here) and trains nothing. Logic:
+synthetic twin where the data are not here) and trains nothing. A preset
+fixes its runs' settings: only the flags below are read (data location,
+output root, TFF workers); any other setting flag is refused. Logic:
 `experiments.reproduce_lib`; presets: `federated_vision.reproduction`.
 """
 
@@ -31,12 +33,14 @@ from experiments import flags_lib
 from experiments import parallel
 from experiments import reproduce_lib
 from federated_vision.reproduction import plan
+from federated_vision.reproduction import presets
 
 flags_lib.define_flags()  # The data-location flags, named as in train_main.
 cli.define_flags()
 estimate.define_flags()
-flags.DEFINE_string("preset", None, "Preset name (see --dry_run of any "
-                    "preset, or federated_vision.reproduction.presets).")
+flags.DEFINE_string("preset", None, "Preset name: "
+                    f"{' | '.join(presets.preset_names())} (--dry_run lists "
+                    "its runs).")
 flags.DEFINE_bool("dry_run", False, "List the runs: the preset's base "
                   "settings once, then per run what differs; train nothing.")
 flags.DEFINE_list("only", [], "Run/report only runs matching these shell "
@@ -48,13 +52,15 @@ flags.DEFINE_string("results_root", None, "Run directories go to "
                     "Default: --root_output_dir (the output root of every "
                     "binary; giving both with different values is an error).")
 flags.DEFINE_integer("parallel_runs", 1, parallel.FLAG_HELP, lower_bound=1)
+for _name in reproduce_lib.read_flag_names():  # --help lists these.
+  flags.declare_key_flag(_name)
+flags.adopt_module_key_flags(cli)  # --extra_modules.
 FLAGS = flags.FLAGS
 
 
 def main(argv):
   def body():
-    if not FLAGS.preset:
-      cli.fail("--preset: required")
+    _require_preset()
     if FLAGS.estimate:
       if FLAGS.dry_run or FLAGS.report_only:
         cli.fail("--estimate: not with --dry_run or --report_only")
@@ -86,11 +92,32 @@ def _trains() -> bool:
   return not (FLAGS.dry_run or FLAGS.report_only)
 
 
+def _require_preset() -> None:
+  """--preset is required: one line listing the presets (exit 2)."""
+  if not FLAGS.preset:
+    cli.fail("--preset: required; presets: "
+             f"{', '.join(presets.preset_names())}")
+
+
+def _refuse_unread_flags() -> None:
+  """A setting flag the preset fixes is one line (exit 2), never ignored."""
+  read = set(reproduce_lib.read_flag_names())
+  unread = [f"--{n}" for n in flags_lib.config_flag_names(FLAGS)
+            if FLAGS[n].present and n not in read]
+  if unread:
+    cli.fail(f"{', '.join(unread)}: not read: a preset fixes its runs' "
+             "settings (reproduce reads only the data-location, output-root "
+             "and TFF-worker flags, see --help); vary settings with "
+             "train_main or sweep_main")
+
+
 def _check_plan() -> None:
-  """The plan's errors (a missing data flag or file, a directory made with
-  other flags) and every run's config errors (`checked_flags`) before
-  TensorFlow's import; `reproduce_lib.reproduce` checks them again before
-  its first run."""
+  """A missing --preset, the plan's errors (a missing data flag or file, a
+  directory made with other flags) and every run's config errors
+  (`checked_flags`) before TensorFlow's import; `reproduce_lib.reproduce`
+  checks them again before its first run."""
+  _require_preset()
+  _refuse_unread_flags()
   if not (FLAGS.preset and _trains()) or FLAGS.estimate or FLAGS.extra_modules:
     return  # Those paths check in main() (extra modules may add presets).
   try:

@@ -253,6 +253,14 @@ def data_flag_names() -> List[str]:
   return sorted({f for r in presets.all_runs().values() for f in r.data_flags})
 
 
+def read_flag_names() -> List[str]:
+  """The setting flags `reproduce` reads from the command line: where the
+  data are (`data_flag_names`), the output root (`output_root`) and the TFF
+  workers (`execution_settings`). A preset fixes every other setting."""
+  return sorted(set(data_flag_names()) | {"root_output_dir"} | {
+      f.name for f in dataclasses.fields(config_lib.ExecutionConfig)})
+
+
 def execution_settings(flag_values) -> Dict[str, object]:
   """The execution flags (--local_workers, --workers, ...) given on the
   command line (name -> value); every run of the preset uses them."""

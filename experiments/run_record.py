@@ -124,6 +124,18 @@ def check(directory: str, config: config_lib.ExperimentConfig
   return record
 
 
+def check_before_run(config: config_lib.ExperimentConfig) -> None:
+  """`check` of an existing directory, before TensorFlow's import (ours: a
+  rerun with other settings is refused in under a second, not after ~10 s
+  of TensorFlow/TFF start-up); `runner.run` checks again under the lock.
+
+  Raises:
+    ConfigError: as `check` (not with --overwrite, which clears it).
+  """
+  if not config.run.overwrite and os.path.isdir(config.output_dir):
+    check(config.output_dir, config)
+
+
 def start(directory: str, config: config_lib.ExperimentConfig,
           fingerprint: str, record: Optional[dict], log=print) -> None:
   """Checks the partition against `record`, then (re)writes the record with

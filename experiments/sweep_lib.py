@@ -102,6 +102,26 @@ def _missing(rows):
   return [r for r in rows if isinstance(r[3], presence.MissingData)]
 
 
+def require_data(sweep, rows) -> None:
+  """ConfigError naming the flag to give when a point to run misses its data
+  (`plan`'s rows: nothing has run yet)."""
+  missing = _missing(rows)
+  if missing:
+    raise ConfigError(f"{missing[0][3].message} ({len(missing)} point(s) of "
+                      f"--sweep={sweep.name}; nothing ran)",
+                      missing[0][3].flags[0])
+
+
+def check(f) -> None:
+  """`plan`'s errors and, unless --dry_run, a point's missing data: the
+  sweep binary's checks before TensorFlow's import (ours: a refusal in under
+  a second, not after ~15 s of TensorFlow/TFF start-up); `run_points`
+  checks again."""
+  sweep, _, rows = plan(f)
+  if not f.dry_run:
+    require_data(sweep, rows)
+
+
 def print_plan(sweep, exp_dir, rows) -> None:
   done = sum(1 for r in rows if isinstance(r[3], str))
   print(f"sweep {sweep.name}: {len(rows)} points, {done} done -> {exp_dir}")
@@ -134,11 +154,7 @@ def run_points(sweep, exp_dir, rows, parallel_runs: int = 1,
   """
   # Local: training_loop imports TFF (seconds): only when needed.
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
-  missing = _missing(rows)
-  if missing:
-    raise ConfigError(f"{missing[0][3].message} ({len(missing)} point(s) of "
-                      f"--sweep={sweep.name}; nothing ran)",
-                      missing[0][3].flags[0])
+  require_data(sweep, rows)
   ran = 0
   diverged = [pt.name for pt, _, _, status in rows if status == "diverged"]
   if parallel_runs > 1:

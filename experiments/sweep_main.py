@@ -56,5 +56,5 @@ def main(argv):
 
 if __name__ == "__main__":
   app.run(main, flags_parser=lambda a: cli.parse_then_import_tf(  # The plan
-      a, lambda: FLAGS.extra_modules or sweep_lib.plan(FLAGS),  # checked
+      a, lambda: FLAGS.extra_modules or sweep_lib.check(FLAGS),  # checked
       needs_tf=lambda: not FLAGS.dry_run))  # before TF (none for a plan).

@@ -4,17 +4,15 @@ Default (`make run`): scikit-learn's digits over 20 Dirichlet(alpha=0.5)
 clients, FedAvg and FedAvgM, and a centralized baseline with the same model
 and input pipeline. Prints a line per round and a final table; writes
 metrics CSVs, TensorBoard summaries, accuracy PNGs, hparams.json and
-summary.json under --root_output_dir/--experiment_name.
+summary.json under --root_output_dir/--experiment_name (docs/experiments.md).
+--estimate: the projected wall time and CPU-hours; trains nothing.
 
   .venv/bin/python -m experiments.train_main --total_rounds=5 --fedvc --imbalance_sigma=1
-
---estimate prints the run's projected wall time and CPU-hours from a few
-calibration rounds and exits 0 without training (`experiments.estimate`).
 
 Flags -> `experiments.config.ExperimentConfig` -> `experiments.runner.run`.
 Exit status: 0 done; 2 bad flag, directory in use or holding another
 experiment (experiment.json); 3 divergence; 1 unreadable checkpoint or
-unwritable output (docs/failure_modes.md: "One experiment per directory").
+unwritable output; 130 Ctrl-C: rerun to resume (docs/failure_modes.md).
 """
 
 import os
@@ -29,6 +27,7 @@ from experiments import cli
 from experiments import config as config_lib
 from experiments import estimate
 from experiments import flags_lib
+from experiments import run_record
 from experiments import runner
 from federated_vision.tasks import presence
 
@@ -46,6 +45,7 @@ def check_config():
     config = config_lib.from_flags(FLAGS)
     config_lib.validate(config)
     presence.require(config.data)
+    run_record.check_before_run(config)  # Another experiment's directory.
 
 
 def main(argv):

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+from absl import flags
 
 from conftest import run_module
 from experiments import config as config_lib
@@ -213,3 +214,17 @@ def test_reproduce_estimate_refuses_dry_run():
   assert r.stderr.strip().splitlines()[-1] == (
       "reproduce.py: error: --estimate: not with --dry_run or --report_only")
   assert "Traceback" not in r.stderr
+
+
+def test_estimate_settings_need_estimate(parse):
+  # Were accepted and ignored without --estimate (issue: friction).
+  estimate.define_flags()
+  parsed = parse("--estimate", "--estimate_rounds=1", "--estimate_clients=3")
+  assert estimate.settings_from_flags(parsed) == estimate.Settings(
+      rounds=1, scaled_rounds=2, clients=3, batch_size=4)
+  assert not parse().estimate  # Defaults, no --estimate: accepted.
+  for name in estimate.SETTING_FLAGS:
+    with pytest.raises(flags.IllegalFlagValueError) as e:
+      parse(f"--{name}=5")
+    assert str(e.value) == (f"flag --{name}=5: only with --estimate (a "
+                            "setting of its calibration)")

@@ -6,8 +6,16 @@ from absl import flags
 
 from experiments import config as config_lib
 from experiments import help_lib
+from experiments import reproduce_lib
 from federated_vision import tasks
+from federated_vision.reproduction import presets
 from conftest import run_module
+
+
+# experiments.estimate's flags (defined there, not in the binaries): were
+# missing from --help although the binaries' docstrings name --estimate.
+ESTIMATE_FLAGS = ["estimate", "estimate_batch_size", "estimate_clients",
+                  "estimate_rounds", "estimate_scaled_rounds"]
 
 
 def _groups(text):
@@ -35,13 +43,14 @@ def test_train_main_help_is_grouped_by_section():
   where = config_lib.field_sections()
   listed = [n for names in groups.values() for n in names]
   assert len(listed) == len(set(listed))  # each flag once
-  assert set(listed) == set(where) | {"extra_modules"}
+  assert set(listed) == set(where) | {"extra_modules"} | set(ESTIMATE_FLAGS)
   for title, names in groups.items():
     section = title.split(":")[0]
     for name in names:
       assert where.get(name, "train_main.py") == section, (name, title)
     assert names == sorted(names)
-  assert groups["train_main.py: this binary"] == ["extra_modules"]
+  assert groups["train_main.py: this binary"] == [*ESTIMATE_FLAGS,
+                                                   "extra_modules"]
   assert proc.stdout.startswith("Federated training experiment")
   # The partition help matches the digits task's partitions.
   assert tasks.get_task("digits").partitions == (
@@ -80,3 +89,30 @@ def test_groups_orders_sections_and_keeps_the_rest_last():
       ("bin: this binary", ["mine"])]
   assert help_lib.wants_help(["prog", "--x=1", "-h"])
   assert not help_lib.wants_help(["prog", "--helpfull"])
+
+
+def test_reproduce_help_lists_exactly_the_flags_it_reads():
+  # Was: the task-component flags (e.g. --imbalance_sigma, which reproduce
+  # ignores) without --split_csv, --data_dir, --root_output_dir, the worker
+  # flags, --extra_modules or --estimate, all of which it reads.
+  proc = run_module("experiments.reproduce", "--help", timeout=180)
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  groups = _groups(proc.stdout)
+  own = groups.pop("reproduce.py: this binary")
+  assert own == sorted(["dry_run", *ESTIMATE_FLAGS, "extra_modules", "only",
+                        "parallel_runs", "preset", "report_only",
+                        "results_root"])
+  where = config_lib.field_sections()
+  listed = [n for names in groups.values() for n in names]
+  assert sorted(listed) == reproduce_lib.read_flag_names()
+  assert {"split_csv", "data_dir", "archive_path", "root_output_dir",
+          "local_workers", "workers"} <= set(listed)
+  assert "imbalance_sigma" not in listed
+  for title, names in groups.items():
+    assert all(where[n] == title.split(":")[0] for n in names), title
+  text = " ".join(proc.stdout.split())
+  assert ("--preset: Preset name: " + " | ".join(presets.preset_names())
+          + " (--dry_run lists its runs).") in text
+  assert "  --[no]estimate: Calibrate a few rounds per run shape in a " \
+      "temporary directory," in proc.stdout.splitlines()
+  assert "[--estimate]" in proc.stdout  # The usage line names it too.

@@ -91,3 +91,18 @@ def test_prebuilt_shim_runs_a_worker_without_compiler(tmp_path):
   assert "result 42" in run.stdout
   assert not os.path.exists(tmp_path / "fresh_cache" / loopback_bind.file_name())
   shutil.rmtree(prefix)
+
+
+def test_failure_modes_doc_names_where_the_shim_is(monkeypatch):
+  # The doc said only `~/.cache/federated_vision` (issue: friction).
+  with open(os.path.join(REPO, "docs", "failure_modes.md")) as f:
+    text = " ".join(f.read().split())
+  share = os.path.dirname(os.path.relpath(
+      loopback_bind.prebuilt_path("/prefix"), "/prefix"))
+  assert share == "share/federated_vision"
+  assert f"`{share}/`" in text and f"`.venv/{share}/`" in text
+  monkeypatch.delenv("FEDERATED_VISION_CACHE", raising=False)
+  assert loopback_bind.cache_dir() == os.path.expanduser(
+      "~/.cache/federated_vision")
+  assert ("into `$FEDERATED_VISION_CACHE`, default "
+          "`~/.cache/federated_vision`") in text

@@ -154,3 +154,18 @@ def test_readme_command_names_existing_program_and_flags(line, argv):
     if isinstance(v, str) else "")
 def test_docs_command_names_existing_program_and_flags(line, argv):
   test_readme_command_names_existing_program_and_flags(line, argv)
+
+
+def test_readme_names_every_file_whose_change_rebuilds_the_environment():
+  # It named only the lock (issue: friction): a change to setup.py or
+  # tools/make_env.sh rebuilds .venv from scratch too.
+  with open(os.path.join(REPO, "Makefile")) as f:
+    rule = re.search(r"(?m)^\$\(VENV\)/\.complete: (.*)$", f.read())
+  prerequisites = rule.group(1).split()
+  assert prerequisites[0] == "requirements.lock"
+  with open(os.path.join(REPO, "README.md")) as f:
+    text = " ".join(f.read().split())
+  sentence = text[text.index("Editing the lock"):]
+  sentence = sentence[:sentence.index("rebuilds the environment")]
+  for name in prerequisites[1:]:
+    assert f"`{name}`" in sentence, name

@@ -6,12 +6,19 @@ Each case runs the binary as `__main__` in a fresh interpreter that then
 reports whether TensorFlow / TFF were imported.
 """
 
+import json
+import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 from conftest import REPO
+from experiments import config as config_lib
+from experiments import reproduce_lib
+from experiments import run_record
+from federated_vision.reproduction import presets
 
 _PROBE = """
 import runpy, sys
@@ -118,3 +125,107 @@ def test_report_only_imports_no_tensorflow(tmp_path):
           f"{tmp_path}/hsu2020_table3.md") in out
   assert (tmp_path / "hsu2020_table3.csv").is_file()
   assert not tf and not tff
+
+
+# --- refusals that used to come after TensorFlow's import (issue: friction) --
+
+def test_reproduce_without_preset_lists_the_presets_before_tensorflow():
+  # Was "--preset: required" after ~5 s of TensorFlow/TFF start-up.
+  code, tf, tff, out, err = _probe("experiments.reproduce")
+  assert code == 2, err[-2000:]
+  assert err.strip().splitlines() == [
+      "reproduce.py: error: --preset: required; presets: "
+      + ", ".join(presets.preset_names())]
+  assert "digits_claims" in presets.preset_names()
+  assert not tf and not tff and out.splitlines() == ["PROBE 2 False False"]
+
+
+def test_reproduce_refuses_setting_flags_a_preset_fixes():
+  # Were accepted and ignored (the runs kept the preset's seed and rounds).
+  code, tf, tff, out, err = _probe(
+      "experiments.reproduce", "--preset=digits_claims", "--dry_run",
+      "--total_rounds=3", "--seed=1", "--local_workers=1",
+      "--root_output_dir=/nonexistent/out")
+  assert code == 2, err[-2000:]
+  assert err.strip().splitlines() == [
+      "reproduce.py: error: --seed, --total_rounds: not read: a preset fixes "
+      "its runs' settings (reproduce reads only the data-location, "
+      "output-root and TFF-worker flags, see --help); vary settings with "
+      "train_main or sweep_main"]
+  assert not tf and not tff and out.splitlines() == ["PROBE 2 False False"]
+
+
+def test_sweep_without_its_data_refuses_before_tensorflow(tmp_path):
+  # Was refused only after ~15 s of TensorFlow/TFF start-up.
+  tfds_dir = tmp_path / "tfds"
+  tfds_dir.mkdir()
+  root = tmp_path / "out"
+  code, tf, tff, out, err = _probe(
+      "experiments.sweep_main", "--sweep=hsu2019_cifar10",
+      f"--data_dir={tfds_dir}", f"--root_output_dir={root}")
+  assert code == 2, err[-2000:]
+  assert err.strip().splitlines() == [
+      "sweep_main.py: error: --dataset=cifar10: tensorflow-datasets 'cifar10' "
+      f"not prepared under --data_dir={tfds_dir} (nothing is downloaded): "
+      "give --data_dir=DIR (a prepared cifar10) or --data_source=archive "
+      "--archive_path=FILE (16 point(s) of --sweep=hsu2019_cifar10; nothing "
+      "ran)"]
+  assert not tf and not tff and out.splitlines() == ["PROBE 2 False False"]
+  assert not root.exists()
+
+
+def test_train_main_into_another_experiments_directory_refuses_before_tf(
+    tmp_path):
+  # Was refused only after ~10 s of TensorFlow/TFF start-up.
+  out_dir = tmp_path / "exp"
+  out_dir.mkdir()
+  recorded = config_lib.replace_fields(config_lib.ExperimentConfig(),
+                                       {"total_rounds": 2})
+  (out_dir / "experiment.json").write_text(json.dumps({
+      "settings": run_record.recorded_settings(recorded),
+      "partition_fingerprint": "x", "package_version": "0"}))
+  common = [f"--root_output_dir={tmp_path}", "--experiment_name=exp"]
+  code, tf, tff, out, err = _probe("experiments.train_main", *common,
+                                   "--total_rounds=2", "--seed=1")
+  assert code == 2, err[-2000:]
+  assert err.strip().splitlines() == [
+      f"train_main.py: error: {out_dir} holds another experiment: --seed=1 "
+      f"(recorded 0); rerun with --overwrite to delete {out_dir} and start "
+      "over, or choose another --experiment_name"]
+  assert not tf and not tff and out.splitlines() == ["PROBE 2 False False"]
+  code, tf, tff, out, err = _probe("experiments.train_main", *common,
+                                   "--total_rounds=1")
+  assert code == 2, err[-2000:]
+  assert err.strip().splitlines() == [
+      f"train_main.py: error: --total_rounds=1: {out_dir} already holds a "
+      "run of 2 rounds (it can only be extended); rerun with --overwrite to "
+      f"delete {out_dir} and start over, or choose another --experiment_name"]
+  assert not tf and not tff
+  assert sorted(os.listdir(out_dir)) == ["experiment.json"]
+
+
+@pytest.mark.parametrize("module, args", [
+    ("experiments.train_main", []),
+    ("experiments.reproduce", ["--preset=digits_claims"])])
+def test_estimate_setting_without_estimate_is_one_line(module, args):
+  # Was accepted and ignored (issue: friction).
+  code, tf, tff, _, err = _probe(module, *args, "--estimate_rounds=2")
+  assert code == 2, err[-2000:]
+  binary = module.split(".")[1]
+  assert err.strip().splitlines() == [
+      f"{binary}.py: error: flag --estimate_rounds=2: only with --estimate (a "
+      "setting of its calibration) (--help lists the flags)"]
+  assert not tf and not tff
+
+
+def test_reproduction_doc_names_the_flags_reproduce_reads():
+  with open(os.path.join(REPO, "docs", "reproduction.md")) as f:
+    text = " ".join(f.read().split())
+  assert "Phase 1 has no entry point" not in text  # It has one.
+  start = text.index("A preset fixes every setting of its runs:")
+  claim = text[start:text.index("vary settings with", start)]
+  named = re.findall(r"`--([a-z_]+)`", claim)
+  read = set(reproduce_lib.read_flag_names())
+  assert {"split_csv", "root_output_dir", "local_workers"} <= set(named)
+  assert [n for n in named if n not in read] == [
+      "help", "seed", "total_rounds"]

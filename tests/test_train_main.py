@@ -134,6 +134,10 @@ def test_signal_stops_run_and_worker(tmp_path, sig, code):
       proc.kill()
   assert proc.returncode == code
   assert "Traceback" not in err
+  if sig == signal.SIGINT:  # As docs/failure_modes.md quotes it.
+    assert err.strip().splitlines()[-1] == (
+        "interrupted; run the same command again to resume from the last "
+        "checkpoint")
   time.sleep(0.5)
   assert not (worker_pids() & ours)
 
