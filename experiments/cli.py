@@ -16,7 +16,6 @@ flags with `parse_then_import_tf` (TensorFlow imported only once the command
 line is accepted).
 """
 
-import gc
 import importlib
 import os
 import sys
@@ -175,11 +174,6 @@ def main(argv: Sequence[str], body: Callable[[], None],
   try:
     if "extra_modules" in flags.FLAGS:
       import_extra_modules(flags.FLAGS.extra_modules)
-    # Ours: the objects of the imports (TF, TFF: millions) leave the garbage
-    # collector's view for the run, so its full collections stop walking
-    # them (a digits run: 1.7 -> 0.3 s of collection; docs/performance.md,
-    # "Start-up"); unfrozen after, so a caller's later garbage is collected.
-    gc.freeze()
     body()
   except ConfigError as e:
     fail(str(e))
@@ -203,5 +197,3 @@ def main(argv: Sequence[str], body: Callable[[], None],
   except KeyboardInterrupt:
     print(interrupted, file=sys.stderr)
     sys.exit(130)
-  finally:
-    gc.unfreeze()
