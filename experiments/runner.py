@@ -15,6 +15,7 @@ import os
 import tempfile
 from typing import Callable, Dict, List, NamedTuple, Optional
 
+from experiments import central_baseline
 from experiments import config as config_lib
 from experiments import mixing_report
 from experiments import usage
@@ -208,18 +209,6 @@ def _train(exp: Experiment, evaluate):
   return results, None
 
 
-def _centralized(exp: Experiment, eval_ds):
-  from federated_vision import centralized  # pylint: disable=g-import-not-at-top
-  epochs = exp.config.training.centralized_epochs
-  if epochs <= 0:
-    return None
-  print(f"[centralized] training {epochs} epochs on the pooled client data")
-  m = exp.config.methods
-  return centralized.train_centralized(
-      exp.keras_model_fn, exp.fed_data, eval_ds, m.client_learning_rate,
-      m.client_batch_size or 32, epochs, seed=exp.config.training.seed)
-
-
 def plot_title(config: config_lib.ExperimentConfig, resolved, emd) -> str:
   """The plots' title: what a reader needs to tell two runs' plots apart."""
   d, m, t = config.data, config.methods, config.training
@@ -355,7 +344,9 @@ def _run(exp: Experiment) -> dict:
     evaluate = mixing_scenarios.build_group_evaluate_fn(
         exp.keras_model_fn, eval_ds, fed.num_classes, exp.scenario.groups)
   results, diverged = _train(exp, evaluate)
-  central = _centralized(exp, eval_ds) if diverged is None else None
+  central = (central_baseline.train_or_reuse(
+      exp, eval_ds, lambda c: central_status(c) == "completed")
+      if diverged is None else None)
   status_c = central_status(central) if central is not None else None
   central_acc = central.accuracy if status_c == "completed" else math.nan
   if status_c == "diverged":

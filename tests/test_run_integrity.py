@@ -96,6 +96,14 @@ def test_other_settings_refused_extension_runs_only_new_rounds(runs):
   assert m["seconds"] == pytest.approx(sum(seconds), abs=0.01)
   record = _strict_json(ext / "experiment.json")
   assert record["settings"]["total_rounds"] == 6
+  # The extension reused the 4-round invocation's centralized baseline (not
+  # trained again), which equals the one the uninterrupted run trained.
+  assert "[centralized] 1 epochs: reusing the baseline" in extended.stdout
+  assert "[centralized] training" not in extended.stdout
+  assert s["centralized"]["accuracy"] == r["centralized"]["accuracy"]
+  assert s["centralized"]["history"] == r["centralized"]["history"]
+  assert _strict_json(ext / "centralized.json")["result"]["accuracy"] == (
+      r["centralized"]["accuracy"])
   assert record["partition_fingerprint"] == _strict_json(
       ref / "experiment.json")["partition_fingerprint"]
 
