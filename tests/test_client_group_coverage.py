@@ -5,9 +5,13 @@ naming the flag and the method before any method is built; 'auto' and 1
 pass for every method. Construction level: nothing is built or trained
 (tests/test_startup.py runs the binaries' refusal without TensorFlow)."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
-from experiments import cli
+from conftest import REPO
 from experiments import config as config_lib
 from federated_vision import client_group_size as cgs
 from federated_vision.errors import ConfigError
@@ -91,24 +95,42 @@ def test_client_work_is_the_registered_variant_kind():
   assert cgs.client_work(_method("fedsgd+fedvc+fedprox")) == "fedprox"
 
 
+# Run in a child: --extra_modules register components process-wide, and
+# they must stay out of the pytest process (other tests list the registry).
+_THIRD_PARTY = """
+import pytest
+import test_client_group_coverage as t
+from experiments import cli
+from federated_vision import client_group_size as cgs
+from federated_vision.errors import ConfigError
+cli.import_extra_modules(["extra_client_variant", "extra_mixing_strategy"])
+scaled = t._method("fedavg+scaled")
+assert cgs.client_work(scaled) == "scaled"
+assert cgs.uncovered(scaled) == f"method fedavg+scaled {t.REASON}"
+with pytest.raises(ConfigError, match=r"^--client_group_size=2: method "
+                   r"fedavg\\+scaled cannot be grouped"):
+  t._config("fedavg+scaled", None, "2")
+assert cgs.uncovered(t._method("fedavg"), "parallel_shared") == (
+    f"method fedavg+parallel_shared {t.REASON}")
+with pytest.raises(ConfigError, match=r"method fedavg\\+parallel_shared "):
+  t._config("fedavg", "parallel_shared", "2")
+t._config("fedavg+scaled", None, "auto")
+t._config("fedavg", "parallel_shared", "auto")
+print("checked")
+"""
+
+
 def test_third_party_variant_and_strategy_are_not_covered():
   """Components registered by --extra_modules (tests/extra_*.py): a
   client-work variant ('scaled') and a mixing strategy ('parallel_shared')
   the groups know nothing about are refused; a data-side variant changes
   only the spec and sampler the grouped process uses too."""
-  cli.import_extra_modules(["extra_client_variant", "extra_mixing_strategy"])
-  scaled = _method("fedavg+scaled")
-  assert cgs.client_work(scaled) == "scaled"
-  assert cgs.uncovered(scaled) == f"method fedavg+scaled {REASON}"
-  with pytest.raises(ConfigError, match=r"^--client_group_size=2: method "
-                     r"fedavg\+scaled cannot be grouped"):
-    _config("fedavg+scaled", None, "2")
-  assert cgs.uncovered(_method("fedavg"), "parallel_shared") == (
-      f"method fedavg+parallel_shared {REASON}")
-  with pytest.raises(ConfigError, match=r"method fedavg\+parallel_shared "):
-    _config("fedavg", "parallel_shared", "2")
-  _config("fedavg+scaled", None, "auto")
-  _config("fedavg", "parallel_shared", "auto")
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+      [REPO, os.path.join(REPO, "tests")]))
+  proc = subprocess.run([sys.executable, "-c", _THIRD_PARTY], cwd=REPO,
+                        env=env, capture_output=True, text=True, check=False)
+  assert proc.returncode == 0 and proc.stdout.split() == ["checked"], (
+      proc.stdout, proc.stderr[-3000:])
 
 
 def test_unknown_algorithm_is_not_covered():
