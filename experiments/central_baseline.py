@@ -56,22 +56,23 @@ def recorded(directory: str, config: config_lib.ExperimentConfig
 
 
 def train_or_reuse(exp, eval_ds, finite):
-  """The run's `centralized.CentralizedResult` (None with
-  --centralized_epochs=0): the recorded one if `recorded` finds it, else
-  trained now and, if `finite(result)`, recorded for the next invocation."""
+  """(the run's `centralized.CentralizedResult`, whether it was reused):
+  the recorded one if `recorded` finds it, else trained now and, if
+  `finite(result)`, recorded for the next invocation; (None, False) with
+  --centralized_epochs=0."""
   # Local: both import TensorFlow; only when a run gets here.
   from federated_vision import centralized  # pylint: disable=g-import-not-at-top
   from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
   config = exp.config
   epochs = config.training.centralized_epochs
   if epochs <= 0:
-    return None
+    return None, False
   saved = recorded(exp.output_dir, config)
   if saved is not None:
     print(f"[centralized] {epochs} epochs: reusing the baseline an earlier "
           f"invocation trained ({BASELINE_FILE}: accuracy "
           f"{saved['accuracy']:.4f}), not training it again")
-    return centralized.CentralizedResult(**saved)
+    return centralized.CentralizedResult(**saved), True
   print(f"[centralized] training {epochs} epochs on the pooled client data")
   m = config.methods
   result = centralized.train_centralized(
@@ -80,4 +81,4 @@ def train_or_reuse(exp, eval_ds, finite):
   if finite(result):
     reporting.write_json(os.path.join(exp.output_dir, BASELINE_FILE), {
         "settings": baseline_settings(config), "result": result._asdict()})
-  return result
+  return result, False

@@ -344,9 +344,9 @@ def _run(exp: Experiment) -> dict:
     evaluate = mixing_scenarios.build_group_evaluate_fn(
         exp.keras_model_fn, eval_ds, fed.num_classes, exp.scenario.groups)
   results, diverged = _train(exp, evaluate)
-  central = (central_baseline.train_or_reuse(
+  central, reused = (central_baseline.train_or_reuse(
       exp, eval_ds, lambda c: central_status(c) == "completed")
-      if diverged is None else None)
+      if diverged is None else (None, False))
   status_c = central_status(central) if central is not None else None
   central_acc = central.accuracy if status_c == "completed" else math.nan
   if status_c == "diverged":
@@ -404,7 +404,8 @@ def _run(exp: Experiment) -> dict:
                               "loss": central.loss,
                               "epochs": central.epochs,
                               "history": central.history,
-                              "seconds": round(central.seconds, 2)}
+                              "seconds": round(central.seconds, 2),
+                              "reused": reused}
   reporting.write_json(os.path.join(out, "summary.json"), summary)
   write_hparams_sessions(out)
   title = plot_title(config, exp.resolved, stats["emd"])

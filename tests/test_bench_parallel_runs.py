@@ -52,21 +52,18 @@ def test_env_n_parsing():
       bench_parallel_runs.parse_env([bad])
 
 
-def test_a_bad_env_n_exits_2_naming_it(capsys):
+@pytest.mark.parametrize("arg, line", [
+    ("--env_n=oops", "--env_n=oops: must be NAME=VALUE"),
+    ("--flags_n=max_concurrent_computation_calls=1",
+     "--flags_n=max_concurrent_computation_calls=1: must be --flag=value"),
+    ("--overlap=only_one",
+     "--overlap=only_one: must be two run names, RUN_A,RUN_B"),
+])
+def test_a_bad_argument_exits_2_naming_it(arg, line, capsys):
   with pytest.raises(SystemExit) as e:
-    bench_parallel_runs.main(["--env_n=oops"])
+    bench_parallel_runs.main([arg])
   assert e.value.code == 2
-  assert capsys.readouterr().err.strip() == (
-      "bench_parallel_runs: --env_n=oops: must be NAME=VALUE")
-
-
-def test_a_bad_flags_n_exits_2_naming_it(capsys):
-  with pytest.raises(SystemExit) as e:
-    bench_parallel_runs.main(["--flags_n=max_concurrent_computation_calls=1"])
-  assert e.value.code == 2
-  assert capsys.readouterr().err.strip() == (
-      "bench_parallel_runs: --flags_n=max_concurrent_computation_calls=1: "
-      "must be --flag=value")
+  assert capsys.readouterr().err.strip() == f"bench_parallel_runs: {line}"
 
 
 def test_flags_n_reach_the_invocation(tmp_path):
@@ -91,12 +88,3 @@ def test_cores_busy_from_proc_stat_text():
   assert bench_parallel_runs.busy_cores(after, after, 2) == 0.0
   with pytest.raises(ValueError, match="not a /proc/stat"):
     bench_parallel_runs.cpu_jiffies("intr 1 2 3\n")
-
-
-def test_a_bad_overlap_exits_2_naming_it(capsys):
-  with pytest.raises(SystemExit) as e:
-    bench_parallel_runs.main(["--overlap=only_one"])
-  assert e.value.code == 2
-  assert capsys.readouterr().err.strip() == (
-      "bench_parallel_runs: --overlap=only_one: must be two run names, "
-      "RUN_A,RUN_B")

@@ -102,6 +102,8 @@ def test_other_settings_refused_extension_runs_only_new_rounds(runs):
   assert "[centralized] training" not in extended.stdout
   assert s["centralized"]["accuracy"] == r["centralized"]["accuracy"]
   assert s["centralized"]["history"] == r["centralized"]["history"]
+  assert s["centralized"]["reused"] is True
+  assert r["centralized"]["reused"] is False
   assert _strict_json(ext / "centralized.json")["result"]["accuracy"] == (
       r["centralized"]["accuracy"])
   assert record["partition_fingerprint"] == _strict_json(
