@@ -77,8 +77,8 @@ def parse_overrides(argv) -> dict:
 
 
 def main(argv=None) -> int:
-  from experiments import config as config_lib  # pylint: disable=g-import-not-at-top
-  from experiments import runner  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import config as config_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import runner  # pylint: disable=g-import-not-at-top
   from federated_vision import runtime  # pylint: disable=g-import-not-at-top
   from federated_vision.errors import ConfigError  # pylint: disable=g-import-not-at-top
   runtime.install()

@@ -48,7 +48,7 @@ from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from absl import flags
 
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import estimate_calibrate as calib
 from experiments.estimate_calibrate import Calibration
 from federated_vision import tasks

@@ -14,8 +14,8 @@ import tempfile
 import time
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from experiments import config as config_lib
-from experiments import runner
+from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import runner
 from federated_vision.evaluation import cost
 from federated_vision.runtime import registry
 

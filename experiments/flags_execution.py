@@ -3,7 +3,7 @@ workers run the computations. None of them changes results."""
 
 from absl import flags
 
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 
 
 def define_flags() -> None:

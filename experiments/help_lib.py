@@ -3,7 +3,7 @@
 absl's `--help` lists a binary's key flags (about 75 for `train_main`) in one
 alphabetical list. `cli.parse_flags` prints this instead for `--help`, `-h`,
 `-?` and `--helpshort` (exit 0): the binary's docstring, then its flags
-grouped by the `experiments.config.SECTIONS` section they set (in that
+grouped by the `federated_vision.experiment.config.SECTIONS` section they set (in that
 order), then the binary's own flags. absl's complete list stays under
 `--helpfull`.
 """
@@ -52,7 +52,7 @@ def grouped_help(flag_values: flags.FlagValues, doc: Optional[str],
     flag_values: the parsed-or-not absl flags.
     doc: the binary's module docstring.
     program: `sys.argv[0]` (absl keys the main module's flags by it).
-    config_module: `experiments.config` when the binary defines config
+    config_module: `federated_vision.experiment.config` when the binary defines config
       flags (its `SECTIONS` / `field_sections()` group them), else None.
   """
   key = flag_values.get_key_flags_for_module(program)
@@ -83,5 +83,5 @@ def print_help_and_exit(flag_values: flags.FlagValues) -> None:
   """Prints `grouped_help` for the running binary and exits 0."""
   main = sys.modules.get("__main__")
   print(grouped_help(flag_values, getattr(main, "__doc__", None), sys.argv[0],
-                     sys.modules.get("experiments.config")))
+                     sys.modules.get("federated_vision.experiment.config")))
   sys.exit(0)

@@ -99,7 +99,7 @@ except (OSError, AttributeError):  # Not Linux: `_stop` still reaches them.
 class Job(NamedTuple):
   """One point to run: its name, config and run directory."""
   name: str
-  config: object  # experiments.config.ExperimentConfig
+  config: object  # federated_vision.experiment.config.ExperimentConfig
   output_dir: str
 
 

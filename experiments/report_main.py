@@ -4,7 +4,7 @@ One row per (run directory, method): point name (the run directory relative
 to --input_dir), dataset, partition, alpha, method, C, clients per round, E,
 B, final test accuracy, rounds to the target accuracy, speedup over the
 --reference row and the EMD non-identicalness of the partition
-(`experiments.report_lib`). Printed, and written as report.csv and report.md
+(`federated_vision.experiment.report_lib`). Printed, and written as report.csv and report.md
 to --output_dir (default: --input_dir). Does not import TensorFlow.
 
   .venv/bin/python -m experiments.report_main --input_dir=output/mcmahan_mnist_grid \\
@@ -15,7 +15,7 @@ from absl import app
 from absl import flags
 
 from experiments import cli
-from experiments import report_lib
+from federated_vision.experiment import report_lib
 
 
 def define_flags():

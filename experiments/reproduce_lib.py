@@ -18,9 +18,9 @@ import dataclasses
 import os
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import parallel
-from experiments import runner
+from federated_vision.experiment import runner
 from federated_vision.reproduction import claims
 from federated_vision.reproduction import hparams
 from federated_vision.reproduction import plan as plan_lib

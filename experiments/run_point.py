@@ -36,7 +36,7 @@ from absl import flags
 
 from experiments import cli
 from experiments import parallel
-from experiments import runner
+from federated_vision.experiment import runner
 
 cli.define_flags()
 flags.DEFINE_integer("status_fd", None, "File descriptor the status of each "

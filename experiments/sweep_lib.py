@@ -1,4 +1,4 @@
-"""Planning and running a sweep of `experiments.sweeps` (for `sweep_main`).
+"""Planning and running a sweep of `federated_vision.experiment.sweeps` (for `sweep_main`).
 
 `plan` reads parsed flags (never writes them) and builds each point's
 `ExperimentConfig` with `sweeps.point_config`; `run_points` runs them with
@@ -16,11 +16,11 @@ import json
 import os
 import sys
 
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import flags_lib
 from experiments import parallel
-from experiments import runner
-from experiments import sweeps
+from federated_vision.experiment import runner
+from federated_vision.experiment import sweeps
 from federated_vision.errors import ConfigError, show
 from federated_vision.tasks import presence
 

@@ -5,7 +5,7 @@ config) writing summary.json, hparams.json, <method>/metrics.csv, the
 partition report and plots to <root_output_dir>/<experiment_name>/<point>/.
 <experiment_name> defaults to the sweep's name. Points whose summary.json
 exists are skipped, so an interrupted sweep resumes when started again (a
-point cut short resumes from its last checkpoint). Grids: experiments/sweeps.py.
+point cut short resumes from its last checkpoint). Grids: federated_vision/experiment/sweeps.py.
 
 Precedence: a point's grid axes > flags given on the command line > the
 sweep's base values > flag defaults. Giving an axis flag (e.g. --alpha for an
@@ -28,7 +28,7 @@ from experiments import cli
 from experiments import flags_lib
 from experiments import parallel
 from experiments import sweep_lib
-from experiments import sweeps
+from federated_vision.experiment import sweeps
 
 flags_lib.define_flags()
 cli.define_flags()

@@ -9,7 +9,7 @@ summary.json under --root_output_dir/--experiment_name (docs/experiments.md).
 
   .venv/bin/python -m experiments.train_main --total_rounds=5 --fedvc --imbalance_sigma=1
 
-Flags -> `experiments.config.ExperimentConfig` -> `experiments.runner.run`.
+Flags -> `federated_vision.experiment.config.ExperimentConfig` -> `federated_vision.experiment.runner.run`.
 Exit status: 0 done; 2 bad flag, directory in use or holding another
 experiment (experiment.json); 3 divergence; 1 unreadable checkpoint or
 unwritable output; 130 Ctrl-C: rerun to resume (docs/failure_modes.md).
@@ -24,11 +24,11 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
 from experiments import cli
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import estimate
 from experiments import flags_lib
-from experiments import run_record
-from experiments import runner
+from federated_vision.experiment import run_record
+from federated_vision.experiment import runner
 from federated_vision.tasks import presence
 
 flags_lib.define_flags()

@@ -236,7 +236,7 @@ class Options:
           values.validate()
 
 
-# Config sections holding an `Options` field (experiments.config).
+# Config sections holding an `Options` field (federated_vision.experiment.config).
 
 def options_field(cls) -> Optional[dataclasses.Field]:
   """The section's `Options` field (components' declared

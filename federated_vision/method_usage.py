@@ -2,7 +2,7 @@
 
 Every registered algorithm and variant (`federated_vision.methods`) declares
 the `methods.HyperParameters` fields it reads; a method reads the union of its
-algorithm's and its variants' (`fields_read`). `experiments.usage` refuses a
+algorithm's and its variants' (`fields_read`). `federated_vision.experiment.usage` refuses a
 hyper-parameter flag that no method of the run reads and leaves it out of the
 recorded config.
 

@@ -1,4 +1,4 @@
-"""Test-only writers of run directories in experiments/runner.py's layout.
+"""Test-only writers of run directories in federated_vision/experiment/runner.py's layout.
 
   <root>/<run>/hparams.json          flag values (top level) + resolved
   <root>/<run>/summary.json          methods, centralized, emd, refs
@@ -10,7 +10,7 @@ import json
 import os
 from typing import Mapping, Optional, Sequence, Tuple
 
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 
 # training_loop.CSV_COLUMNS (not imported: that module imports TensorFlow).
 CSV_COLUMNS = ("round", "clients", "train_loss", "train_accuracy", "test_loss",

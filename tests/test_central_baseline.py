@@ -1,10 +1,10 @@
-"""experiments.central_baseline: when a recorded centralized baseline is
+"""federated_vision.experiment.central_baseline: when a recorded centralized baseline is
 reused (the same settings, any --total_rounds) and when it is not."""
 
 import json
 
-from experiments import central_baseline
-from experiments import config as config_lib
+from federated_vision.experiment import central_baseline
+from federated_vision.experiment import config as config_lib
 
 RESULT = {"accuracy": 0.875, "loss": 0.4, "epochs": 2,
           "history": [0.5, 0.875], "seconds": 3.25}

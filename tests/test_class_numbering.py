@@ -15,7 +15,7 @@ import pytest
 
 import realworld_fixtures as fixtures
 from conftest import REPO, run_module
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from federated_vision import tasks
 from federated_vision.data import class_numbering as cn
 from federated_vision.data import split_io

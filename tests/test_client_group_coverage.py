@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from federated_vision import client_group_size as cgs
 from federated_vision.errors import ConfigError
 from federated_vision.method_components import MethodConfig

@@ -175,7 +175,7 @@ def test_train_main_grouped_equals_ungrouped_and_records_the_size(tmp_path):
 
 @pytest.mark.parametrize("value", ["0", "-1", "2.5", "big", "4097"])
 def test_bad_client_group_size_is_a_config_error(value):
-  from experiments import config as config_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import config as config_lib  # pylint: disable=g-import-not-at-top
   from federated_vision.errors import ConfigError  # pylint: disable=g-import-not-at-top
   with pytest.raises(ConfigError) as e:
     config_lib.from_values({"client_group_size": value}, ["client_group_size"])

@@ -9,9 +9,9 @@ import os
 import pytest
 
 from conftest import REPO
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import flags_lib
-from experiments import sweeps
+from federated_vision.experiment import sweeps
 from federated_vision.errors import ConfigError
 
 

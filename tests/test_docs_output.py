@@ -24,7 +24,7 @@ import pytest
 from conftest import REPO, run_module
 import in_process
 from experiments import cli
-from experiments import report_lib
+from federated_vision.experiment import report_lib
 from federated_vision.evaluation import reporting
 
 BINARY = "experiments.train_main"

@@ -9,7 +9,7 @@ import pytest
 from absl import flags
 
 from conftest import run_module
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import estimate
 from experiments.estimate_calibrate import Calibration
 from federated_vision.data import client_data as cdl

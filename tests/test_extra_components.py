@@ -19,9 +19,9 @@ import pytest
 
 from conftest import REPO, TRAIN_MAIN, metric_rows, run_module
 from experiments import cli
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import flags_lib
-from experiments import usage
+from federated_vision.experiment import usage
 from federated_vision import config_fields
 from federated_vision import tasks
 from federated_vision.errors import ConfigError

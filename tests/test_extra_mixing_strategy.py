@@ -9,7 +9,7 @@ import json
 import pytest
 
 from experiments import cli
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from federated_vision import mixing_strategies
 from federated_vision.errors import ConfigError
 

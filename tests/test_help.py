@@ -4,7 +4,7 @@ import re
 
 from absl import flags
 
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import help_lib
 from experiments import reproduce_lib
 from federated_vision import tasks

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from federated_vision import method_names
 from federated_vision.errors import ConfigError
 from federated_vision.reproduction import spec
@@ -184,7 +184,7 @@ def test_a_variant_from_extra_modules_is_reachable_through_methods(
 
 
 def test_run_record_keeps_old_records_and_names_a_methods_change(tmp_path):
-  from experiments import run_record  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import run_record  # pylint: disable=g-import-not-at-top
   base = config_lib.from_values({"total_rounds": 3})
   settings = run_record.recorded_settings(base)
   assert "methods" not in settings  # Shorthands: recorded as before.

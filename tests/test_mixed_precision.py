@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 from conftest import TRAIN_MAIN, metric_rows, run_module
-from experiments import config as config_lib
-from experiments import run_record
+from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import run_record
 from federated_vision import models as models_lib
 from federated_vision import tasks
 from federated_vision.errors import ConfigError

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import run_module
 import in_process
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from federated_vision.errors import ConfigError
 
 BINARY = "experiments.train_main"

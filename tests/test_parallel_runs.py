@@ -18,7 +18,7 @@ from federated_vision.errors import ConfigError
 # points (1 round: enough to compare metrics; a third process at once is
 # still possible with 3 points) and one whose directory the test locks.
 SWEEP_MODULE = textwrap.dedent("""
-    from experiments import sweeps
+    from federated_vision.experiment import sweeps
     BASE = {"dataset": "digits", "algorithm": ["fedavg"], "num_clients": 6,
             "clients_per_round": 3, "client_batch_size": 20,
             "total_rounds": 1, "rounds_per_eval": 1,

@@ -17,9 +17,9 @@ import pytest
 from benchmarks import bench_dirichlet_conventions as conventions
 from conftest import REPO, run_module
 import in_process
-from experiments import config as config_lib
-from experiments import report_lib
-from experiments import sweeps
+from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import report_lib
+from federated_vision.experiment import sweeps
 from federated_vision import tasks
 from federated_vision.data import partition as partition_lib
 from federated_vision.data import partition_per_class as pc

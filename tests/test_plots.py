@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from experiments import config as config_lib
-from experiments import runner
+from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import runner
 from federated_vision.evaluation import reporting
 
 ROWS = [{"round": 1, "train_loss": 2.0, "test_loss": "", "test_accuracy": ""},

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
 from run_checks import check_method_run, emd_of_counts

@@ -7,7 +7,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from federated_vision import selection
+from federated_vision.experiment import selection
 from federated_vision.evaluation import curves
 
 ROWS = [{"round": "1", "test_accuracy": "", "cumulative_batch_budget": "4"},

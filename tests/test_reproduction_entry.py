@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import reproduce_lib
 from federated_vision.errors import ConfigError
 from federated_vision.reproduction import presets

@@ -11,13 +11,13 @@ import os
 import pytest
 
 from conftest import REPO
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import flags_lib
 from federated_vision import config_fields
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
-from experiments import sweeps
-from experiments import usage
+from federated_vision.experiment import sweeps
+from federated_vision.experiment import usage
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common
@@ -281,7 +281,7 @@ def test_augenstein_and_digits_claims_mixing_runs():
 
 
 def _unread(run, data_files):
-  """Flags of `run` its experiment does not read (`experiments.usage`):
+  """Flags of `run` its experiment does not read (`federated_vision.experiment.usage`):
   reproduce passes them as values, not as given flags, and records none of
   them; given on a command line they are refused."""
   values = {k: v for k, v in run.flag_dict().items() if v is not None}
@@ -367,11 +367,11 @@ def test_library_imports_no_tensorflow_absl_flags_or_experiments():
 
 def test_every_preset_run_sets_only_settings_it_reads():
   """A preset run sets nothing its resolved experiment does not read
-  (`experiments.usage`): no server momentum on FedAvg-only runs, no E or B
+  (`federated_vision.experiment.usage`): no server momentum on FedAvg-only runs, no E or B
   for FedSGD, no weight decay for a model without one, no other strategy's
   mixing settings. Such a value would be shown by --dry_run and listed as
   the paper's setting while changing nothing."""
-  from experiments import usage  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import usage  # pylint: disable=g-import-not-at-top
   unread = {}
   for name, run in presets.all_runs().items():
     config = config_lib.replace_fields(config_lib.ExperimentConfig(),

@@ -18,10 +18,10 @@ import os
 import pytest
 
 from conftest import run_module
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import reproduce_lib
 from experiments import sweep_lib
-from experiments import sweeps
+from federated_vision.experiment import sweeps
 from federated_vision.errors import ConfigError
 from federated_vision.reproduction import hparams
 from federated_vision.reproduction import presets
@@ -150,7 +150,7 @@ def test_sweep_dry_run_without_cifar_marks_every_point(parse, tmp_path,
              "--data_source=archive --archive_path=FILE")
   assert lines[18:] == ["  16 point(s) miss data:", f"    {message}"]
   # The real run refuses before its first point, naming the flag.
-  from experiments import runner  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import runner  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(runner, "run", lambda c: pytest.fail("a point ran"))
   with pytest.raises(ConfigError) as e:
     sweep_lib.run_points(*planned)
@@ -225,7 +225,7 @@ def test_malformed_split_csv_leaves_no_directory(tmp_path):
 
 def test_train_main_refuses_missing_cifar_before_any_directory(
     tmp_path, monkeypatch):
-  from experiments import runner  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import runner  # pylint: disable=g-import-not-at-top
   monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
   config = config_lib.from_values(dict(
       dataset="cifar10", root_output_dir=str(tmp_path / "out"),
@@ -240,7 +240,7 @@ def test_train_main_refuses_missing_cifar_before_any_directory(
 
 
 def test_refused_run_keeps_directories_it_did_not_create(tmp_path):
-  from experiments import runner  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import runner  # pylint: disable=g-import-not-at-top
   split = tmp_path / "split.csv"
   split.write_text("user_id,image_id,class\nu,1,0\n")  # Too few rows.
   (tmp_path / "root").mkdir()
@@ -283,7 +283,7 @@ def _session_starts(logdir):
 
 
 def test_hparams_after_extension_hold_current_result_settings(tmp_path):
-  from experiments import runner  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import runner  # pylint: disable=g-import-not-at-top
   values = dict(dataset="digits", algorithm=["fedavg"], num_clients=3,
                 clients_per_round=2, client_batch_size=20, rounds_per_eval=1,
                 rounds_per_checkpoint=1, centralized_epochs=0, seed=1,

@@ -220,7 +220,7 @@ def test_diverged_centralized_baseline_gives_no_relative_accuracy(
   m = summary["methods"]["fedavg"]
   assert m["status"] == "diverged" and m["non_finite_rounds"] == [1, 2]
   assert m["relative_accuracy"] is None and m["clients_dropped_non_finite"] == 6
-  from experiments import report_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import report_lib  # pylint: disable=g-import-not-at-top
   rows = report_lib.gather(str(tmp_path / "c"))
   assert rows[0]["status"] == "diverged" and rows[0]["relative_accuracy"] is None
 
@@ -255,8 +255,8 @@ def test_help_lists_the_binarys_own_flags_only(binary, own):
 
 
 def test_run_record_names_differences_and_allows_only_extension(tmp_path):
-  from experiments import config as config_lib  # pylint: disable=g-import-not-at-top
-  from experiments import run_record  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import config as config_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import run_record  # pylint: disable=g-import-not-at-top
   from federated_vision.errors import ConfigError  # pylint: disable=g-import-not-at-top
   base = config_lib.from_values({"total_rounds": 3})
   (tmp_path / ".lock").write_text("")

@@ -15,9 +15,9 @@ import sys
 import pytest
 
 from conftest import REPO
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import reproduce_lib
-from experiments import run_record
+from federated_vision.experiment import run_record
 from federated_vision.reproduction import presets
 
 _PROBE = """

@@ -13,10 +13,10 @@ import pytest
 
 from conftest import run_module
 import in_process
-from experiments import config as config_lib
-from experiments import report_lib
+from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import report_lib
 from experiments import sweep_lib
-from experiments import sweeps
+from federated_vision.experiment import sweeps
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
 from federated_vision.evaluation import convergence
@@ -248,7 +248,7 @@ def test_a_diverged_point_does_not_stop_the_sweep(parse, tmp_path, capsys,
                                                   monkeypatch):
   """The other points run; the sweep exits 3 naming the diverged point; a
   rerun lists it as diverged (not done) and exits 3 again."""
-  from experiments import runner  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import runner  # pylint: disable=g-import-not-at-top
   from experiments import sweep_main  # pylint: disable=g-import-not-at-top,unused-import
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   ran = []

@@ -1,7 +1,7 @@
 """No flag that silently does nothing (issue 20, check 3): a flag given on
 the command line that the resolved experiment does not read is one `error:`
 line naming it, exit 2, before any directory exists; the recorded config
-holds only what the run read (`experiments.usage`)."""
+holds only what the run read (`federated_vision.experiment.usage`)."""
 
 import json
 import os
@@ -10,9 +10,9 @@ import pytest
 
 from conftest import TRAIN_MAIN, run_module
 import in_process
-from experiments import config as config_lib
-from experiments import run_record
-from experiments import usage
+from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import run_record
+from federated_vision.experiment import usage
 from federated_vision import method_usage
 from federated_vision import methods as methods_lib
 from federated_vision.errors import ConfigError
@@ -176,7 +176,7 @@ def test_every_field_is_refused_where_unread_or_always_read(field, split_csv):
                           ("SELECTION", SELECTION))
            if field in d]
   assert len(lists) == 1, (f"--{field}: in {lists or 'no list'}; a new field "
-                           "needs a rule in experiments.usage and one entry "
+                           "needs a rule in federated_vision.experiment.usage and one entry "
                            "here")
   assert field not in usage.uncovered(config_lib.ExperimentConfig())
   if field in REFUSED:

@@ -182,7 +182,7 @@ def write_run_hparams(run_dir: str, name: Optional[str] = None,
                       write: bool = True) -> Dict[str, Dict[str, object]]:
   """HParams sessions for every method of a finished run directory.
 
-  Reads <run_dir>/hparams.json and summary.json (as experiments/runner.py
+  Reads <run_dir>/hparams.json and summary.json (as federated_vision/experiment/runner.py
   writes them) and writes <run_dir>/<method>/tensorboard/ sessions (with
   write=False it only returns them: `runner.run` already wrote them).
 

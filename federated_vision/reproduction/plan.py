@@ -14,7 +14,7 @@ import glob
 import os
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from federated_vision import selection
+from federated_vision.experiment import selection
 from federated_vision import tasks
 from federated_vision.reproduction import results
 from federated_vision.reproduction import spec

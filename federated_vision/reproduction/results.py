@@ -1,6 +1,6 @@
 """Reading a preset's run directories: status, recorded config, curves.
 
-Layout (as experiments/runner.py writes it), one directory per named run under
+Layout (as federated_vision/experiment/runner.py writes it), one directory per named run under
 a results root:
   <root>/<run>/hparams.json          every flag value (+ resolved settings)
   <root>/<run>/summary.json          per method results; written at the end

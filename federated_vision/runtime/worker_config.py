@@ -1,6 +1,6 @@
 """How a local `worker_binary` is started, and how remote ones are named.
 
-Light on purpose (no TensorFlow): `experiments/config.py` builds its
+Light on purpose (no TensorFlow): `federated_vision/experiment/config.py` builds its
 `ExecutionConfig` from these before any TFF import.
 """
 

@@ -9,7 +9,7 @@ control (`overwrite`, `on_divergence`, `resume_from_last_valid`), the TFF
 workers (every `ExecutionConfig` field: --local_workers, --workers, ...; a
 run may resume on other workers), checkpoint cadence
 (`rounds_per_checkpoint`) and the reported target (`target_accuracy`).
-Nor is a setting the run does not read (`experiments.usage`: e.g. --alpha of
+Nor is a setting the run does not read (`federated_vision.experiment.usage`: e.g. --alpha of
 a split-CSV run, --server_momentum of a FedAvg-only run).
 """
 
@@ -22,8 +22,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from experiments import config as config_lib
-from experiments import usage
+from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import usage
 from federated_vision import __version__
 from federated_vision.errors import ConfigError, show
 

@@ -42,8 +42,8 @@ e.g. `cnn_shards_C0.1_E5_Binf`.
 import itertools
 from typing import Dict, NamedTuple, Sequence, Tuple
 
-from experiments import config as config_lib
-from federated_vision import selection
+from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import selection
 
 HSU2019_CIFAR10_ALPHAS = (100.0, 10.0, 1.0, 0.5, 0.2, 0.1, 0.05, 0.0)
 HSU2019_CIFAR100_ALPHAS = (1000.0, 100.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.0)

@@ -159,7 +159,7 @@ def uncovered(config) -> Iterable[str]:
 def unused_fields(config) -> Dict[str, str]:
   """{field (== flag): why the resolved experiment does not read it}.
 
-  `config` is an `experiments.config.ExperimentConfig` whose task, model,
+  `config` is an `federated_vision.experiment.config.ExperimentConfig` whose task, model,
   algorithms and variants are known (it passed `validate`'s other checks).
   """
   task = tasks.get_task(config.data.dataset)

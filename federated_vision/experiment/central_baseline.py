@@ -20,8 +20,8 @@ import json
 import os
 from typing import Optional
 
-from experiments import config as config_lib
-from experiments import run_record
+from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import run_record
 
 BASELINE_FILE = "centralized.json"
 RESULT_FIELDS = ("accuracy", "loss", "epochs", "history", "seconds")

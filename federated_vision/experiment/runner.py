@@ -1,9 +1,9 @@
 """Runs an `ExperimentConfig`: methods, centralized baseline, reports.
 
 `run(config)` never reads flags: binaries and sweeps build the config
-(`experiments.config`) and pass it in. It holds the experiment directory's
+(`federated_vision.experiment.config`) and pass it in. It holds the experiment directory's
 `training_loop.RunLock` for the whole run and checks the directory's
-`experiment.json` (`experiments.run_record`) before loading data.
+`experiment.json` (`federated_vision.experiment.run_record`) before loading data.
 
 Local imports below: the binaries import this module before their flags are
 checked, so TensorFlow/TFF (seconds) load only inside a run (a refused flag
@@ -15,10 +15,10 @@ import os
 import tempfile
 from typing import Callable, Dict, List, NamedTuple, Optional
 
-from experiments import central_baseline
-from experiments import config as config_lib
-from experiments import mixing_report
-from experiments import usage
+from federated_vision.experiment import central_baseline
+from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import mixing_report
+from federated_vision.experiment import usage
 from federated_vision import client_group_size
 from federated_vision.errors import bad
 from federated_vision.tasks import presence
@@ -249,7 +249,7 @@ def central_status(central) -> str:
 
 def run(config: config_lib.ExperimentConfig) -> dict:
   """Runs `config` under the experiment directory's `RunLock` (see
-  `experiments.run_record` for which directory it may use) on the TFF
+  `federated_vision.experiment.run_record` for which directory it may use) on the TFF
   workers of `config.execution`, started before the data are loaded.
 
   Raises:
@@ -259,7 +259,7 @@ def run(config: config_lib.ExperimentConfig) -> dict:
     runtime.errors.WorkerError: a worker did not start or was lost.
   """
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
-  from experiments import run_record  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import run_record  # pylint: disable=g-import-not-at-top
   resolved = config_lib.validate(config)  # Once per run.
   presence.require(config.data)  # Data on this machine, before any directory.
   new_dirs = _new_dirs(config.output_dir)

@@ -29,7 +29,7 @@ Adding a section (e.g. run control, execution, mixing):
   3. its flags in a small `experiments/flags_<section>.py` with a
      `define_flags()`, listed in `flags_lib.FLAG_MODULES`;
   4. its checks in `validate` (or in the library, raising `ConfigError`);
-  5. a rule in `experiments.usage` saying when a run reads each field.
+  5. a rule in `federated_vision.experiment.usage` saying when a run reads each field.
 `from_flags`, `to_dict`, `flat` and `replace_fields` pick it up unchanged.
 Fields a task or variant declares itself (`federated_vision.config_fields`)
 are leaves of `data` / `methods` held in their `options` field.
@@ -40,7 +40,7 @@ import math
 import os
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
-from experiments import usage
+from federated_vision.experiment import usage
 from federated_vision import client_group_size
 from federated_vision import config_fields
 from federated_vision import method_names
@@ -140,7 +140,7 @@ class RunConfig:
   """Run control: how a run treats its directory, divergence and checkpoints.
 
   None of these change results; they are not part of the recorded
-  experiment (`experiments.run_record`).
+  experiment (`federated_vision.experiment.run_record`).
 
   Attributes:
     overwrite: delete the experiment directory's results and start over.

@@ -1,0 +1,16 @@
+"""The experiment API: an experiment as one frozen config, and running it.
+
+    from federated_vision.experiment import config as config_lib, runner
+    config = config_lib.from_values({"total_rounds": 5})   # validated
+    runner.run(config)                                     # results on disk
+
+`config` (`ExperimentConfig`, its sections and their validation), `usage`
+(which fields a resolved experiment reads), `runner` (`run(config)`),
+`run_record` (which directory a run may use), `central_baseline`,
+`mixing_report`, `sweeps` (named grids), `report_lib` (the results table of
+many runs) and `selection` (shell-pattern selection of named items). The
+binaries (`experiments/`) only turn flags into these configs; research code
+imports this package, never `experiments`.
+
+Importing this package imports nothing else (no TensorFlow).
+"""
