@@ -37,10 +37,12 @@ def define_flags() -> None:
   flags.DEFINE_list("extra_modules", [], "Python modules to import before "
                     "the config is built, e.g. mypkg.tasks: they may register "
                     "tasks (federated_vision.tasks.register_task), models "
-                    "(tasks.models.register_model), algorithms or "
-                    "variants (federated_vision.methods.register_*) and "
-                    "mixing strategies (federated_vision.mixing_strategies."
-                    "register_mixing_strategy).")
+                    "(tasks.models.register_model), method components "
+                    "(federated_vision.methods.register: algorithms, "
+                    "variants, server optimizers, mixing strategies), "
+                    "presets (reproduction.presets.register_preset) and "
+                    "sweeps (experiment.sweeps.register_sweep); "
+                    "docs/extending.md.")
 
 
 def fail(message: str, status: int = 2) -> NoReturn:

@@ -51,9 +51,12 @@ from absl import flags
 from federated_vision.experiment import config as config_lib
 from experiments import estimate_calibrate as calib
 from experiments.estimate_calibrate import Calibration
+from federated_vision import config_fields
+from federated_vision import methods as methods_lib
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
 from federated_vision.evaluation import cost
+from federated_vision.methods import names as method_names
 from federated_vision.tasks import presence
 
 Printer = Callable[[str], None]
@@ -178,12 +181,16 @@ def is_scaled(config: config_lib.ExperimentConfig) -> bool:
 
 
 def same_client_work(method: str) -> str:
-  """The method calibrated for `method` in a scaled calibration: FedAvgM is
-  FedAvg's client work plus a server momentum step (ours: one update of the
-  model's weights per round, negligible beside C clients' local batches), so
-  fedavgm[+...] shares fedavg[+...]'s calibration."""
-  head, sep, rest = method.partition("+")
-  return ("fedavg" if head == "fedavgm" else head) + sep + rest
+  """The method calibrated for `method` in a scaled calibration: its
+  algorithm's `calibrates_as` (FedAvgM: FedAvg's client work plus a server
+  momentum step) and no `@<server optimizer>` (ours: one update of the
+  model's weights per round, negligible beside C clients' local batches),
+  so fedavgm[+...] and fedavg[+...]@adam share fedavg[+...]'s calibration."""
+  spec = method_names.parse(method)
+  algorithm = methods_lib.get_algorithm(spec.algorithm)
+  return method_names.spec_name(spec._replace(
+      algorithm=algorithm.calibrates_as or spec.algorithm,
+      server_optimizer=None))
 
 
 def calibration_config(config: config_lib.ExperimentConfig, s: Settings
@@ -220,9 +227,9 @@ def calibration_config(config: config_lib.ExperimentConfig, s: Settings
   return dataclasses.replace(
       cal, data=tasks.DataConfig(**data),
       model=dataclasses.replace(config.model, pretrained_weights=None),
-      methods=dataclasses.replace(
-          m, virtual_client_size=b, client_batch_size=b,
-          server_momentum=config_lib.MethodsConfig().server_momentum),
+      methods=config_fields.replace_leaves(m, dict(
+          virtual_client_size=b, client_batch_size=b,
+          server_momentum=config_lib.MethodsConfig().server_momentum)),
       training=dataclasses.replace(cal.training, clients_per_round=s.clients,
                                    client_fraction=None))
 
@@ -234,18 +241,34 @@ class Estimate(NamedTuple):
   lines: List[str]
 
 
+def _method_config(config, method_name: str):
+  """The `MethodConfig` of one of `config`'s methods, by its name."""
+  for m in config.methods.expand():
+    if m.name == method_name:
+      return m
+  raise KeyError(method_name)
+
+
+def _examples_per_epoch(method, n: float) -> float:
+  """What a client of n examples trains on per epoch: n, or its data-side
+  variants' `examples_per_client` (FedVC: N_VC)."""
+  for v in method.variants:
+    per_client = getattr(methods_lib.get(v), "examples_per_client", None)
+    if per_client is not None:
+      n = per_client(method, n)
+  return n
+
+
 def _method_batches(config, method_name: str, n: float) -> int:
-  m = config.methods
-  fedvc = "fedvc" in method_name.split("+")
-  return cost.local_batches(n, m.client_batch_size or None, m.client_epochs,
-                            m.virtual_client_size if fedvc else None)
+  m = _method_config(config, method_name)
+  return cost.local_batches(_examples_per_epoch(m, n),
+                            m.client_batch_size or None, m.client_epochs)
 
 
 def _client_examples(config, method_name: str, n: float) -> float:
   """E * (N_VC under FedVC, else n): the examples one client trains."""
-  m = config.methods
-  fedvc = "fedvc" in method_name.split("+")
-  return m.client_epochs * (m.virtual_client_size if fedvc else n)
+  m = _method_config(config, method_name)
+  return m.client_epochs * _examples_per_epoch(m, n)
 
 
 def project_run(name: str, config: config_lib.ExperimentConfig,

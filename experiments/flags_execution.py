@@ -36,11 +36,11 @@ def define_flags() -> None:
                       "trained one after another in one TFF slot: 'auto' "
                       "(C / (2 x cores)) or N; 1 is one client a slot. "
                       "Removes per-client overhead for small clients "
-                      "(docs/performance.md, 'Small clients'); covers "
-                      "fedavg/fedavgm/fedsgd with or without fedir/fedvc "
-                      "('auto' leaves other methods at 1; N > 1 for them "
-                      "is refused up front). Results equal "
-                      "1's up to float summation order.")
+                      "(docs/performance.md, 'Small clients'); covers the "
+                      "components whose declarations say so (the covered "
+                      "ones: `methods.groups.covered()`; 'auto' leaves other "
+                      "methods at 1; N > 1 for them is refused up front). "
+                      "Results equal 1's up to float summation order.")
   for kind, variable in (("intra", "INTRAOP"), ("inter", "INTEROP")):
     name = f"worker_{kind}_op_threads"
     flags.DEFINE_integer(name, getattr(d, name), f"TF_NUM_{variable}_THREADS "

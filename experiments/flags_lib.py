@@ -19,6 +19,7 @@ from experiments import flags_execution
 from experiments import flags_mixing
 from experiments import flags_model
 from experiments import flags_run
+from federated_vision import methods as methods_lib
 
 # Modules defining the config flags (a new section's flags module goes here).
 FLAG_MODULES = ("experiments.flags_data", "experiments.flags_model",
@@ -28,40 +29,26 @@ FLAG_MODULES = ("experiments.flags_data", "experiments.flags_model",
 
 
 def _define_methods() -> None:
+  """The method selection; the methods' hyper-parameters and the variants'
+  --<name> shorthands are generated from the components' declarations
+  (`flags_components`)."""
+  algorithms = " | ".join(methods_lib.algorithm_names())
+  shorthands = ", ".join(f"--{v}" for v in methods_lib.shorthands())
   flags.DEFINE_list("algorithm", ["fedavg", "fedavgm"], "Comma-separated "
-                    "algorithms to run side by side: fedavg | fedavgm | fedsgd "
-                    "(or one registered by --extra_modules).")
-  flags.DEFINE_bool("fedir", False, "Also run each algorithm with FedIR "
-                    "importance reweighting (Hsu, Qi & Brown 2020).")
-  flags.DEFINE_enum("fedir_target", "uniform", ["uniform", "test"],
-                    "FedIR target p(y): uniform, or estimated from the "
-                    "server-held test labels.")
-  flags.DEFINE_bool("fedprox", False, "Also run each algorithm with FedProx's "
-                    "proximal client work (Li et al. 2020; TFF's "
-                    "proximal_client_work).")
-  flags.DEFINE_float("fedprox_mu", 0.01, "FedProx's proximal strength mu.",
-                     lower_bound=0.0)
-  flags.DEFINE_bool("fedvc", False, "Also run each algorithm (and client-work "
-                    "variant) with FedVC virtual clients (size-proportional "
-                    "sampling, N_VC examples per client per round).")
-  flags.DEFINE_integer("virtual_client_size", 64, "FedVC's N_VC.",
-                       lower_bound=1)
-  flags.DEFINE_bool("include_plain", True, "With --fedir/--fedprox/--fedvc, "
-                    "also run the plain algorithms for comparison.")
+                    f"algorithms to run side by side: {algorithms} (or one "
+                    "registered by --extra_modules).")
+  flags.DEFINE_bool("include_plain", True, f"With {shorthands}, also run the "
+                    "plain algorithms for comparison.")
   flags.DEFINE_list("methods", [], "Comma-separated methods to train, exactly "
-                    "these in this order: <algorithm>[+<variant>...], e.g. "
-                    "fedavg+fedvc,fedavgm+fedir+fedvc (any algorithm or "
-                    "variant registered, also by --extra_modules). Replaces "
-                    "--algorithm/--fedir/--fedprox/--fedvc/--include_plain "
-                    "(its shorthands; giving both is an error).")
-  flags.DEFINE_integer("client_epochs", 1, "Local epochs E.", lower_bound=1)
-  flags.DEFINE_integer("client_batch_size", 10, "Local batch size B; 0 means "
-                       "the whole local data set as one batch (B = inf).",
-                       lower_bound=0)
-  flags.DEFINE_float("client_learning_rate", 0.05, "Client SGD learning rate.")
-  flags.DEFINE_float("server_learning_rate", 1.0, "Server learning rate.")
-  flags.DEFINE_float("server_momentum", 0.9, "Server momentum of FedAvgM "
-                     "(FedAvg uses none).")
+                    "these in this order: <algorithm>[+<variant>...]"
+                    "[@<server optimizer>][:<field>=<value>...], e.g. "
+                    "fedavg+fedvc,fedavgm+fedir+fedvc,"
+                    "fedavg@adam:server_learning_rate=0.01 (any component "
+                    "registered, also by --extra_modules; a method's own "
+                    "settings override the run's flags for it). Replaces "
+                    f"--algorithm/{'/'.join(shorthands.split(', '))}/"
+                    "--include_plain (its shorthands; giving both is an "
+                    "error).")
 
 
 def _define_training() -> None:

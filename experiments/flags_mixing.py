@@ -1,21 +1,20 @@
-"""Flags of the `mixing` section (`mixing_settings.MixingSettings`; Augenstein et al.);
-the CelebA task declares its --celeba_cache_dir (`tasks.celeba`)."""
+"""Flags of the `mixing` section (`methods.mixing.MixingSettings`; Augenstein
+et al.); the CelebA task declares its --celeba_cache_dir (`tasks.celeba`)."""
 
 from absl import flags
 
-from federated_vision import mixing_settings
+from federated_vision.methods import mixing as mixing_lib
 
 
 def define_flags() -> None:
   """Mixing strategies, their hyper-parameters and the mixing data sets."""
-  d = mixing_settings.MixingSettings()
+  d = mixing_lib.MixingSettings()
   flags.DEFINE_list("mixing", list(d.mixing), "Mixing federated and "
                     "centralized data (Augenstein et al.), strategies run "
                     "side by side: "
-                    f"{','.join(mixing_settings.MIXING_STRATEGIES)} (and any "
-                    "registered from --extra_modules). Each --algorithm "
-                    "(fedavg, fedavgm; with --fedir / --fedvc) runs once per "
-                    "strategy as '<method>+<strategy>'. Needs a task with a "
+                    f"{','.join(mixing_lib.strategy_names())} (and any "
+                    "registered from --extra_modules). Each method runs once "
+                    "per strategy as '<method>+<strategy>'. Needs a task with a "
                     "mixing scenario (--dataset=digits with "
                     "--missing_classes, celeba). Empty = no mixing.")
   flags.DEFINE_float("merge_weight", d.merge_weight, "parallel: weight a of "

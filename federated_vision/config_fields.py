@@ -19,25 +19,34 @@ optional `validate(self)` method raises `ConfigError` naming the field:
         if self.toy_num_classes > 10: raise bad("toy_num_classes", ...)
 
 `declare(kind, name, cls)` registers it (`tasks.register_task` does it for a
-`Task(options=cls)`, `methods.register_variant` for a `Variant(options=cls)`);
-`experiments.flags_components` defines one absl flag per declared field
-(also for sections declared by --extra_modules, imported before the flags
-are parsed). A config holds the values as an `Options` of one kind ("task"
-for `DataConfig.options`, "variant" for the methods'); a field not set has
-its declared default.
+`Task(options=cls)`, `methods.register` for any method component's
+`options`); `experiments.flags_components` defines one absl flag per
+declared field (also for sections declared by --extra_modules, imported
+before the flags are parsed). A config holds the values as an `Options` of
+one kind ("task" for `DataConfig.options`, "method" for the methods',
+"shorthand" for the method-selecting --<variant> flags); a field not set has
+its declared default. A field's declared bounds (`lower_bound`,
+`upper_bound`, `enum_values`) are checked in one place for every way a value
+arrives (flags, presets, sweeps, library calls): `Options.validate`.
 
 Importing this module imports nothing heavy and changes no global state.
 """
 
 import dataclasses
+import math
 import typing
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
-from federated_vision.errors import ConfigError
+from federated_vision.errors import ConfigError, bad
 
 TASK = "task"
-VARIANT = "variant"
-KINDS = (TASK, VARIANT)
+# Method components' own hyper-parameters and the methods' shared ones
+# (`federated_vision.methods`).
+METHOD = "method"
+VARIANT = METHOD  # The name before server optimizers and algorithms had options.
+# The shorthand flags selecting methods (--fedir: `ClientWork.shorthand`).
+SHORTHAND = "shorthand"
+KINDS = (TASK, METHOD, SHORTHAND)
 # Flag kinds of `flag_kind`: absl DEFINE_<kind>.
 _SCALARS = {bool: "bool", int: "integer", float: "float", str: "string"}
 
@@ -56,7 +65,7 @@ class Section:
   """A declared config section.
 
   Attributes:
-    kind: TASK or VARIANT.
+    kind: one of KINDS.
     owners: names of the components reading it (tasks may share one).
     cls: the frozen dataclass.
   """
@@ -94,6 +103,40 @@ def flag_kind(cls: type, f: dataclasses.Field) -> str:
     return _SCALARS[hint]
   raise ValueError(f"{cls.__name__}.{f.name}: type {hint} has no flag (bool, "
                    "int, float, str, Optional of those or Tuple[str, ...])")
+
+
+def check_bounds(cls: type, f: dataclasses.Field, value) -> None:
+  """A field value against its declaration: its type (None only for an
+  Optional field) and its `lower_bound` / `upper_bound` / `enum_values`, as
+  absl checks the flag; the same check for values from presets, sweeps and
+  library calls.
+
+  Raises:
+    ConfigError: '--<field>=<value>: <reason>'.
+  """
+  kind = flag_kind(cls, f)
+  optional = type(None) in typing.get_args(typing.get_type_hints(cls)[f.name])
+  if value is None:
+    if optional:
+      return
+    raise bad(f.name, value, "must be set")
+  expected = {"bool": (bool,), "integer": (int,), "float": (int, float),
+              "string": (str,), "list": (tuple, list)}[kind]
+  if not isinstance(value, expected) or (
+      kind in ("integer", "float") and isinstance(value, bool)):
+    raise bad(f.name, value, f"must be a{'n' if kind == 'integer' else ''} "
+              f"{kind}")
+  bounds = f.metadata["bounds"]
+  if kind == "float" and not math.isfinite(value):
+    raise bad(f.name, value, "must be a finite number")
+  number = "a finite number " if kind == "float" else ""
+  if "lower_bound" in bounds and value < bounds["lower_bound"]:
+    raise bad(f.name, value, f"must be {number}>= {bounds['lower_bound']}")
+  if "upper_bound" in bounds and value > bounds["upper_bound"]:
+    raise bad(f.name, value, f"must be {number}<= {bounds['upper_bound']}")
+  if "enum_values" in bounds and value not in bounds["enum_values"]:
+    raise bad(f.name, value,
+              f"must be one of {', '.join(map(str, bounds['enum_values']))}")
 
 
 def declare(kind: str, owner: str, cls: type) -> Section:
@@ -162,7 +205,7 @@ class Options:
   declared default. Frozen and hashable (a sweep point is a value).
 
   Attributes:
-    kind: TASK or VARIANT.
+    kind: one of KINDS.
     values: ((field, value), ...) of the fields set away from their
       defaults, sorted by name (so equal settings are equal values).
   """
@@ -224,51 +267,59 @@ class Options:
     return found[0].cls(**{n: self.get(n) for n in found[0].field_names})
 
   def validate(self, owners: Iterable[str]) -> None:
-    """Runs `validate()` of the sections of `owners` that define one.
+    """Checks the fields of the sections of `owners`: each field's declared
+    bounds (`check_bounds`), then the section's own `validate()` if any.
 
     Raises:
-      ConfigError: from the section's `validate`.
+      ConfigError: naming the field.
     """
     for owner in dict.fromkeys(owners):
       for s in sections_of(self.kind, owner):
+        for f in s.fields:
+          check_bounds(s.cls, f, self.get(f.name))
         values = self.section(owner, s.cls)
         if hasattr(values, "validate"):
           values.validate()
 
 
-# Config sections holding an `Options` field (federated_vision.experiment.config).
+# Config sections holding `Options` fields (federated_vision.experiment.config).
+
+def options_fields(cls) -> Tuple[dataclasses.Field, ...]:
+  """The section's `Options` fields (components' declared fields: tasks' in
+  data; the methods' hyper-parameters and shorthands in methods)."""
+  return tuple(f for f in dataclasses.fields(cls)
+               if isinstance(f.default, Options))
+
 
 def options_field(cls) -> Optional[dataclasses.Field]:
-  """The section's `Options` field (components' declared
-  fields: tasks' in data, variants' in methods), or None."""
-  for f in dataclasses.fields(cls):
-    if isinstance(f.default, Options):
-      return f
-  return None
+  """The section's first `Options` field, or None."""
+  found = options_fields(cls)
+  return found[0] if found else None
 
 
 def leaf_names(cls) -> Tuple[str, ...]:
   """A section's leaf fields (== flags): its own, then the declared ones."""
-  opt = options_field(cls)
-  own = tuple(f.name for f in dataclasses.fields(cls) if f is not opt)
-  return own + (field_names(opt.default.kind) if opt else ())
+  opts = options_fields(cls)
+  own = tuple(f.name for f in dataclasses.fields(cls) if f not in opts)
+  return own + tuple(n for o in opts for n in field_names(o.default.kind))
 
 
 def leaves(section) -> Tuple[Tuple[str, object], ...]:
   """((leaf field, value), ...) of a section instance."""
-  opt = options_field(type(section))
+  opts = options_fields(type(section))
   own = tuple((f.name, getattr(section, f.name))
-              for f in dataclasses.fields(section) if f is not opt)
-  return own + (getattr(section, opt.name).items() if opt else ())
+              for f in dataclasses.fields(section) if f not in opts)
+  return own + tuple(item for o in opts
+                     for item in getattr(section, o.name).items())
 
 
 def replace_leaves(section, values: Mapping[str, object]):
-  """`dataclasses.replace` by leaf name, declared fields into its Options."""
-  opt = options_field(type(section))
-  if opt is None:
-    return dataclasses.replace(section, **values)
-  declared = set(field_names(opt.default.kind))
-  return dataclasses.replace(
-      section, **{k: v for k, v in values.items() if k not in declared},
-      **{opt.name: getattr(section, opt.name).replace(
-          {k: v for k, v in values.items() if k in declared})})
+  """`dataclasses.replace` by leaf name, declared fields into their Options."""
+  values = dict(values)
+  changes = {}
+  for o in options_fields(type(section)):
+    declared = set(field_names(o.default.kind))
+    mine = {k: values.pop(k) for k in list(values) if k in declared}
+    if mine:
+      changes[o.name] = getattr(section, o.name).replace(mine)
+  return dataclasses.replace(section, **values, **changes)

@@ -61,5 +61,6 @@ def test_method_hparams_flattens_values():
   assert hp == {"algorithm": "fedavg,fedavgm", "alpha": "inf", "fedvc": True,
                 "server_learning_rate": 2.0, "server_momentum": 0.5,
                 "method": "fedavg+fedvc", "method_algorithm": "fedavg",
-                "method_fedir": False, "method_fedvc": True,
+                "method_server_optimizer": "sgd", "method_fedir": False,
+                "method_fedprox": False, "method_fedvc": True,
                 "server_effective_learning_rate": 2.0}

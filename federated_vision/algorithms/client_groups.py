@@ -15,9 +15,10 @@ it loads the global weights and resets the optimizer state and the
 metrics; at its end it adds the client's weighted delta, weight,
 unfinalized metrics and dropped flag to the slot's sums.
 
-Semantics are today's (McMahan et al. 2017, Algorithm 1 per client; FedIR,
-Hsu, Qi & Brown 2020, Sec. 5.2, eq. 4 per client; FedVC is data-side only,
-`client_data.TrainingSpec.virtual_client_size`): a slot returns the weighted
+Semantics are the ungrouped path's (McMahan et al. 2017, Algorithm 1 per
+client; a client-work variant's own update through its `ClientUpdate`
+hooks, e.g. importance-weighted losses or a proximal gradient term;
+data-side variants change only the spec): a slot returns the weighted
 mean of its clients' deltas with the sum of their weights as its weight, so
 TFF's weighted mean over slots is sum_k w_k delta_k / sum_k w_k, the
 ungrouped aggregate up to float summation order; unfinalized metrics are
@@ -27,34 +28,62 @@ with a non-finite delta is zeroed with weight 0 and counted as
 The learning-process state is the ungrouped process's, so checkpoints of
 either path resume the other.
 
-Covered: the FedAvg family (fedavg, fedavgm, fedsgd) with the plain or the
-FedIR client work, with or without FedVC, weighted mean aggregation.
-Not covered (group size 1 only): FedProx, the mixing strategies, unweighted
-(DP) aggregators (a slot's mean would enter an unweighted mean as one
-client).
+Which methods are covered is said by their components' declarations
+(`methods.groups.uncovered`): algorithms composing FedAvg's server side,
+client works declaring their `ClientUpdate`, data-side variants, server
+optimizers. Not covered: unweighted (DP) aggregators (a slot's mean would
+enter an unweighted mean as one client).
 """
 
 import collections
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision import client_group_size as group_size_lib
 from federated_vision.algorithms import fedavg
-from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.methods import groups as group_size_lib
 
 AUTO = group_size_lib.AUTO
 MAX_GROUP_SIZE = group_size_lib.MAX_GROUP_SIZE
 parse_group_size = group_size_lib.parse_group_size
 resolve_group_size = group_size_lib.resolve_group_size
-# Methods whose process `methods.with_client_groups` can build grouped (the
-# rule: `client_group_size.uncovered`, light so config validation applies it).
-GROUPED_ALGORITHMS = group_size_lib.GROUPED_ALGORITHMS
-GROUPED_CLIENT_WORK = group_size_lib.GROUPED_CLIENT_WORK
-GROUPED_MIXING = group_size_lib.GROUPED_MIXING
+
+
+class ClientUpdate(NamedTuple):
+  """How a client-work variant changes one client's local SGD, as hooks a
+  slot runs per client (its ungrouped client work computes the same).
+
+  Attributes:
+    state: `optimizer hparams -> the client work's server state`, the
+      ungrouped client work's (so checkpoints of either path resume the
+      other); the state is broadcast to the slots.
+    hparams: `state -> the client optimizer's hparams` (None: the
+      optimizer's initial ones, for a state that holds none).
+    label_counts: batches carry the client's class counts over its whole
+      local data (`client_data.LABEL_COUNTS_KEY`).
+    start: `(state, counts) -> context`, at a client's first batch (counts:
+      its class counts, or None), or None.
+    loss: `(output, batch, state, context) -> loss` to differentiate, or
+      None (the model's loss).
+    gradients: `(grads, trainable, initial) -> grads` (tuples), or None.
+    context_shape: the shape of `start`'s float32 context.
+    metrics_of_dropped: a client dropped as non-finite still reports its
+      metrics (as its ungrouped client work does).
+  """
+  state: Callable[[Any], Any] = lambda hparams: hparams
+  hparams: Optional[Callable[[Any], Any]] = lambda state: state
+  label_counts: bool = False
+  start: Optional[Callable] = None
+  loss: Optional[Callable] = None
+  gradients: Optional[Callable] = None
+  context_shape: Sequence[int] = (1,)
+  metrics_of_dropped: bool = False
+
+
+PLAIN = ClientUpdate()  # McMahan et al. 2017's ClientUpdate (TFF's FedAvg).
 
 
 def group_keys(keys: Sequence[str], group_size: int) -> list:
@@ -81,39 +110,22 @@ def lean_options() -> tf.data.Options:
   return options
 
 
-def _zero_if_non_finite(values):
-  """(values zeroed if any is NaN/inf, whether one was): TFF's FedAvg rule."""
-  finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in values])
-  return (tuple(tf.where(finite, t, tf.zeros_like(t)) for t in values),
-          tf.logical_not(finite))
-
-
-def _fedir_loss(output, batch, target, q_k):
-  """FedIR's loss (Hsu, Qi & Brown 2020, eq. 4), as `fedir._client_update`:
-  the model's loss with its mean swapped for the self-normalised one."""
-  losses = fedir_lib.models_lib.per_example_loss(batch["y"], output.predictions)
-  weights = fedir_lib.importance_weights(batch["y"], target, q_k)
-  return (output.loss - tf.reduce_mean(losses)
-          + fedir_lib.self_normalized_loss(losses, weights))
-
-
 def build_grouped_client_work(
     model_fn: fedavg.ModelFn,
     client_optimizer: tff.learning.optimizers.Optimizer,
     dataset_fn: Callable[[tf.Tensor], tf.data.Dataset],
     *,
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
-    fedir_num_classes: Optional[int] = None,
-    fedir_target: Optional[np.ndarray] = None,
-    fedir_label_counts: bool = False,
+    update: Optional[ClientUpdate] = None,
 ) -> tff.learning.templates.ClientWorkProcess:
   """A client work whose client values are slots of round keys (string [G]).
 
   The slot's clients are one dataset of (client index, batch) elements
   (`dataset_fn` per key, flat-mapped); a client starts at its first batch
-  (global weights loaded, optimizer state and metrics reset) and ends at the
-  next client's (delta, weight and metrics added to the slot's sums). The
-  SGD loop is `for batch in iterator` (`fedavg.DEFAULT_LOOP`).
+  (global weights loaded, optimizer state and metrics reset, `update.start`)
+  and ends at the next client's (delta, weight and metrics added to the
+  slot's sums). The SGD loop is `for batch in iterator`
+  (`fedavg.DEFAULT_LOOP`).
 
   Args:
     model_fn: see `fedavg.build_fedavg`.
@@ -121,18 +133,13 @@ def build_grouped_client_work(
     dataset_fn: round key -> the client's batched training dataset
       (`client_data.build_training_dataset_fn`), run inside the slot.
     client_weighting: NUM_EXAMPLES or UNIFORM, per real client.
-    fedir_num_classes: when set, FedIR's client update
-      (`fedir.build_fedir_client_work`) replaces FedAvg's.
-    fedir_target: FedIR's initial p(y) (uniform when None).
-    fedir_label_counts: FedIR reads q_k from `client_data.LABEL_COUNTS_KEY`.
+    update: the client-work variant's hooks (None: `PLAIN`).
 
   Returns:
     A `ClientWorkProcess` with the ungrouped client work's state and
     measurements (`train`, `clients_dropped_non_finite`).
   """
-  if fedir_num_classes is not None and not fedir_label_counts:
-    raise ValueError("grouped FedIR reads q_k from the batches' label counts "
-                     "(fedir_label_counts=True), as the binaries' FedIR does")
+  update = update or PLAIN
   if client_weighting not in (tff.learning.ClientWeighting.NUM_EXAMPLES,
                               tff.learning.ClientWeighting.UNIFORM):
     raise TypeError(f"client_weighting must be a ClientWeighting, got "
@@ -143,15 +150,9 @@ def build_grouped_client_work(
     metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
         model.metric_finalizers())
   weights_type = tff.learning.models.weights_type_from_model(model)
-  hparams = client_optimizer.get_hparams(
+  initial_hparams = client_optimizer.get_hparams(
       client_optimizer.initialize(tf.TensorSpec([], tf.float32)))
-  if fedir_num_classes is None:
-    initial_state = hparams
-  else:
-    if fedir_target is None:
-      fedir_target = np.full([fedir_num_classes], 1.0 / fedir_num_classes)
-    initial_state = fedir_lib.FedIRState(
-        hparams, fedir_lib._check_distribution(fedir_target, fedir_num_classes))  # pylint: disable=protected-access
+  initial_state = update.state(initial_hparams)
   # A ClientWorkProcess takes sequences: a slot is a dataset of round keys
   # (`GroupedTrainingProcess` composes the str[G] -> dataset step).
   keys_type = tff.SequenceType(tff.TensorType(np.str_))
@@ -165,7 +166,6 @@ def build_grouped_client_work(
   @tff.tensorflow.computation(state_type, weights_type, keys_type)
   def slot_update(state, initial_weights, keys):
     model = model_fn()  # Variables are created outside the tf.function.
-    fedir = fedir_num_classes is not None
     counts_key = client_data_lib.LABEL_COUNTS_KEY
 
     def stream(keys):
@@ -180,10 +180,11 @@ def build_grouped_client_work(
       weights = tff.learning.models.ModelWeights.from_model(model)
       trainable = tuple(tf.nest.flatten(weights.trainable))
       initial = tuple(tf.nest.flatten(initial_weights.trainable))
-      hparams, target = state if fedir else (state, None)
       specs = tuple(tf.TensorSpec(v.shape, v.dtype) for v in trainable)
-      opt_init = client_optimizer.set_hparams(
-          client_optimizer.initialize(specs), hparams)
+      opt_init = client_optimizer.initialize(specs)
+      hparams = update.hparams(state) if update.hparams else None
+      if hparams is not None:
+        opt_init = client_optimizer.set_hparams(opt_init, hparams)
       model.reset_metrics()
       metric_structure = model.report_local_unfinalized_metrics()
       # Loop variables are flat tuples (autograph would stack a list).
@@ -195,20 +196,20 @@ def build_grouped_client_work(
       current = tf.constant(-1, tf.int64)
       num_examples = tf.constant(0, tf.int64)
       opt_state = opt_init
-      q_k = tf.zeros([fedir_num_classes or 1], tf.float32)
+      context = tf.zeros(update.context_shape, tf.float32)
 
       def finish(num_examples, total, weight_sum, metrics, dropped):
         """Adds the current client (McMahan et al. 2017, Algorithm 1's
         ClientUpdate result, TFF's non-finite rule) to the slot's sums."""
-        delta, non_finite = _zero_if_non_finite(
+        delta, non_finite = fedavg.zero_if_non_finite(
             tuple(a - b for a, b in zip(initial, trainable)))
         if by_examples:
           w = tf.cast(num_examples, tf.float32)
         else:
           w = tf.constant(1.0, tf.float32)
         w = tf.where(non_finite, 0.0, w)
-        if not fedir:  # TFF's FedAvg reports no metrics of a dropped client.
-          if non_finite:
+        if not update.metrics_of_dropped:  # TFF's FedAvg reports no
+          if non_finite:                   # metrics of a dropped client.
             model.reset_metrics()
         client_metrics = tf.nest.flatten(
             model.report_local_unfinalized_metrics())
@@ -232,19 +233,21 @@ def build_grouped_client_work(
           model.reset_metrics()
           opt_state = opt_init
           num_examples = tf.constant(0, tf.int64)
-          if fedir:
-            counts = batch[counts_key]
-            q_k = tf.math.divide_no_nan(counts, tf.reduce_sum(counts))
+          if update.start is not None:
+            context = update.start(
+                state, batch[counts_key] if update.label_counts else None)
           seen += 1
-        if fedir:
+        if update.label_counts:
           batch = {k: v for k, v in batch.items() if k != counts_key}
         with tf.GradientTape() as tape:
           output = model.forward_pass(batch, training=True)
-          loss = (_fedir_loss(output, batch, target, q_k) if fedir
-                  else output.loss)
-        grads = tape.gradient(loss, trainable)
+          loss = (update.loss(output, batch, state, context)
+                  if update.loss is not None else output.loss)
+        grads = tuple(tape.gradient(loss, trainable))
+        if update.gradients is not None:
+          grads = update.gradients(grads, trainable, initial)
         opt_state, updated = client_optimizer.next(opt_state, trainable,
-                                                   tuple(grads))
+                                                   grads)
         for var, value in zip(trainable, updated):
           var.assign(value)
         num_examples += tf.cast(output.num_examples, tf.int64)
@@ -285,7 +288,7 @@ def build_grouped_process(
     client_optimizer: tff.learning.optimizers.Optimizer,
     server_optimizer: Optional[tff.learning.optimizers.Optimizer],
     dataset_fn: Callable[[tf.Tensor], tf.data.Dataset],
-    **client_work_kwargs,
+    update: Optional[ClientUpdate] = None,
 ) -> tff.learning.templates.LearningProcess:
   """`fedavg.build_fedavg`'s composition over `build_grouped_client_work`.
 
@@ -299,7 +302,7 @@ def build_grouped_process(
   distributor = tff.learning.templates.build_broadcast_process(
       initial_model_weights_fn.type_signature.result)
   client_work = build_grouped_client_work(
-      model_fn, client_optimizer, dataset_fn, **client_work_kwargs)
+      model_fn, client_optimizer, dataset_fn, update=update)
   return fedavg.compose_with_fedavg_server(
       initial_model_weights_fn, distributor, client_work, server_optimizer)
 
@@ -329,26 +332,27 @@ class GroupedMethod:
     model_fn, client_optimizer, server_optimizer: as `fedavg.build_fedavg`.
     group_size: 'auto' or clients per slot (`resolve_group_size`).
     clients_per_round: C, for 'auto'.
-    **client_work_kwargs: `build_grouped_client_work`'s keyword arguments
-      (client_weighting, fedir_num_classes, fedir_target, fedir_label_counts).
+    update: the client-work variant's `ClientUpdate` (None: plain).
   """
 
   def __init__(self, model_fn, client_optimizer, server_optimizer, *,
-               group_size, clients_per_round: int, **client_work_kwargs):
+               group_size, clients_per_round: int,
+               update: Optional[ClientUpdate] = None):
     self.group_size = resolve_group_size(group_size, clients_per_round)
     self._args = (model_fn, client_optimizer, server_optimizer)
-    self._kwargs = client_work_kwargs
+    self._update = update or PLAIN
 
   def build_training_process(self, fed_data, spec) -> GroupedTrainingProcess:
     """The grouped process over `fed_data`'s clients built as `spec` says."""
     label_counts = None
-    if self._kwargs.get("fedir_label_counts"):
+    if self._update.label_counts:
       label_counts = client_data_lib.label_counts_fn(
           fed_data.client_data.client_ids, fed_data.class_counts)
     dataset_fn = client_data_lib.build_training_dataset_fn(
         fed_data.client_data.serializable_dataset_fn, spec,
         fed_data.train_map_fn, label_counts=label_counts)
-    process = build_grouped_process(*self._args, dataset_fn, **self._kwargs)
+    process = build_grouped_process(*self._args, dataset_fn,
+                                    update=self._update)
     keys_to_dataset = tff.tensorflow.computation(
         lambda keys: tf.data.Dataset.from_tensor_slices(keys),  # pylint: disable=unnecessary-lambda
         tff.TensorType(np.str_, [None]))

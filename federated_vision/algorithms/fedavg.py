@@ -13,8 +13,8 @@ client work, aggregator, finalizer)`; variants swap one component:
 * FedVC (Hsu, Qi & Brown 2020): FedAvg's process on resampled virtual clients
   (`federated_vision.algorithms.fedvc.build_fedvc`); the process itself is
   unchanged.
-* FedProx (Li et al. 2020): FedAvg with TFF's proximal client work, the
-  `fedprox` variant of `federated_vision.methods`.
+* FedProx (Li et al. 2020): FedAvg with the proximal client work of
+  `federated_vision.algorithms.fedprox`.
 """
 
 import collections
@@ -50,6 +50,17 @@ def check_loop_implementation(loop_implementation) -> None:
   if not isinstance(loop_implementation, tff.learning.LoopImplementation):
     raise TypeError("loop_implementation must be a tff.learning."
                     f"LoopImplementation, got {loop_implementation!r}")
+
+
+def zero_if_non_finite(structure):
+  """(`structure` zeroed if any value is NaN/inf, whether one was): TFF's
+  rule for a client's model delta (`model_delta_client_work`), which every
+  client work here follows."""
+  flat = tf.nest.flatten(structure)
+  finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in flat])
+  zeroed = tf.nest.map_structure(
+      lambda t: tf.where(finite, t, tf.zeros_like(t)), structure)
+  return zeroed, tf.logical_not(finite)
 
 
 def build_initial_weights_fn(model_fn: ModelFn) -> tff.Computation:

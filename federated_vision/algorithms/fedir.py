@@ -215,7 +215,7 @@ def _client_update(model, optimizer, state, initial_weights, dataset, *,
       reduce_fn, dataset, lambda: (tf.constant(0, tf.int64), opt_state))
   delta = tf.nest.map_structure(tf.subtract, initial_weights.trainable,
                                 model_weights.trainable)
-  delta, non_finite = _zero_if_non_finite(delta)
+  delta, non_finite = fedavg.zero_if_non_finite(delta)
   if client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
     weight = tf.cast(num_examples, tf.float32)
   else:
@@ -226,13 +226,30 @@ def _client_update(model, optimizer, state, initial_weights, dataset, *,
           model.report_local_unfinalized_metrics())
 
 
-def _zero_if_non_finite(structure):
-  """Zeroes the whole update if any value is NaN/inf (as TFF's FedAvg does)."""
-  flat = tf.nest.flatten(structure)
-  finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(t)) for t in flat])
-  zeroed = tf.nest.map_structure(
-      lambda t: tf.where(finite, t, tf.zeros_like(t)), structure)
-  return zeroed, tf.logical_not(finite)
+def grouped_update(num_classes: int,
+                   target_distribution: Optional[Sequence[float]] = None):
+  """FedIR's per-client hooks for client groups
+  (`client_groups.ClientUpdate`): the same server state (`FedIRState`),
+  q_k from the client's whole-data class counts at its first batch, and
+  eq. 4's loss (the model's loss with its mean swapped for the
+  self-normalised one), as `_client_update` computes them."""
+  from federated_vision.algorithms import client_groups  # pylint: disable=g-import-not-at-top
+  if target_distribution is None:
+    target_distribution = np.full([num_classes], 1.0 / num_classes)
+  target = _check_distribution(target_distribution, num_classes)
+
+  def loss(output, batch, state, q_k):
+    losses = models_lib.per_example_loss(batch["y"], output.predictions)
+    weights = importance_weights(batch["y"], state.target_distribution, q_k)
+    return (output.loss - tf.reduce_mean(losses)
+            + self_normalized_loss(losses, weights))
+
+  return client_groups.ClientUpdate(
+      state=lambda hparams: FedIRState(hparams, target),
+      hparams=lambda state: state.optimizer_hparams, label_counts=True,
+      start=lambda state, counts: tf.math.divide_no_nan(
+          counts, tf.reduce_sum(counts)),
+      loss=loss, context_shape=(num_classes,), metrics_of_dropped=True)
 
 
 def with_target_distribution(state, target_distribution: Sequence[float]):

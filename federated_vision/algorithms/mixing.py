@@ -36,7 +36,6 @@ from typing import Any, Dict, NamedTuple
 
 import tensorflow_federated as tff
 
-from federated_vision import mixing_settings
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import mixing_data
 from federated_vision.algorithms import mixing_gradient
@@ -44,14 +43,14 @@ from federated_vision.algorithms import mixing_parallel
 from federated_vision.algorithms import mixing_payload
 from federated_vision.data import client_data as client_data_lib
 from federated_vision.data import mixing_scenarios
+from federated_vision.methods import mixing as mixing_lib
 
 NONE = "none"
 PARALLEL = "parallel"
 EXAMPLE_TRANSFER = "example_transfer"
 GRADIENT_TRANSFER = "gradient_transfer"
 ORACLE = "oracle"
-STRATEGIES = mixing_settings.MIXING_STRATEGIES
-assert STRATEGIES == (NONE, PARALLEL, EXAMPLE_TRANSFER, GRADIENT_TRANSFER, ORACLE)
+STRATEGIES = (NONE, PARALLEL, EXAMPLE_TRANSFER, GRADIENT_TRANSFER, ORACLE)
 
 
 def extra_broadcast_bytes(strategy: str, *, clients_per_round: int,
@@ -81,7 +80,7 @@ def check_strategy(strategy: str) -> None:
 
 # The strategies' hyper-parameters: the run's mixing settings (one config;
 # the flags' names and defaults).
-MixingConfig = mixing_settings.MixingSettings
+MixingConfig = mixing_lib.MixingSettings
 
 
 class MixingMethod(NamedTuple):
@@ -158,7 +157,8 @@ def build_parallel(name: str, params, parts) -> MixingMethod:
 def build_gradient_transfer(name: str, params, parts) -> MixingMethod:
   """Gradient transfer (Augenstein et al., Algorithm 4,
   `mixing_gradient.build_gradient_transfer`); it replaces FedAvg's client
-  work, so FedIR's is refused (`mixing_settings.REFUSED_VARIANTS`)."""
+  work, so it refuses every client-work variant
+  (`MixingStrategy.replaces_client_work`)."""
   process = mixing_gradient.build_gradient_transfer(
       parts.inputs.model_fn, parts.client_optimizer, parts.scenario.central,
       gradient_weight=params.gradient_weight,

@@ -18,7 +18,6 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.algorithms import fedavg
-from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.algorithms import mixing_data
 from federated_vision.algorithms import mixing_steps
 
@@ -122,7 +121,7 @@ def build_gradient_transfer_client_work(
           dataset, broadcast.central_gradient, gradient_weight)
       delta = tf.nest.map_structure(tf.subtract, broadcast.weights.trainable,
                                     weights.trainable)
-      delta, non_finite = fedir_lib._zero_if_non_finite(delta)  # pylint: disable=protected-access
+      delta, non_finite = fedavg.zero_if_non_finite(delta)
       if client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
         weight = tf.cast(num_examples, tf.float32)
       else:

@@ -40,67 +40,83 @@ import math
 import os
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
-from federated_vision.experiment import usage
-from federated_vision import client_group_size
 from federated_vision import config_fields
-from federated_vision import method_names
-from federated_vision.runtime import worker_config as worker_config_lib
 from federated_vision import methods as methods_lib
-from federated_vision import mixing_strategies
 from federated_vision import tasks
 from federated_vision.errors import ConfigError, bad
 from federated_vision.evaluation import convergence
+from federated_vision.experiment import usage
+from federated_vision.methods import groups
+from federated_vision.methods import mixing as mixing_lib
+from federated_vision.methods import names as method_names
+from federated_vision.methods import usage as method_usage
+from federated_vision.runtime import worker_config as worker_config_lib
 from federated_vision.tasks.models import ModelConfig
 
 DataConfig = tasks.DataConfig
 MethodConfig = methods_lib.MethodConfig
 MixingConfig = methods_lib.MixingSettings
 
-# The shorthands of --methods (`MethodsConfig.expand`).
-METHOD_SHORTHANDS = ("algorithm", "fedir", "fedprox", "fedvc", "include_plain")
+method_shorthands = usage.method_shorthands
 
 
 @dataclasses.dataclass(frozen=True)
-class MethodsConfig(methods_lib.HyperParameters):
-  """Which methods run side by side, and their shared hyper-parameters
-  (`methods.HyperParameters`, keyword-only).
+class MethodsConfig:
+  """Which methods run side by side, and their hyper-parameters.
 
   `expand()` gives one `MethodConfig` per method: with --methods exactly
-  those (`method_names.parse_methods`, in order); else the shorthands: every
+  those (`methods.names.parse_methods`, in order, each with its own
+  `:<field>=<value>` settings over the run's); else the shorthands: every
   --algorithm, plain (unless not --include_plain) and with each requested
-  client-work variant (--fedir, --fedprox), each of those also with --fedvc
-  if requested.
+  client-work variant (--fedir, --fedprox, ...: `Variant.shorthand`), each
+  of those also with each requested data-side variant (--fedvc).
+
+  Attributes:
+    algorithm, include_plain, methods: the method selection.
+    shorthands: the variants' --<name> flags (`config_fields.SHORTHAND`).
+    options: every method hyper-parameter (`config_fields.METHOD`: the
+      shared ones of `methods.HyperParameters` and every component's own),
+      also readable as attributes (`config.methods.client_epochs`).
   """
   algorithm: Tuple[str, ...] = ("fedavg", "fedavgm")
-  fedir: bool = False
-  fedprox: bool = False
-  fedvc: bool = False
   include_plain: bool = True
   methods: Tuple[str, ...] = ()
-  options: config_fields.Options = config_fields.Options(config_fields.VARIANT)
+  shorthands: config_fields.Options = config_fields.Options(
+      config_fields.SHORTHAND)
+  options: config_fields.Options = config_fields.Options(config_fields.METHOD)
+
+  def __getattr__(self, name: str):
+    if name.startswith("__"):
+      raise AttributeError(name)
+    for options in ("options", "shorthands"):
+      try:
+        return object.__getattribute__(self, options).get(name)
+      except AttributeError:
+        pass
+    raise AttributeError(f"MethodsConfig has no field {name!r}")
 
   def unused_fields(self) -> Tuple[str, ...]:
     """The shorthands when --methods chose the methods: they had no effect,
     so the recorded config (`ExperimentConfig.to_dict`) leaves them out."""
-    return METHOD_SHORTHANDS if self.methods else ()
+    return method_shorthands() if self.methods else ()
 
   def expand(self) -> Tuple[MethodConfig, ...]:
     """The methods: --methods in its order, else (shorthands) in the order
     algorithm > data side > client work."""
-    shared = {f.name: getattr(self, f.name)
-              for f in dataclasses.fields(methods_lib.HyperParameters)}
-    shared["options"] = self.options  # The variants' own hyper-parameters.
     if self.methods:
-      return tuple(MethodConfig(a, v, **shared)
-                   for a, v in method_names.parse_methods(self.methods))
-    works = [()] + [(v,) for v in ("fedir", "fedprox") if getattr(self, v)]
-    sides = [()] + ([("fedvc",)] if self.fedvc else [])
+      return tuple(method_names.config_of(spec, self.options)
+                   for spec in method_names.parse_methods(self.methods))
+    on = lambda kind: [(v,) for v in methods_lib.shorthands(kind)
+                       if self.shorthands.get(v)]
+    works = [()] + on(methods_lib.CLIENT_WORK)
+    sides = [()] + on(methods_lib.DATA_SIDE)
     out = []
     for algorithm in self.algorithm:
       for side in sides:
         for work in works:
           if work or side or self.include_plain:
-            out.append(MethodConfig(algorithm, work + side, **shared))
+            out.append(MethodConfig(algorithm, work + side,
+                                    options=self.options))
     return tuple(out)
 
 
@@ -295,13 +311,25 @@ def replace_fields(config: ExperimentConfig,
 def from_values(values: Mapping[str, object],
                 given: Iterable[str] = ()) -> ExperimentConfig:
   """A validated config from {flag name: value} (missing = default)."""
+  return checked(values, given)[0]
+
+
+def checked(values: Mapping[str, object], given: Iterable[str] = ()
+            ) -> Tuple[ExperimentConfig, Dict[str, object]]:
+  """(config, resolved settings) from {flag name: value}: validated once
+  (`validate`); pass both to `runner.run(config, resolved)`, which then does
+  not validate again."""
   config = replace_fields(ExperimentConfig(), values)
-  validate(config, given)
-  return config
+  return config, validate(config, given)
 
 
 def from_flags(flag_values) -> ExperimentConfig:
-  """The validated config of parsed absl flags.
+  """The validated config of parsed absl flags (`checked_flags`)."""
+  return checked_flags(flag_values)[0]
+
+
+def checked_flags(flag_values) -> Tuple[ExperimentConfig, Dict[str, object]]:
+  """(config, resolved settings) of parsed absl flags, validated once.
 
   Every config field is read from the flag of the same name; the flags given
   on the command line (`.present`) also take part in validation (a flag the
@@ -312,7 +340,7 @@ def from_flags(flag_values) -> ExperimentConfig:
   """
   names = list(field_sections())
   values = {n: flag_values[n].value for n in names}
-  return from_values(values, [n for n in names if flag_values[n].present])
+  return checked(values, [n for n in names if flag_values[n].present])
 
 
 def check_output(output: OutputConfig) -> None:
@@ -336,7 +364,7 @@ def check_execution(e: ExecutionConfig) -> None:
   except ValueError as err:
     raise bad("workers", e.workers, str(err).partition(": ")[2]) from None
   try:
-    client_group_size.parse_group_size(e.client_group_size)
+    groups.parse_group_size(e.client_group_size)
   except ValueError as err:
     raise bad("client_group_size", e.client_group_size, str(err)) from None
   if e.local_workers == 0 and not e.workers:
@@ -358,11 +386,12 @@ def check_method_selection(m: MethodsConfig, given: Iterable[str]) -> None:
     return
   method_names.parse_methods(m.methods)
   default = MethodsConfig()
-  for name in METHOD_SHORTHANDS:
+  shorthands = method_shorthands()
+  for name in shorthands:
     if name in given or getattr(m, name) != getattr(default, name):
       raise ConfigError(f"--methods and --{name}: give only one (--methods "
-                        "lists exactly the methods trained; --algorithm, "
-                        "--fedir, --fedprox, --fedvc and --include_plain are "
+                        "lists exactly the methods trained; "
+                        f"{usage.flag_list(shorthands, 'and')} are "
                         "its shorthands)", "methods")
 
 
@@ -409,16 +438,21 @@ def validate(config: ExperimentConfig,
     if a not in methods_lib.algorithm_names():
       raise bad("algorithm", list(m.algorithm), "each must be one of "
                 f"{', '.join(methods_lib.algorithm_names())}")
-  if not m.expand():
-    raise ConfigError("--noinclude_plain needs --fedir, --fedprox or --fedvc: "
-                      "nothing to run", "include_plain")
-  for method in m.expand():
-    methods_lib.validate_method_config(method)
+  if not m.methods and len(set(m.algorithm)) != len(m.algorithm):
+    raise bad("algorithm", list(m.algorithm), "an algorithm is repeated")
+  expanded = m.expand()
+  if not expanded:
+    raise ConfigError("--noinclude_plain needs "
+                      f"{usage.flag_list(methods_lib.shorthands())}: nothing to run",
+                      "include_plain")
+  for method in expanded:  # Each method's fields, once (`methods.validate`).
+    methods_lib.validate(method)
+    method_usage.check_overrides(method)
   check_output(config.output)
   check_execution(config.execution)
-  mixing_strategies.validate(config.mixing, m.expand(), given)
-  client_group_size.check_methods(config.execution.client_group_size,
-                                  m.expand(), config.mixing.mixing)
+  mixing_lib.validate(config.mixing, expanded, given)
+  groups.check_methods(config.execution.client_group_size, expanded,
+                       config.mixing.mixing)
   if config.mixing.mixing and config.data.dataset not in \
       tasks.scenario_task_names():
     raise ConfigError(f"--mixing: --dataset={config.data.dataset} has no "

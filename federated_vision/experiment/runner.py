@@ -19,7 +19,7 @@ from federated_vision.experiment import central_baseline
 from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import mixing_report
 from federated_vision.experiment import usage
-from federated_vision import client_group_size
+from federated_vision.methods import groups as client_group_size
 from federated_vision.errors import bad
 from federated_vision.tasks import presence
 
@@ -209,18 +209,37 @@ def _train(exp: Experiment, evaluate):
   return results, None
 
 
-def plot_title(config: config_lib.ExperimentConfig, resolved, emd) -> str:
-  """The plots' title: what a reader needs to tell two runs' plots apart."""
-  d, m, t = config.data, config.methods, config.training
+def plot_title(config: config_lib.ExperimentConfig, resolved, emd,
+               method_settings=None) -> str:
+  """The plots' title: what a reader needs to tell two runs' plots apart:
+  the data, then the methods' actual settings ({name: recorded settings};
+  `methods.build.display_settings`): those all methods share on one line,
+  then each method's own on a line of its own."""
+  from federated_vision.methods import build as method_build  # pylint: disable=g-import-not-at-top
+  d, t = config.data, config.training
   part = resolved.get("partition", d.partition)
   part += f" α={d.alpha:g}" if part == "dirichlet" else ""
-  return (f"{d.dataset} ({resolved.get('model')}), K={resolved.get('num_clients')}"
-          f" {part}, EMD {emd:.2f}\n{resolved.get('clients_per_round')} "
-          f"clients/round, E={m.client_epochs}, B={m.client_batch_size or '∞'}, "
-          f"client lr {m.client_learning_rate:g}, server lr "
-          f"{m.server_learning_rate:g}"
-          + (f", FedAvgM momentum {m.server_momentum:g}"
-             if "fedavgm" in m.algorithm else "") + f", seed {t.seed}")
+  shown = {name: method_build.display_settings(s)
+           for name, s in (method_settings or {}).items()}
+  first = next(iter(shown.values()), {})
+  common = {k: v for k, v in first.items()
+            if all(s.get(k) == v for s in shown.values())}
+
+  def show(items):
+    return ", ".join(f"{k}={v}" if k in ("E", "B") else
+                     f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                     for k, v in items)
+
+  lines = [f"{d.dataset} ({resolved.get('model')}), "
+           f"K={resolved.get('num_clients')} {part}, EMD {emd:.2f}",
+           ", ".join(x for x in (
+               f"{resolved.get('clients_per_round')} clients/round",
+               show(common.items()), f"seed {t.seed}") if x)]
+  for name, s in shown.items():
+    own = [(k, v) for k, v in s.items() if k not in common]
+    if own:
+      lines.append(f"{name}: {show(own)}")
+  return "\n".join(lines)
 
 
 def _of_total(info, used: int) -> str:
@@ -247,7 +266,8 @@ def central_status(central) -> str:
                                  *central.history) else "diverged")
 
 
-def run(config: config_lib.ExperimentConfig) -> dict:
+def run(config: config_lib.ExperimentConfig,
+        resolved: Optional[Dict[str, object]] = None) -> dict:
   """Runs `config` under the experiment directory's `RunLock` (see
   `federated_vision.experiment.run_record` for which directory it may use) on the TFF
   workers of `config.execution`, started before the data are loaded.
@@ -260,7 +280,8 @@ def run(config: config_lib.ExperimentConfig) -> dict:
   """
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   from federated_vision.experiment import run_record  # pylint: disable=g-import-not-at-top
-  resolved = config_lib.validate(config)  # Once per run.
+  if resolved is None:  # Not validated yet (`config_lib.checked` was not
+    resolved = config_lib.validate(config)  # used): once, here.
   presence.require(config.data)  # Data on this machine, before any directory.
   new_dirs = _new_dirs(config.output_dir)
   out = check_output_dir(config.output)
@@ -408,7 +429,7 @@ def _run(exp: Experiment) -> dict:
                               "reused": reused}
   reporting.write_json(os.path.join(out, "summary.json"), summary)
   write_hparams_sessions(out)
-  title = plot_title(config, exp.resolved, stats["emd"])
+  title = plot_title(config, exp.resolved, stats["emd"], settings)
   png = reporting.plot_accuracy(runs, os.path.join(out, "accuracy.png"),
                                 "round", central_acc, title)
   png_b = reporting.plot_accuracy(runs, os.path.join(out, "accuracy_vs_batches.png"),

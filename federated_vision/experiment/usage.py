@@ -35,14 +35,13 @@ it (experiment.json, hparams.json, summary.json): without those fields, so
 a recorded value always had an effect.
 """
 
-import dataclasses
 from typing import Dict, Iterable
 
 from federated_vision import config_fields
-from federated_vision import method_usage
 from federated_vision import methods as methods_lib
-from federated_vision import mixing_strategies
 from federated_vision import tasks
+from federated_vision.methods import mixing as mixing_strategies
+from federated_vision.methods import usage as method_usage
 from federated_vision.errors import ConfigError
 from federated_vision.tasks import base as task_base
 from federated_vision.tasks import models as model_registry
@@ -79,32 +78,46 @@ def _methods_unused(config) -> Dict[str, str]:
   expanded = m.expand()
   read = set()
   for method in expanded:
-    read |= method_usage.fields_read(method)
+    # A field every method reading it sets itself (its name's own setting)
+    # is not read from the flag.
+    read |= method_usage.fields_read(method) - set(method.overrides)
   if config.training.centralized_epochs > 0:  # runner._centralized.
     read |= {"client_learning_rate", "client_batch_size"}
   names = ", ".join(x.name for x in expanded)
   out = {}
-  for field in method_usage.HYPER_PARAMETERS:
+  for field in method_usage.hyper_parameters():
     if field not in read:
       users = ", ".join(method_usage.readers(field)) or "no method"
       out[field] = (f"not used: read by {users}; this run's methods are "
                     f"{names}")
-  used = {v for method in expanded for v in method.variants}
-  for section in config_fields.sections(config_fields.VARIANT):
-    if not used & set(section.owners):
-      out.update({n: f"not used: read by {'+'.join(section.owners)}; this "
-                     f"run's methods are {names}" for n in section.field_names})
-  if not any(getattr(m, v) for v in ("fedir", "fedprox", "fedvc")):
-    out["include_plain"] = ("not used: without --fedir, --fedprox or --fedvc "
-                            "every method is plain")
+  shorthands = methods_lib.shorthands()
+  if not any(getattr(m, v) for v in shorthands):
+    out["include_plain"] = (
+        f"not used: without {flag_list(shorthands)} every method is plain")
   # The method selection: --methods or its shorthands, whichever chose the
   # methods (giving both is refused by config.check_method_selection).
   out.update({n: "not used: --methods lists the methods trained"
               for n in m.unused_fields()})
   if not m.methods:
-    out["methods"] = ("unset: the shorthands (--algorithm, --fedir, --fedprox, "
-                      "--fedvc, --include_plain) choose the methods")
+    out["methods"] = (
+        "unset: the shorthands ("
+        f"{', '.join('--' + n for n in method_shorthands())}) choose "
+        "the methods")
   return out
+
+
+def method_shorthands():
+  """The shorthands of --methods: --algorithm, each variant's --<name> flag
+  (`Variant.shorthand`), --include_plain."""
+  return ("algorithm",) + methods_lib.shorthands() + ("include_plain",)
+
+
+def flag_list(names, last: str = "or") -> str:
+  """'--a, --b or --c'."""
+  names = [f"--{n}" for n in names]
+  if len(names) < 2:
+    return "".join(names)
+  return ", ".join(names[:-1]) + f" {last} {names[-1]}"
 
 
 def _mixing_unused(config) -> Dict[str, str]:
@@ -133,17 +146,13 @@ def ruled_fields() -> Dict[str, str]:
   a rule of this module covers (`uncovered` lists the others)."""
   out = {n: "always used" for n in ALWAYS_USED}
   out.update({n: "the task" for n in task_base.data_fields() if n != "dataset"})
-  out.update({n: "the methods"
-              for n in config_fields.field_names(config_fields.VARIANT)})
   out.update({n: "the model" for n in model_registry.MODEL_FIELDS})
-  out.update({n: "the methods" for n in method_usage.HYPER_PARAMETERS +
-              ("include_plain", "methods", "algorithm", "fedir", "fedprox",
-               "fedvc")})
+  out.update({n: "the methods" for n in method_usage.hyper_parameters() +
+              method_shorthands() + ("methods",)})
   out.update({n: "clients per round" for n in ("clients_per_round",
                                                "client_fraction")})
-  out.update({f.name: "the mixing strategies"
-              for f in dataclasses.fields(methods_lib.MixingSettings)
-              if f.name != "mixing"})
+  out.update({n: "the mixing strategies"
+              for n in mixing_strategies.SETTINGS_FIELDS if n != "mixing"})
   out.update({n: "the local workers" for n in LOCAL_WORKER_FIELDS})
   return out
 

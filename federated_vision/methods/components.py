@@ -1,124 +1,239 @@
-"""The parts a method is composed of, and their registries.
+"""Method components: each declared once, with everything about it.
 
-A method (`methods.build_method`) is an explicit, named composition:
-an *algorithm* (server side + its local B, E) + at most one *client-work
-variant* + any *data-side variants* [+ a *mixing strategy*,
-`federated_vision.mixing_strategies`]. Each part is a registered component
-(`register_algorithm`, `register_variant`, `mixing_strategies.
-register_mixing_strategy`) whose hyper-parameters are fields named as the
-binaries' flags, checked once (`validate_method_config`), and whose builder
-returns the settings summary.json records.
+A method is a named composition of components (`methods.names`):
 
-Importing this module does not import TensorFlow (validation runs before any
-data or TFF is loaded).
+    <algorithm>[+<variant>...][@<server optimizer>][:<field>=<value>...]
+
+  * an `Algorithm` (the round: server side, local B and E; fedavg, fedavgm,
+    fedsgd, scaffold),
+  * at most one `ClientWork` variant (replaces the clients' update: fedir,
+    fedprox),
+  * any `DataSide` variants (change what a client trains on and who is
+    sampled: fedvc),
+  * a `ServerOptimizer` (sgd, sgdm, nesterov, adam, yogi, adagrad; each
+    algorithm names its default),
+  * optionally a mixing strategy (`methods.mixing.MixingStrategy`, Augenstein
+    et al.), given with --mixing.
+
+A component's declaration says, in one place: its name, citation and
+one-line summary (`--help`, docs), its own hyper-parameters (`options`: a
+frozen dataclass of `config_fields.option` fields, whose flags, bounds and
+`--help` lines are generated), the shared method hyper-parameters it reads
+(`reads`, fields of `methods.method_config.HyperParameters`), what it
+refuses to be combined with (`refuses`), whether client groups cover it
+(`grouped`), the settings it records and its builder. Everything else
+(flags, usage refusals, recorded settings, client-group coverage, plot
+labels, the cost estimate, the method list in the docs) derives from the
+registry; nothing parses method names. The built-ins
+(`methods.builtins`) are declared exactly as a user's module
+(--extra_modules) declares its own: `methods.register(ClientWork(...))`.
+
+Importing this module does not import TensorFlow: declarations are checked
+before any data or TFF is loaded; builders import what they need when
+called.
 """
 
 import dataclasses
-import functools
-import math
-from typing import (Callable, Dict, Mapping, NamedTuple, Optional, Sequence,
-                    Tuple)
+import inspect
+from typing import (Any, Callable, ClassVar, Dict, Mapping, Optional, Tuple)
 
 from federated_vision import config_fields
-from federated_vision.errors import ConfigError, bad
+from federated_vision.errors import ConfigError
 from federated_vision.registry import Registry
 
-FEDIR_TARGETS = ("uniform", "test")
+ALGORITHM = "algorithm"
 CLIENT_WORK = "client_work"
 DATA_SIDE = "data_side"
+SERVER_OPTIMIZER = "server_optimizer"
+MIXING = "mixing"
+KINDS = (ALGORITHM, CLIENT_WORK, DATA_SIDE, SERVER_OPTIMIZER, MIXING)
+# Characters of the method-name grammar (`methods.names`).
+RESERVED = "+@:=,/ "
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class HyperParameters:
-  """Local and server hyper-parameters of a method (keyword-only fields;
-  names are the binaries' flags).
+class Component:
+  """What every method component declares.
 
   Attributes:
-    client_epochs: local epochs E (fedsgd: 1).
-    client_batch_size: local batch size B; 0 = B = inf (fedsgd: inf).
-    client_learning_rate: client SGD learning rate.
-    server_learning_rate: eta_s.
-    server_momentum: beta of fedavgm (Hsu et al. 2019); others use none.
-    virtual_client_size: fedvc's N_VC.
-    fedir_target: fedir's p(y): 'uniform' or 'test' (server test labels).
-    fedprox_mu: fedprox's proximal strength mu (Li et al. 2020, eq. 2).
+    name: registry name, unique over all kinds (a part of a method name).
+    citation: the paper, section and equation it implements, or
+      "ours: <why>".
+    summary: one line saying what it is (`--help`, docs/algorithms.md).
+    options: its own hyper-parameter section (a frozen dataclass of
+      `config_fields.option` fields), or None. Flags, bounds and help are
+      generated; values are recorded in the method's settings; a method
+      reads them as attributes of its `MethodConfig` (`config.fedprox_mu`).
+    reads: the shared method hyper-parameters it reads
+      (`method_config.SHARED_FIELDS`: client_epochs, client_batch_size,
+      client_learning_rate, server_learning_rate). A flag no method of a
+      run reads is refused (`methods.usage`).
+    refuses: ((component name, reason), ...): components it cannot be
+      combined with in one method; the reason completes "... cannot be
+      combined with <reason>".
+    grouped: client groups (`algorithms.client_groups`: one TFF slot trains
+      several clients) can train methods using it.
+    label: display name in plots and reports (default: the name).
+    off_settings: settings recorded by every method that does not use it
+      (so the built-ins' summary.json keys are the same for every method).
+    module: the declaring module (set by `register`).
   """
-  client_epochs: int = 1
-  client_batch_size: int = 10
-  client_learning_rate: float = 0.05
-  server_learning_rate: float = 1.0
-  server_momentum: float = 0.9
-  virtual_client_size: int = 64
-  fedir_target: str = "uniform"
-  fedprox_mu: float = 0.01
-
-
-@dataclasses.dataclass(frozen=True)
-class MethodConfig(HyperParameters):
-  """One method: `MethodConfig(algorithm, variants, **hyper_parameters)`.
-
-  Attributes:
-    algorithm: registered algorithm (fedavg, fedavgm, fedsgd, ...).
-    variants: registered variants applied to it, e.g. ("fedir", "fedvc").
-    options: values of the variants' own hyper-parameters
-      (`Variant.options`, `config_fields`).
-    (and the keyword-only `HyperParameters`)
-  """
-  algorithm: str = "fedavg"
-  variants: Tuple[str, ...] = ()
-  options: config_fields.Options = config_fields.Options(config_fields.VARIANT)
+  kind: ClassVar[str] = ""
+  name: str
+  citation: str
+  summary: str = ""
+  options: Optional[type] = None
+  reads: Tuple[str, ...] = ()
+  refuses: Tuple[Tuple[str, str], ...] = ()
+  grouped: bool = False
+  label: str = ""
+  off_settings: Mapping[str, object] = dataclasses.field(
+      default_factory=dict)
+  module: str = ""
 
   @property
-  def name(self) -> str:
-    """'<algorithm>[+<variant>...]', e.g. 'fedavgm+fedir+fedvc'."""
-    return "+".join((self.algorithm,) + tuple(self.variants))
+  def display(self) -> str:
+    return self.label or self.name
+
+  def option_names(self) -> Tuple[str, ...]:
+    """Its own hyper-parameters (flag names)."""
+    return (tuple(f.name for f in dataclasses.fields(self.options))
+            if self.options is not None else ())
+
+  def recorded(self, config) -> Dict[str, object]:
+    """Its own hyper-parameters' values in `config` (a `MethodConfig`)."""
+    return {n: getattr(config, n) for n in self.option_names()}
+
+  def refusal(self, other: str) -> Optional[str]:
+    """Why it cannot be combined with component `other`, or None."""
+    return dict(self.refuses).get(other)
 
 
-class MethodInputs(NamedTuple):
-  """The plain arguments every method builder gets.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BuildParts:
+  """What `build_method` builds once and hands an algorithm's builder.
 
   Attributes:
-    model_fn: no-arg `tff.learning.models.VariableModel` builder.
-    num_classes: C.
-    client_ids: all client ids.
-    client_sizes: n_k, aligned with `client_ids`.
-    clients_per_round: clients (or virtual clients) per round.
-    seed: seed of sampling and local shuffling.
-    test_labels_fn: no-arg function returning the server's test labels
-      (fedir_target='test'), or None.
+    client_work: the client-work variant's process, or None (the
+      algorithm's own client update).
+    server_optimizer: the method's server optimizer (a
+      `tff.learning.optimizers.Optimizer`), or None for an algorithm
+      without one.
+    client_optimizer: the clients' SGD of --client_learning_rate.
   """
-  model_fn: Callable
-  num_classes: int
-  client_ids: Sequence[str]
-  client_sizes: Sequence[int]
-  clients_per_round: int
-  seed: int = 0
-  test_labels_fn: Optional[Callable[[], Sequence[int]]] = None
+  client_work: Any = None
+  server_optimizer: Any = None
+  client_optimizer: Any = None
 
 
-class Method(NamedTuple):
-  """One method of an experiment, ready for `training_loop`.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Algorithm(Component):
+  """A registered algorithm.
 
-  `fed_data` is the data the method trains on when it is not the
-  experiment's (mixing's oracle and example transfer), else None;
-  `extra_broadcast_bytes` what the server broadcasts per round beyond the
-  model (mixing; 0 otherwise).
+  Attributes:
+    build: `(config, inputs, parts: BuildParts) -> (process, settings)`: a
+      `tff.learning.templates.LearningProcess` (or an object with
+      `build_training_process(fed_data, spec)`, e.g. a stateful process)
+      that must compose `parts.client_work` when not None and use
+      `parts.server_optimizer`.
+    client_spec: `(config, seed) -> client_data.TrainingSpec`, the local
+      data side (B, E) it owns.
+    server_optimizer: its default server optimizer (a registered
+      `ServerOptimizer`; `@<optimizer>` in a method name replaces it), or
+      None: it has no server-optimizer slot.
+    client_state: it keeps state per client across rounds (the
+      client-state store; the estimate prints its size).
+    calibrates_as: the algorithm whose client side it shares, so the cost
+      estimate calibrates them once (FedAvgM: fedavg).
+    mixable: the mixing strategies can compose its server optimizer and
+      client SGD (`methods.mixing`).
   """
-  name: str
-  process: object
-  spec: object
-  sampler: object
-  settings: Mapping[str, object]
-  fed_data: Optional[object] = None
-  extra_broadcast_bytes: int = 0
+  kind: ClassVar[str] = ALGORITHM
+  build: Callable
+  client_spec: Callable = None  # Default set in __post_init__.
+  server_optimizer: Optional[str] = "sgd"
+  client_state: bool = False
+  calibrates_as: Optional[str] = None
+  mixable: bool = False
+
+  def __post_init__(self):
+    if self.client_spec is None:
+      object.__setattr__(self, "client_spec", default_client_spec)
 
 
-# build(config, inputs, client_work or None) -> (process, settings).
-AlgorithmBuilder = Callable[[MethodConfig, MethodInputs, Optional[object]],
-                            Tuple[object, Dict[str, object]]]
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Variant(Component):
+  """A variant: a `ClientWork` or `DataSide` component.
+
+  Attributes:
+    build: see the subclasses.
+    mixing: `(config, inputs) -> (StrategyInputs fields, settings)`: what it
+      changes in a mixing strategy's method, or None (it does not compose
+      with the mixing strategies).
+    shorthand: help of its `--<name>` flag ("also run each algorithm with
+      it", `MethodsConfig.expand`), or "" for none.
+  """
+  build: Callable
+  mixing: Optional[Callable] = None
+  shorthand: str = ""
 
 
-def default_client_spec(config: MethodConfig, seed: int):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClientWork(Variant):
+  """Replaces the clients' update: `build(config, inputs) -> (client work
+  process, settings)` (a `tff.learning.templates.ClientWorkProcess`).
+
+  Attributes:
+    grouped_update: `(config, inputs) -> algorithms.client_groups.
+      ClientUpdate` (the per-client pieces client groups need), or None:
+      client groups do not cover it.
+  """
+  kind: ClassVar[str] = CLIENT_WORK
+  grouped_update: Optional[Callable] = None
+
+  def __post_init__(self):
+    object.__setattr__(self, "grouped", self.grouped_update is not None)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DataSide(Variant):
+  """Changes what clients train on and who is sampled: `build(config,
+  inputs, spec, sampler) -> (spec, sampler, settings)`.
+
+  Attributes:
+    examples_per_client: `(config, n) -> examples a selected client trains
+      on per epoch` for a client of n examples (cost estimate), or None
+      (n).
+  """
+  kind: ClassVar[str] = DATA_SIDE
+  grouped: bool = True
+  examples_per_client: Optional[Callable] = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServerOptimizer(Component):
+  """Applies the aggregated update on the server.
+
+  Attributes:
+    build: `config -> tff.learning.optimizers.Optimizer`.
+    settings: `config -> dict` it records (default: `server_optimizer`
+      name, the shared hyper-parameters it reads, its own options).
+  """
+  kind: ClassVar[str] = SERVER_OPTIMIZER
+  build: Callable
+  settings: Optional[Callable] = None
+  grouped: bool = True
+
+  def record(self, config) -> Dict[str, object]:
+    if self.settings is not None:
+      return dict(self.settings(config))
+    out = {"server_optimizer": self.name}
+    out.update({n: getattr(config, n) for n in self.reads})
+    out.update(self.recorded(config))
+    return out
+
+
+def default_client_spec(config, seed: int):
   """`TrainingSpec` of local B (0 = inf) and E, shuffled, seeded."""
   from federated_vision.data import client_data  # pylint: disable=g-import-not-at-top
   return client_data.TrainingSpec(
@@ -126,161 +241,82 @@ def default_client_spec(config: MethodConfig, seed: int):
       shuffle_buffer=10_000, seed=seed)
 
 
-def fedsgd_client_spec(config: MethodConfig, seed: int):
-  """McMahan et al. 2017's FedSGD: B = inf, E = 1 whatever the config says."""
-  return default_client_spec(
-      dataclasses.replace(config, client_batch_size=0, client_epochs=1), seed)
+_REGISTRY: Registry[Component] = Registry("method component", "methods")
 
 
-@dataclasses.dataclass(frozen=True)
-class Algorithm:
-  """A registered algorithm.
-
-  Attributes:
-    name: registry name (an --algorithm value).
-    build: `(config, inputs, client_work) -> (process, settings)`; it must
-      compose `client_work` when not None (a client-work variant's).
-    client_spec: `(config, seed) -> client_data.TrainingSpec`, the local
-      data side (B, E) the algorithm owns.
-    server_optimizer: `config -> (tff optimizer, settings)`, the server
-      optimizer alone, or None; an algorithm with one composes with the
-      mixing strategies (`mixing_strategies`), which bring their own process.
-  """
-  name: str
-  build: AlgorithmBuilder
-  client_spec: Callable = default_client_spec
-  server_optimizer: Optional[Callable] = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Variant:
-  """A registered variant.
-
-  Attributes:
-    name: registry name (and the binaries' --<name> flag).
-    kind: CLIENT_WORK (`build` returns `(client work process, settings)`) or
-      DATA_SIDE (`build` returns `(spec, sampler, settings)` from the
-      algorithm's spec and sampler).
-    build: see `kind`; called as `build(config, inputs)` for CLIENT_WORK and
-      `build(config, inputs, spec, sampler)` for DATA_SIDE.
-    mixing: `(config, inputs) -> (StrategyInputs fields, settings)`: what the
-      variant changes in a mixing strategy's method, or None (the variant
-      does not compose with the mixing strategies).
-    options: the variant's own hyper-parameter section (a frozen dataclass
-      of `config_fields.option` fields: generated flags, recorded in the
-      method's settings; `config.options.section(name)` reads it), or None.
-  """
-  name: str
-  kind: str
-  build: Callable
-  mixing: Optional[Callable] = None
-  options: Optional[type] = None
-
-
-_ALGORITHMS: Registry[Algorithm] = Registry("algorithm", "algorithm")
-_VARIANTS: Registry[Variant] = Registry("variant", "variants")
-
-
-def register_algorithm(algorithm: Algorithm) -> None:
-  """Adds an algorithm (see `Algorithm`); names are unique across algorithms
-  and variants."""
-  if algorithm.name in _VARIANTS:
-    raise ValueError(f"algorithm name {algorithm.name!r} is already "
-                     "registered as a variant")
-  _ALGORITHMS.add(algorithm.name, algorithm)
-
-
-def register_variant(variant: Variant) -> None:
-  """Adds a client-work or data-side variant."""
-  if variant.kind not in (CLIENT_WORK, DATA_SIDE):
-    raise ValueError(f"variant kind must be {CLIENT_WORK!r} or {DATA_SIDE!r}, "
-                     f"got {variant.kind!r}")
-  if variant.name in _ALGORITHMS:
-    raise ValueError(f"variant name {variant.name!r} is already registered as "
-                     "an algorithm")
-  if variant.options is not None and variant.name not in _VARIANTS:
-    config_fields.declare(config_fields.VARIANT, variant.name, variant.options)
-  _VARIANTS.add(variant.name, variant)
-
-
-def algorithm_names() -> Tuple[str, ...]:
-  return _ALGORITHMS.names()
-
-
-def variant_names(kind: Optional[str] = None) -> Tuple[str, ...]:
-  return _VARIANTS.names(lambda v: kind in (None, v.kind))
-
-
-def check_positive(name: str, value: float) -> None:
-  """ConfigError naming `name` unless `value` is a finite number > 0."""
-  if not (value > 0 and math.isfinite(value)):
-    raise bad(name, value, "must be a finite number > 0")
-
-
-def validate_method_config(config: MethodConfig) -> None:
-  """Checks one method's settings (before any data or TFF is loaded).
-
-  A config that passed is remembered (`_valid`): the checks run once per
-  method and run (config validation, then the builders), and a later
-  registration can only make more configs valid (ours: issue 17, "validated
-  five times per run").
+def register(component: Component) -> Component:
+  """Adds a component; declares its options (their flags).
 
   Raises:
-    ConfigError: naming the field (== flag).
-    ValueError: two client-work variants in one method.
+    ValueError: a bad or taken name (over all kinds), no citation, reads of
+      a field that is not a shared hyper-parameter, or bad options.
   """
-  try:
-    hash(config)
-  except TypeError:  # e.g. variants given as a list: not remembered.
-    _valid.__wrapped__(config)
-    return
-  _valid(config)
+  from federated_vision.methods import method_config  # pylint: disable=g-import-not-at-top
+  if not isinstance(component, Component) or component.kind not in KINDS:
+    raise ValueError(f"{component!r} is not a method component (Algorithm, "
+                     "ClientWork, DataSide, ServerOptimizer, MixingStrategy)")
+  name = component.name
+  if not name or any(ch in name for ch in RESERVED) or name != name.lower():
+    raise ValueError(f"component name {name!r} must be non-empty lower case "
+                     f"without any of {RESERVED!r}")
+  if name in _REGISTRY:
+    other = _REGISTRY.get(name).kind
+    as_what = ("an algorithm or variant" if other in (ALGORITHM, CLIENT_WORK,
+                                                      DATA_SIDE)
+               else f"a {other.replace('_', ' ')}")
+    raise ValueError(f"method component name {name!r} is already registered "
+                     f"as {as_what} ({other})")
+  if not component.citation or not component.citation.strip():
+    raise ValueError(f"{name}: give a citation (paper, section, equation) "
+                     "or 'ours: <why>'")
+  unknown = set(component.reads) - set(method_config.SHARED_FIELDS)
+  if unknown:
+    raise ValueError(f"{name}: reads {sorted(unknown)}, which are not shared "
+                     f"hyper-parameters ({', '.join(method_config.SHARED_FIELDS)}"
+                     "); declare its own in `options`")
+  if not component.module:
+    caller = inspect.stack()[1].frame.f_globals.get("__name__", "")
+    component = dataclasses.replace(component, module=caller)
+  if component.options is not None:
+    config_fields.declare(config_fields.METHOD, name, component.options)
+  if isinstance(component, Variant) and component.shorthand:
+    config_fields.declare(config_fields.SHORTHAND, name,
+                          _shorthand_section(name, component.shorthand))
+  return _REGISTRY.add(name, component)
 
 
-@functools.lru_cache(maxsize=None)  # Successes only: errors are not cached.
-def _valid(config: MethodConfig) -> bool:
-  """`validate_method_config`'s checks (True, or raises)."""
-  if config.algorithm not in _ALGORITHMS:
-    raise bad("algorithm", config.algorithm,
-              f"each must be one of {', '.join(algorithm_names())}")
-  for v in config.variants:
-    if v not in _VARIANTS:
-      raise ConfigError(f"method {config.name}: unknown variant {v!r} (one of "
-                        f"{', '.join(variant_names())})", "variants")
-  if len(set(config.variants)) != len(config.variants):
-    raise ValueError(f"method {config.name}: a variant is repeated")
-  config.options.validate(config.variants)
-  work = [v for v in config.variants if _VARIANTS.get(v).kind == CLIENT_WORK]
-  if len(work) > 1:
-    raise ValueError(f"method {config.name}: {' and '.join(work)} both replace "
-                     "the client work; a method takes at most one client-work "
-                     "variant (plus any data-side ones)")
-  check_positive("client_learning_rate", config.client_learning_rate)
-  check_positive("server_learning_rate", config.server_learning_rate)
-  if not 0 <= config.server_momentum < 1:
-    raise bad("server_momentum", config.server_momentum, "must be in [0, 1)")
-  if config.client_epochs < 1:
-    raise bad("client_epochs", config.client_epochs, "must be >= 1")
-  if config.client_batch_size < 0:
-    raise bad("client_batch_size", config.client_batch_size,
-              "must be >= 0 (0 = B = inf)")
-  if config.virtual_client_size < 1:
-    raise bad("virtual_client_size", config.virtual_client_size, "must be >= 1")
-  if config.fedir_target not in FEDIR_TARGETS:
-    raise bad("fedir_target", config.fedir_target,
-              f"must be one of {', '.join(FEDIR_TARGETS)}")
-  if not (config.fedprox_mu >= 0 and math.isfinite(config.fedprox_mu)):
-    raise bad("fedprox_mu", config.fedprox_mu, "must be a finite number >= 0")
-  return True
+def _shorthand_section(name: str, help_text: str) -> type:
+  """The one-field section of a variant's `--<name>` shorthand flag."""
+  return dataclasses.make_dataclass(
+      f"{name.capitalize()}Shorthand",
+      [(name, bool, config_fields.option(False, help_text))], frozen=True)
 
 
-def get_algorithm(name: str) -> Algorithm:
-  """The registered algorithm (ConfigError naming --algorithm if unknown)."""
-  return _ALGORITHMS.get(name)
+def components(kind: Optional[str] = None) -> Tuple[Component, ...]:
+  """Registered components (of `kind`), in registration order."""
+  return tuple(_REGISTRY.get(n) for n in _REGISTRY
+               if kind in (None, _REGISTRY.get(n).kind))
 
 
-def get_variant(name: str) -> Variant:
-  """The registered variant (ConfigError naming --variants if unknown)."""
-  return _VARIANTS.get(name)
+def names(kind: Optional[str] = None) -> Tuple[str, ...]:
+  return tuple(c.name for c in components(kind))
 
 
+def get(name: str, kind: Optional[str] = None) -> Component:
+  """The component (of `kind`).
+
+  Raises:
+    ConfigError: unknown (naming --methods, or the kind's flag).
+  """
+  if name in _REGISTRY and kind in (None, _REGISTRY.get(name).kind):
+    return _REGISTRY.get(name)
+  field = {ALGORITHM: "algorithm", MIXING: "mixing"}.get(kind, "methods")
+  what = (kind or "method component").replace("_", " ")
+  raise ConfigError(f"unknown {what} {name!r}: one of "
+                    f"{', '.join(names(kind))}", field)
+
+
+def shorthands(kind: Optional[str] = None) -> Tuple[str, ...]:
+  """Variants with a `--<name>` shorthand flag (of `kind`), in order."""
+  return tuple(c.name for c in components(kind)
+               if isinstance(c, Variant) and c.shorthand)

@@ -2,17 +2,17 @@
 
 Light (no TensorFlow) so configs can check the flag before TFF is imported:
 its value (`parse_group_size`) and which methods it can apply to
-(`uncovered`, `check_methods`: an explicit size > 1 for a method the groups
-do not cover is refused by config validation, before any method is built).
+(`uncovered`, derived from the components' declarations; `check_methods`:
+an explicit size > 1 for a method the groups do not cover is refused by
+config validation, before any method is built).
 """
 
 import math
 import os
 from typing import Optional, Sequence, Union
 
-from federated_vision import method_builtins  # pylint: disable=unused-import  (registers the built-ins)
-from federated_vision import method_components as components
 from federated_vision.errors import bad
+from federated_vision.methods import components as comp
 
 AUTO = "auto"
 # Largest group (a slot's keys are read as one batch of at most this size).
@@ -54,60 +54,56 @@ def resolve_group_size(group_size: GroupSize, clients_per_round: int,
   return parse_group_size(str(group_size))
 
 
-# ours: the methods whose process `methods.with_client_groups` can build
-# grouped, i.e. what `algorithms/client_groups.py` implements: the FedAvg
-# family (McMahan et al. 2017, Algorithm 1) with the plain or FedIR's client
-# work (Hsu, Qi & Brown 2020, Sec. 5.2, eq. 4). Data-side variants (FedVC,
-# Sec. 5.3) change only the spec and sampler, which the grouped process
-# uses as the ungrouped one does: any is covered.
-GROUPED_ALGORITHMS = ("fedavg", "fedavgm", "fedsgd")
-GROUPED_CLIENT_WORK = ("plain", "fedir")
-# ours: mixing strategies (Augenstein et al.) whose process is FedAvg's on the
-# strategy's data (`algorithms.mixing`: no mixing, the oracle, example
-# transfer); parallel and gradient transfer change the round itself.
-GROUPED_MIXING = ("none", "oracle", "example_transfer")
-
-
-def client_work(config: components.MethodConfig) -> str:
+def client_work(config) -> str:
   """The method's client-work variant, 'plain' without one: what
   `methods.build_method` records as its `client_work` setting.
 
   Raises:
-    ConfigError: an unknown variant (see `validate_method_config`).
+    ConfigError: an unknown variant.
   """
   work = [v for v in config.variants
-          if components.get_variant(v).kind == components.CLIENT_WORK]
+          if comp.get(v).kind == comp.CLIENT_WORK]
   return work[0] if work else "plain"
 
 
-def uncovered(config: components.MethodConfig,
-              mixing: Optional[str] = None) -> Optional[str]:
+def uncovered(config, mixing: Optional[str] = None) -> Optional[str]:
   """Why client groups cannot train `config` (with mixing strategy
   `mixing`, None: no --mixing), or None if they can: the one coverage rule,
   decided before anything is built (config validation) and by
-  `methods.with_client_groups`.
+  `methods.with_client_groups`, from the declarations (`grouped` of each
+  component; a client work is covered when it declares its
+  `grouped_update`).
 
-  Covered: an algorithm of `GROUPED_ALGORITHMS` with a client work of
-  `GROUPED_CLIENT_WORK` (a third-party client-work variant is not), and with
-  a mixing strategy only one of `GROUPED_MIXING` with the plain client work
-  (a mixing strategy's FedIR counts q_k over the round's batches, the
-  groups over the client's whole data, `fedir_label_counts`).
+  With a mixing strategy only the plain client work is covered (ours: a
+  mixing strategy's client work, e.g. FedIR counting q_k over the round's
+  batches, is not the client work client groups implement).
   """
-  work = client_work(config)
-  covered = (config.algorithm in GROUPED_ALGORITHMS
-             and work in GROUPED_CLIENT_WORK
-             and (mixing is None
-                  or (mixing in GROUPED_MIXING and work == "plain")))
-  if covered:
+  parts = list(config.used())
+  if mixing is not None:
+    parts.append(comp.get(mixing, comp.MIXING))
+  missing = [c for c in parts if not c.grouped]
+  if mixing is not None and client_work(config) != "plain":
+    missing.append(comp.get(client_work(config)))
+  if not missing:
     return None
   name = config.name + (f"+{mixing}" if mixing is not None else "")
-  return (f"method {name} cannot be grouped (client groups cover fedavg, "
-          "fedavgm, fedsgd with or without fedir / fedvc, and without fedir "
-          f"also with the mixing strategies {', '.join(GROUPED_MIXING)}); "
-          "use 1 or 'auto'")
+  why = ", ".join(dict.fromkeys(
+      f"{c.name} ({c.kind.replace('_', ' ')})" for c in missing))
+  return (f"method {name} cannot be grouped: client groups do not cover "
+          f"{why}{' with a mixing strategy' if mixing else ''}; covered: "
+          f"{covered()}; use 1 or 'auto'")
 
 
-def check_methods(group_size: str, methods: Sequence[components.MethodConfig],
+def covered() -> str:
+  """The covered components, for messages and --help."""
+  kinds = {}
+  for c in comp.components():
+    if c.grouped:
+      kinds.setdefault(c.kind.replace("_", " "), []).append(c.name)
+  return "; ".join(f"{k}s {', '.join(v)}" for k, v in kinds.items())
+
+
+def check_methods(group_size: str, methods: Sequence,
                   mixing: Sequence[str] = ()) -> None:
   """Refuses an explicit `--client_group_size` > 1 that some method x
   mixing strategy cannot use (`uncovered`), before any method is built;

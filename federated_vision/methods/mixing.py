@@ -1,38 +1,55 @@
-"""Mixing strategies (Augenstein et al.) as registered method components.
+"""Mixing strategies (Augenstein et al.) as method components.
 
 *Jointly Learning from Decentralized (Federated) and Centralized Data to
 Mitigate Distribution Shift* (Augenstein, Hard, Partridge & Mathews): no
 mixing and the oracle (baselines), parallel training (Algorithm 2), example
-transfer (Algorithm 3) and gradient transfer (Algorithm 4). Each is a
-`MixingStrategy`, registered like algorithms and variants
-(`method_components`): it owns its hyper-parameter dataclass (fields named as
-the `MixingSettings` fields == flags they are read from), checks it once
-(`validate`), says which algorithms / variants it composes with
-(`check_combination`) and builds its part of a method (`build`), whose
-settings summary.json records. `methods.build_method` is the one builder.
+transfer (Algorithm 3) and gradient transfer (Algorithm 4); the built-ins
+are declared in `methods.builtins.mixing_strategies`. A `MixingStrategy`
+owns its hyper-parameter dataclass (`params`: fields named as the
+`MixingSettings` fields == flags they are read from; other fields keep the
+value of the registered instance), checks it (`validate`), says what it
+refuses and builds its part of a method (`build`), whose settings
+summary.json records. `methods.build_method` is the one builder.
 
-A strategy registered from a module passed with --extra_modules is reachable
-from --mixing. Its hyper-parameter dataclass may hold fields that are no
-`MixingSettings` field: they keep the value of the instance given at
-registration (`MixingStrategy.params`); fields named as `MixingSettings`
-fields are read from the run's settings (their flags).
+`MixingSettings` is the run's mixing section: the strategies trained side
+by side and the flag-named hyper-parameters they read.
 
-Importing this module does not import TensorFlow; the built-in builders
-import `algorithms.mixing` when called. It imports `method_builtins` so the
-combination rules see the built-in algorithms and variants.
+Importing this module does not import TensorFlow.
 """
 
 import dataclasses
-import functools
-import math
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
-from federated_vision import method_builtins  # pylint: disable=unused-import
-from federated_vision import method_components as components
-from federated_vision.errors import ConfigError, bad
-from federated_vision import mixing_settings
-from federated_vision.mixing_settings import MixingSettings
-from federated_vision.registry import Registry
+from federated_vision.errors import ConfigError
+from federated_vision.methods import components as comp
+
+
+@dataclasses.dataclass(frozen=True)
+class MixingSettings:
+  """The mixing strategies to run and their hyper-parameters (flag names).
+
+  Attributes:
+    mixing: strategies run side by side (registered `MixingStrategy`s); ()
+      = no mixing scenario, the methods run on the task's plain data.
+    merge_weight: parallel training's a in [0, 1] (Algorithm 2).
+    central_steps: parallel training's K centralized SGD steps per round.
+    central_batch_size: centralized batch size (parallel, gradient transfer).
+    central_learning_rate: SGD learning rate of the K centralized steps; None
+      = --client_learning_rate.
+    central_examples_per_client: example transfer's M (Algorithm 3).
+    gradient_weight: gradient transfer's lambda (Algorithm 4).
+    missing_classes: e.g. '8,9': classes the clients lose to the server
+      (tasks whose scenario lets you choose; None = the task's default).
+  """
+  mixing: Tuple[str, ...] = ()
+  merge_weight: float = 0.5
+  central_steps: int = 1
+  central_batch_size: int = 32
+  central_learning_rate: Optional[float] = None
+  central_examples_per_client: int = 10
+  gradient_weight: float = 1.0
+  missing_classes: Optional[str] = None
+
 
 SETTINGS_FIELDS = tuple(f.name for f in dataclasses.fields(MixingSettings))
 
@@ -45,58 +62,6 @@ class NoParams:
     pass
 
 
-@dataclasses.dataclass(frozen=True)
-class ParallelParams:
-  """Parallel training (Augenstein et al., Algorithm 2): a, K, B_c and the
-  learning rate of the K centralized steps (None: the client's)."""
-  merge_weight: float = MixingSettings.merge_weight
-  central_steps: int = MixingSettings.central_steps
-  central_batch_size: int = MixingSettings.central_batch_size
-  central_learning_rate: Optional[float] = MixingSettings.central_learning_rate
-
-  def validate(self) -> None:
-    if not 0 <= self.merge_weight <= 1:
-      raise bad("merge_weight", self.merge_weight, "must be in [0, 1]")
-    _at_least_one("central_steps", self.central_steps)
-    _at_least_one("central_batch_size", self.central_batch_size)
-    if self.central_learning_rate is not None:
-      components.check_positive("central_learning_rate",
-                                self.central_learning_rate)
-
-
-@dataclasses.dataclass(frozen=True)
-class ExampleTransferParams:
-  """Example transfer (Augenstein et al., Algorithm 3): M examples sent to
-  each selected client per round."""
-  central_examples_per_client: int = MixingSettings.central_examples_per_client
-
-  def validate(self) -> None:
-    if self.central_examples_per_client < 0:
-      raise bad("central_examples_per_client",
-                self.central_examples_per_client, "must be >= 0")
-
-
-@dataclasses.dataclass(frozen=True)
-class GradientTransferParams:
-  """Gradient transfer (Augenstein et al., Algorithm 4): lambda and B_c."""
-  gradient_weight: float = MixingSettings.gradient_weight
-  central_batch_size: int = MixingSettings.central_batch_size
-
-  def validate(self) -> None:
-    # >= 0 as `mixing_gradient.build_gradient_transfer` requires (0 is
-    # FedAvg); a negative lambda used to pass here and fail after the data
-    # were loaded.
-    if not (math.isfinite(self.gradient_weight) and self.gradient_weight >= 0):
-      raise bad("gradient_weight", self.gradient_weight,
-                "must be a finite number >= 0")
-    _at_least_one("central_batch_size", self.central_batch_size)
-
-
-def _at_least_one(name: str, value: int) -> None:
-  if value < 1:
-    raise bad(name, value, "must be >= 1")
-
-
 def _no_data_side(data):
   raise TypeError("StrategyInputs.sampling was not given")
 
@@ -106,14 +71,14 @@ class StrategyInputs(NamedTuple):
   once by `methods.build_method` (a strategy builds none of them again).
 
   Attributes:
-    inputs: the `method_components.MethodInputs`.
+    inputs: the `MethodInputs`.
     scenario: the task's `data.mixing_scenarios.MixingScenario`.
     spec: the algorithm's client `TrainingSpec` (B, E, seed) before the
       data-side variants.
-    client_optimizer: the client SGD (`method_builtins.client_sgd`).
-    server_optimizer: the algorithm's server optimizer.
-    client_work: the client-work variant's process (FedIR's), or None
-      (FedAvg's own).
+    client_optimizer: the clients' SGD.
+    server_optimizer: the method's server optimizer.
+    client_work: the client-work variant's mixing process (FedIR's), or
+      None (FedAvg's own).
     sampling: `fed_data -> (spec, sampler)`: the method's spec and sampler
       (uniform; FedVC's size-proportional virtual clients) over the clients
       of the data the strategy trains on.
@@ -129,28 +94,26 @@ class StrategyInputs(NamedTuple):
   variants: Tuple[str, ...] = ()
 
 
-# build(name, params, StrategyInputs) -> algorithms.mixing.MixingMethod.
-StrategyBuilder = Callable[[str, Any, StrategyInputs], Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class MixingStrategy:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MixingStrategy(comp.Component):
   """A registered mixing strategy.
 
   Attributes:
-    name: registry name (a --mixing value); methods are '<method>+<name>'.
     build: `(name, params, StrategyInputs) -> algorithms.mixing.MixingMethod`
       (process, the data trained on, spec, sampler, extra broadcast bytes,
       settings).
-    params: its hyper-parameters (a frozen dataclass with `validate()`);
-      fields named as `MixingSettings` fields are read from the run's.
-    refuses: ((variant, reason), ...) of variants it cannot be combined
-      with (the reason completes '... cannot be combined with <reason>').
+    params: its hyper-parameters (a frozen dataclass instance with
+      `validate()`); fields named as `MixingSettings` fields are read from
+      the run's.
+    replaces_client_work: its round replaces FedAvg's client update, so it
+      refuses every client-work variant (gradient transfer).
+    (and `Component`'s: `refuses` ((variant, reason), ...); `grouped`:
+    client groups can train it with the plain client work.)
   """
-  name: str
-  build: StrategyBuilder
+  kind = comp.MIXING
+  build: Callable
   params: Any = NoParams()
-  refuses: Tuple[Tuple[str, str], ...] = ()
+  replaces_client_work: bool = False
 
   def reads(self) -> Tuple[str, ...]:
     """The `MixingSettings` fields (== flags) this strategy reads."""
@@ -167,38 +130,37 @@ class MixingStrategy:
         self.params, **{n: getattr(settings, n) for n in self.reads()})
 
 
-_STRATEGIES: Registry[MixingStrategy] = Registry("mixing strategy", "mixing")
-
-
-def register_mixing_strategy(strategy: MixingStrategy) -> None:
-  """Adds a strategy (ValueError if the name is taken or bad, also by an
-  algorithm or variant: '<method>+<strategy>' must name one method)."""
-  if strategy.name in components.algorithm_names() + \
-      components.variant_names():
-    raise ValueError(f"mixing strategy name {strategy.name!r} is already "
-                     "registered as an algorithm or variant")
+def register_mixing_strategy(strategy: MixingStrategy) -> MixingStrategy:
+  """Adds a strategy (ValueError if the name is taken, also by another
+  component: '<method>+<strategy>' must name one method)."""
   if not dataclasses.is_dataclass(strategy.params) or not callable(
       getattr(strategy.params, "validate", None)):
     raise ValueError(f"mixing strategy {strategy.name!r}: params must be a "
                      "dataclass instance with a validate() method")
-  _STRATEGIES.add(strategy.name, strategy)
+  return comp.register(strategy)
 
 
 def strategy_names() -> Tuple[str, ...]:
-  return _STRATEGIES.names()
+  return comp.names(comp.MIXING)
 
 
 def get_strategy(name: str) -> MixingStrategy:
   """The strategy (ConfigError naming --mixing if unknown)."""
-  if name not in _STRATEGIES:
+  if name not in strategy_names():
     raise ConfigError(f"mixing strategy must be one of "
                       f"{', '.join(strategy_names())}; got {name!r}", "mixing")
-  return _STRATEGIES.get(name)
+  return comp.get(name, comp.MIXING)
 
 
 def readers(field: str) -> Tuple[str, ...]:
   """Strategies reading `MixingSettings` field `field` (for messages)."""
-  return tuple(n for n in _STRATEGIES if field in _STRATEGIES.get(n).reads())
+  return tuple(n for n in strategy_names() if field in get_strategy(n).reads())
+
+
+def refusal(strategy: str, variant: str, why: str) -> str:
+  """The one-line refusal of a strategy x variant combination."""
+  return (f"--mixing={strategy} and --{variant}: mixing strategy "
+          f"{strategy!r} cannot be combined with {why}")
 
 
 def check_combination(strategy: str, algorithm: str = "fedavg",
@@ -206,38 +168,43 @@ def check_combination(strategy: str, algorithm: str = "fedavg",
   """Refuses a strategy x algorithm / variant combination with no single
   meaning (ConfigError naming both flags).
 
-  * an algorithm without a `server_optimizer` (fedsgd) or a variant without
-    a `mixing` part (fedprox): the strategies compose the server optimizer
-    of fedavg / fedavgm and FedIR's client work only.
-  * the strategy's own `refuses`: gradient transfer + FedIR (both replace
-    FedAvg's client work), example transfer + FedVC (FedVC fixes what a
-    client trains on to N_VC examples while example transfer adds M).
+  * an algorithm that is not `mixable` (fedsgd) or a variant without a
+    `mixing` part (fedprox): the strategies compose the mixable algorithms'
+    server optimizer and the mixing client works only;
+  * the strategy's or the variant's own `refuses` (example transfer +
+    FedVC: FedVC fixes what a client trains on to N_VC examples while
+    example transfer adds M), and a client-work variant with a strategy
+    that `replaces_client_work` (gradient transfer + FedIR).
   Everything else composes: FedIR's client work runs on whatever data the
-  strategy gives the client (its q_k then counts transferred examples), FedVC
-  resamples the strategy's client data, FedAvgM's server optimizer works with
-  all five.
+  strategy gives the client, FedVC resamples the strategy's client data,
+  any server optimizer works with all of them.
   """
   s = get_strategy(strategy)
-  if components.get_algorithm(algorithm).server_optimizer is None:
-    mixable = [a for a in components.algorithm_names()
-               if components.get_algorithm(a).server_optimizer is not None]
+  if not comp.get(algorithm, comp.ALGORITHM).mixable:
+    mixable = [a.name for a in comp.components(comp.ALGORITHM) if a.mixable]
     raise ConfigError(f"--mixing={strategy} and --algorithm={algorithm}: the "
                       f"mixing strategies compose {' and '.join(mixable)} "
                       "only", "algorithm")
   for v in variants:
-    if components.get_variant(v).mixing is None:
+    variant = comp.get(v)
+    if variant.mixing is None:
+      works = [f"{c.display}'s" for c in comp.components(comp.CLIENT_WORK)
+               if c.mixing is not None]
       raise ConfigError(f"--mixing={strategy} and --{v}: the mixing "
-                        "strategies compose FedIR's client work only", v)
-    reason = dict(s.refuses).get(v)
+                        f"strategies compose {' and '.join(works)} client "
+                        "work only", v)
+    reason = s.refusal(v) or variant.refusal(strategy)
+    if reason is None and s.replaces_client_work and \
+        variant.kind == comp.CLIENT_WORK:
+      reason = f"{variant.display}: both replace FedAvg's client work"
     if reason:
-      raise ConfigError(mixing_settings.refusal(strategy, v, reason), v)
+      raise ConfigError(refusal(strategy, v, reason), v)
 
 
-def validate(settings: MixingSettings, methods=(),
-             given=()) -> None:
+def validate(settings: MixingSettings, methods=(), given=()) -> None:
   """Checks the mixing settings and their combination with `methods`
-  (`method_components.MethodConfig`s): each strategy's hyper-parameters
-  once, every strategy x method combination.
+  (`MethodConfig`s): each strategy's hyper-parameters, every strategy x
+  method combination.
 
   Raises:
     ConfigError: naming the flag (both flags for a refused combination).
@@ -250,58 +217,24 @@ def validate(settings: MixingSettings, methods=(),
         raise ConfigError(f"--{n}: only used with --mixing", n)
     return
   if len(set(settings.mixing)) != len(settings.mixing):
-    raise bad("mixing", list(settings.mixing), "a strategy is repeated")
+    raise ConfigError(f"--mixing={','.join(settings.mixing)}: a strategy is "
+                      "repeated", "mixing")
   for name in settings.mixing:
-    for method in methods or (components.MethodConfig(),):
-      checked_params(name, settings, method.algorithm, tuple(method.variants))
+    checked_params(name, settings)
+    for method in methods:
+      check_combination(name, method.algorithm, tuple(method.variants))
 
 
 def checked_params(strategy: str, settings: MixingSettings,
-                   algorithm: str = "fedavg", variants: Tuple[str, ...] = ()):
-  """The strategy's hyper-parameters from `settings`, validated, and its
-  combination with the method checked; a combination that passed is
-  remembered, so `validate` (the config) and `methods.build_method` check
-  it once per run.
+                   algorithm: Optional[str] = None, variants=()):
+  """The strategy's hyper-parameters from `settings`, validated (and, given
+  an algorithm, its combination with the method checked).
 
   Raises:
-    ConfigError: naming the flag (both flags for a refused combination).
+    ConfigError: naming the flag.
   """
-  key = (strategy, settings, algorithm, tuple(variants))
-  try:
-    hash(key)
-  except TypeError:  # Unhashable settings (e.g. a list): not remembered.
-    return _checked.__wrapped__(*key)
-  return _checked(*key)
-
-
-@functools.lru_cache(maxsize=None)  # Successes only: errors are not cached.
-def _checked(strategy, settings, algorithm, variants):
   params = get_strategy(strategy).params_from(settings)
   params.validate()
-  check_combination(strategy, algorithm, variants)
+  if algorithm is not None:
+    check_combination(strategy, algorithm, tuple(variants))
   return params
-
-
-# --- Built-in strategies: each registers its own builder (`algorithms.mixing`).
-
-def _builder(function: str) -> StrategyBuilder:
-  """`algorithms.mixing.<function>`, imported when called (this module does
-  not import TensorFlow)."""
-  def build(name: str, params, strategy_inputs: StrategyInputs):
-    from federated_vision.algorithms import mixing  # pylint: disable=g-import-not-at-top
-    return getattr(mixing, function)(name, params, strategy_inputs)
-  build.__name__ = build.__qualname__ = function
-  return build
-
-
-_BUILTINS = {"none": (_builder("build_none"), NoParams()),
-             "parallel": (_builder("build_parallel"), ParallelParams()),
-             "example_transfer": (_builder("build_example_transfer"),
-                                  ExampleTransferParams()),
-             "gradient_transfer": (_builder("build_gradient_transfer"),
-                                   GradientTransferParams()),
-             "oracle": (_builder("build_oracle"), NoParams())}
-assert tuple(_BUILTINS) == mixing_settings.MIXING_STRATEGIES
-for _name, (_build, _params) in _BUILTINS.items():
-  register_mixing_strategy(MixingStrategy(
-      _name, _build, _params, mixing_settings.REFUSED_VARIANTS.get(_name, ())))

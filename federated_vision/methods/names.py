@@ -1,26 +1,45 @@
-"""Method names: '<algorithm>[+<variant>...]' <-> (algorithm, variants).
+"""Method names: the one grammar of `--methods` and of results' method keys.
 
-The binaries' `--methods=fedavg+fedvc,fedavgm+fedir+fedvc` lists exactly the
-methods a run trains, in order. Each name is parsed against the algorithm and
-variant registries of `federated_vision.methods`, so anything registered
-(also from a module passed with `--extra_modules`) is reachable.
+    <algorithm>[+<variant>...][@<server optimizer>][:<field>=<value>...]
 
-One method has one name: client-work variants come first, then data-side
-variants, each kind in the order given (`fedavgm+fedvc+fedir` is
-`fedavgm+fedir+fedvc`, the name the shorthand flags `--fedir --fedvc` give),
-so results of one method line up across runs whichever spelling was used.
+e.g. `fedavg+fedvc`, `fedavgm+fedir+fedvc`, `fedavg+fedvc@adam`,
+`fedavg@adam:server_learning_rate=0.01:adam_beta_2=0.99`. Each part is
+parsed against the component registries (`methods.components`), so anything
+registered (also from a module passed with --extra_modules) is reachable.
 
-Plain Python: importing this module imports neither TensorFlow nor absl.
+* Variants: client-work variants first, then data-side ones, each kind in
+  the order given (`fedavgm+fedvc+fedir` is `fedavgm+fedir+fedvc`, the name
+  the shorthand flags `--fedir --fedvc` give).
+* `@<server optimizer>` replaces the algorithm's default server optimizer;
+  naming the default (`fedavgm@sgdm`) is the plain name (`fedavgm`).
+* `:<field>=<value>` sets one of the method's own hyper-parameters (any
+  field it reads: shared ones such as server_learning_rate, or its
+  components' options), overriding the run's flag for this method only:
+  methods with different settings run side by side. Values are parsed by
+  the field's declared type; overrides are sorted by field and their values
+  written canonically (`repr` of a float), and a value equal to the run's
+  is still part of the name (the name says what the method set itself).
+
+So one method has one name: results of one method line up across runs
+whichever spelling was used. Plain Python: no TensorFlow, no absl.
 """
 
-from typing import Sequence, Tuple
+import typing
+from typing import NamedTuple, Optional, Sequence, Tuple
 
-from federated_vision import methods as methods_lib
+from federated_vision import config_fields
 from federated_vision.errors import ConfigError, show
+from federated_vision.methods import components as comp
 
 FLAG = "methods"
 
-Parsed = Tuple[str, Tuple[str, ...]]  # (algorithm, variants)
+
+class Spec(NamedTuple):
+  """A parsed method name (`parse`)."""
+  algorithm: str
+  variants: Tuple[str, ...]
+  server_optimizer: Optional[str] = None
+  overrides: Tuple[Tuple[str, object], ...] = ()
 
 
 def _error(names: Sequence[str], part: str, reason: str) -> ConfigError:
@@ -28,12 +47,10 @@ def _error(names: Sequence[str], part: str, reason: str) -> ConfigError:
                      FLAG)
 
 
-def parse_method(name: str, names: Sequence[str] = ()) -> Parsed:
-  """(algorithm, variants in canonical order) of one method name.
-
-  Args:
-    name: '<algorithm>[+<variant>...]'.
-    names: the whole --methods list, for the message (default: [name]).
+def parse_method(name: str, names: Sequence[str] = ()
+                 ) -> Tuple[str, Tuple[str, ...]]:
+  """(algorithm, variants in canonical order) of a composition
+  '<algorithm>[+<variant>...]' (no `@` or `:` part; see `parse`).
 
   Raises:
     ConfigError: naming --methods and the bad part (empty name, unknown
@@ -43,21 +60,22 @@ def parse_method(name: str, names: Sequence[str] = ()) -> Parsed:
   parts = [p.strip() for p in str(name).split("+")]
   if not name or not all(parts):
     raise _error(names, name, "empty method or variant name (a method is "
-                 "<algorithm>[+<variant>...])")
+                 "<algorithm>[+<variant>...][@<server optimizer>])")
   algorithm, variants = parts[0], parts[1:]
-  if algorithm not in methods_lib.algorithm_names():
+  algorithms = comp.names(comp.ALGORITHM)
+  variant_names = comp.names(comp.CLIENT_WORK) + comp.names(comp.DATA_SIDE)
+  if algorithm not in algorithms:
     hint = (" (a variant; a method starts with its algorithm)"
-            if algorithm in methods_lib.variant_names() else "")
+            if algorithm in variant_names else "")
     raise _error(names, name, f"unknown algorithm {algorithm!r}{hint}; one of "
-                 f"{', '.join(methods_lib.algorithm_names())}")
+                 f"{', '.join(algorithms)}")
   for v in variants:
-    if v not in methods_lib.variant_names():
+    if v not in variant_names:
       raise _error(names, name, f"unknown variant {v!r}; one of "
-                   f"{', '.join(methods_lib.variant_names())}")
+                   f"{', '.join(variant_names)}")
   if len(set(variants)) != len(variants):
     raise _error(names, name, "a variant is repeated")
-  work = [v for v in variants
-          if v in methods_lib.variant_names(methods_lib.CLIENT_WORK)]
+  work = [v for v in variants if v in comp.names(comp.CLIENT_WORK)]
   if len(work) > 1:
     raise _error(names, name, f"{' and '.join(work)} both replace the client "
                  "work; a method takes at most one client-work variant")
@@ -65,13 +83,97 @@ def parse_method(name: str, names: Sequence[str] = ()) -> Parsed:
   return algorithm, tuple(work + side)
 
 
-def method_name(algorithm: str, variants: Sequence[str]) -> str:
-  """'<algorithm>[+<variant>...]' (as `methods.MethodConfig.name`)."""
-  return "+".join((algorithm,) + tuple(variants))
+def parse(name: str, names: Sequence[str] = ()) -> Spec:
+  """The whole method name (see the module docstring).
+
+  Raises:
+    ConfigError: naming --methods and the bad part.
+  """
+  names = tuple(names) or (name,)
+  head, *settings = str(name).split(":")
+  composition, at, optimizer = head.partition("@")
+  algorithm, variants = parse_method(composition.strip(), names)
+  optimizer = optimizer.strip() if at else None
+  if at:
+    if optimizer not in comp.names(comp.SERVER_OPTIMIZER):
+      raise _error(names, name, f"unknown server optimizer {optimizer!r}; "
+                   f"one of {', '.join(comp.names(comp.SERVER_OPTIMIZER))}")
+    default = comp.get(algorithm).server_optimizer
+    if default is None:
+      raise _error(names, name, f"{algorithm} has no server optimizer to "
+                   "replace")
+    if optimizer == default:
+      optimizer = None
+  overrides = {}
+  for setting in settings:
+    field, eq, text = setting.partition("=")
+    field = field.strip()
+    if not eq or not field:
+      raise _error(names, name, f"{setting!r}: a method's own setting is "
+                   "<field>=<value>")
+    if field in overrides:
+      raise _error(names, name, f"{field} is set twice")
+    overrides[field] = _value(names, name, field, text.strip())
+  return Spec(algorithm, variants, optimizer, tuple(sorted(overrides.items())))
 
 
-def parse_methods(names: Sequence[str]) -> Tuple[Parsed, ...]:
-  """Each name of a --methods list parsed (`parse_method`), in order.
+def _value(names, name: str, field: str, text: str):
+  """`text` as the declared type of method field `field`."""
+  section = config_fields.field_section(field)
+  if section is None or section.kind != config_fields.METHOD:
+    raise _error(names, name, f"{field!r} is not a method hyper-parameter "
+                 "(a shared one such as server_learning_rate, or a "
+                 "component's option)")
+  f = {f.name: f for f in section.fields}[field]
+  kind = config_fields.flag_kind(section.cls, f)
+  optional = type(None) in typing.get_args(
+      typing.get_type_hints(section.cls)[field])
+  try:
+    if optional and text.lower() == "none":
+      return None
+    if kind == "bool":
+      if text.lower() not in ("true", "false"):
+        raise ValueError(text)
+      return text.lower() == "true"
+    if kind == "integer":
+      return int(text)
+    if kind == "float":
+      return float(text)
+    if kind == "string":
+      return text
+  except ValueError:
+    pass
+  raise _error(names, name, f"{field}={text}: not a{'n' if kind == 'integer' else ''} "
+               f"{kind}")
+
+
+def format_value(value) -> str:
+  """A setting's value as a method name writes it."""
+  if isinstance(value, bool):
+    return "true" if value else "false"
+  if isinstance(value, float):
+    return repr(value)
+  return str(value)
+
+
+def spec_name(spec: Spec) -> str:
+  """The canonical name of a parsed method."""
+  out = "+".join((spec.algorithm,) + tuple(spec.variants))
+  if spec.server_optimizer is not None:
+    out += f"@{spec.server_optimizer}"
+  return out + "".join(f":{k}={format_value(v)}" for k, v in spec.overrides)
+
+
+def method_name(config) -> str:
+  """The canonical name of a `MethodConfig` (its overrides' values are its
+  own, read from its options)."""
+  return spec_name(Spec(
+      config.algorithm, tuple(config.variants), config.server_optimizer,
+      tuple((k, getattr(config, k)) for k in config.overrides)))
+
+
+def parse_methods(names: Sequence[str]) -> Tuple[Spec, ...]:
+  """Each name of a --methods list parsed (`parse`), in order.
 
   Raises:
     ConfigError: naming --methods: an empty list, a bad name, or one method
@@ -82,13 +184,13 @@ def parse_methods(names: Sequence[str]) -> Tuple[Parsed, ...]:
     raise ConfigError(f"--{FLAG}: give at least one method", FLAG)
   out, seen = [], {}
   for name in names:
-    parsed = parse_method(name, names)
-    canonical = method_name(*parsed)
+    spec = parse(name, names)
+    canonical = spec_name(spec)
     if canonical in seen:
       raise _error(names, name, f"the same method as {seen[canonical]!r} "
                    f"({canonical}); give each method once")
     seen[canonical] = name
-    out.append(parsed)
+    out.append(spec)
   return tuple(out)
 
 
@@ -98,4 +200,15 @@ def canonical_names(names: Sequence[str]) -> Tuple[str, ...]:
   Raises:
     ConfigError: see `parse_methods`.
   """
-  return tuple(method_name(*p) for p in parse_methods(names))
+  return tuple(spec_name(s) for s in parse_methods(names))
+
+
+def config_of(spec: Spec, shared: config_fields.Options):
+  """The `MethodConfig` of a parsed name, with the run's values `shared`
+  and the name's own settings over them."""
+  from federated_vision.methods import method_config  # pylint: disable=g-import-not-at-top
+  options = shared.replace(dict(spec.overrides)) if spec.overrides else shared
+  return method_config.MethodConfig(
+      spec.algorithm, spec.variants, spec.server_optimizer, options,
+      overrides=tuple(k for k, _ in spec.overrides))
+

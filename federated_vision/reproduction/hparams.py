@@ -55,25 +55,37 @@ def _hparam_value(value):
 
 def method_hparams(flags: Mapping[str, object], method: str
                    ) -> Dict[str, object]:
-  """A method's hyper-parameters: the run's flags (plain values only) plus
-  `method`, the method's base algorithm and variants, and eta_eff.
-
-  eta_eff = server_learning_rate / (1 - server_momentum) for FedAvgM, the
-  server learning rate otherwise (no momentum).
-  """
+  """A method's hyper-parameters: the run's flags (plain values only), with
+  each hyper-parameter the method reads at the method's own value (its
+  name's `:<field>=<value>` settings over the flags), plus `method`, its
+  algorithm, server optimizer, one `method_<variant>` flag per registered
+  variant, and eta_eff (the server optimizer's recorded effective learning
+  rate, e.g. eta_s / (1 - beta) for momentum; else eta_s). All derived from
+  the components' declarations (`federated_vision.methods`)."""
+  from federated_vision import config_fields  # pylint: disable=g-import-not-at-top
+  from federated_vision import methods  # pylint: disable=g-import-not-at-top
+  from federated_vision.methods import names  # pylint: disable=g-import-not-at-top
   out = {}
   for name, value in flags.items():
     v = _hparam_value(value)
     if v is not None and not isinstance(value, dict):
       out[name] = v
-  parts = method.split("+")
-  out.update(method=method, method_algorithm=parts[0],
-             method_fedir="fedir" in parts[1:],
-             method_fedvc="fedvc" in parts[1:])
-  lr = flags.get("server_learning_rate")
-  if isinstance(lr, (int, float)):
-    beta = flags.get("server_momentum", 0.0) if parts[0] == "fedavgm" else 0.0
-    out["server_effective_learning_rate"] = float(lr) / (1.0 - float(beta))
+  declared = set(config_fields.field_names(config_fields.METHOD))
+  shared = config_fields.Options(config_fields.METHOD).replace(
+      {k: v for k, v in flags.items() if k in declared})
+  config = names.config_of(names.parse(method), shared)
+  for component in config.used():
+    for field in component.reads + component.option_names():
+      if field in flags or field in config.overrides:
+        out[field] = _hparam_value(getattr(config, field))
+  out.update(method=method, method_algorithm=config.algorithm,
+             method_server_optimizer=config.optimizer or "none")
+  out.update({f"method_{v}": v in config.variants
+              for v in methods.variant_names()})
+  if config.optimizer is not None and "server_learning_rate" in out:
+    record = methods.get(config.optimizer).record(config)
+    out["server_effective_learning_rate"] = float(record.get(
+        "effective_server_learning_rate", config.server_learning_rate))
   return out
 
 

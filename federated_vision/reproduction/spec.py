@@ -17,7 +17,6 @@ import math
 import types
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from federated_vision import method_names
 
 # Kinds of runs. A centralized run trains the same model on the pooled client
 # data (`--centralized_epochs` > 0); its summary.json["centralized"]["accuracy"]
@@ -113,34 +112,23 @@ class Run:
 
 
 def expected_methods(flags: Mapping[str, object]) -> Tuple[str, ...]:
-  """Method names train_main gives `flags`: algorithm[+fedir][+fedvc]
-  [+<mixing strategy>].
-
-  Mirrors train_main: with `methods`, exactly those (canonical names,
-  `method_names.canonical_names`, in order); else each algorithm plain
-  (unless include_plain is False), with FedIR, with FedVC, and with both
-  when both are on; with --mixing, each of those once per strategy.
+  """Method names train_main gives `flags`: its methods section expanded
+  exactly as a run expands it (`MethodsConfig.expand`: --methods in order,
+  else the shorthands), each once per --mixing strategy
+  ('<method>+<strategy>').
 
   Raises:
     ConfigError: a bad `methods` entry (naming --methods).
   """
+  from federated_vision import config_fields  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import config as config_lib  # pylint: disable=g-import-not-at-top
+  fields = set(config_fields.leaf_names(config_lib.MethodsConfig))
+  methods = config_fields.replace_leaves(
+      config_lib.MethodsConfig(),
+      {k: tuple(v) if isinstance(v, list) else v
+       for k, v in flags.items() if k in fields})
   strategies = tuple((s,) for s in flags.get("mixing", ())) or ((),)
-  if flags.get("methods"):
-    return tuple("+".join((name,) + s)
-                 for name in method_names.canonical_names(flags["methods"])
-                 for s in strategies)
-  algorithms = tuple(flags.get("algorithm", ("fedavg", "fedavgm")))
-  fedir, fedvc = bool(flags.get("fedir")), bool(flags.get("fedvc"))
-  variants = []
-  if flags.get("include_plain", True):
-    variants.append(())
-  if fedir:
-    variants.append(("fedir",))
-  if fedvc:
-    variants.append(("fedvc",))
-  if fedir and fedvc:
-    variants.append(("fedir", "fedvc"))
-  return tuple("+".join((a,) + v + s) for a in algorithms for v in variants
+  return tuple("+".join((m.name,) + s) for m in methods.expand()
                for s in strategies)
 
 

@@ -1,161 +1,71 @@
-"""The built-in algorithms and variants, and what they construct once.
+"""The FedAvg family: fedavg, fedavgm, fedsgd.
 
-Algorithms: fedavg (McMahan et al. 2017, Algorithm 1), fedavgm (Hsu, Qi &
-Brown 2019, Section 3: server momentum), fedsgd (McMahan et al. 2017,
-Section 2: B = inf, E = 1). Variants: fedir (Hsu, Qi & Brown 2020, Section
-5.2, client work), fedprox (Li et al. 2020, eq. 2, client work), fedvc (Hsu,
-Qi & Brown 2020, Section 5.3, data side).
+* fedavg: McMahan et al. 2017, Algorithm 1: E local epochs of SGD with
+  batch size B on each selected client, the weighted mean of the deltas,
+  a server step (default: SGD with eta_s = 1, plain averaging).
+* fedavgm: FedAvg with server momentum (Hsu, Qi & Brown 2019, Sec. 3): the
+  same round with the heavy-ball `sgdm` server optimizer by default.
+* fedsgd: McMahan et al. 2017, Sec. 2: FedAvg with B = inf and E = 1
+  whatever the flags say (one full-batch gradient step per client).
 
-The parts every builder shares are built in one place each: the server
-optimizer (`server_optimizer`, an algorithm's `server_optimizer` entry), the
-client SGD from --client_learning_rate (`client_sgd`) and FedIR's target
-p(y) (`fedir_target`). Importing this module does not import TensorFlow.
+`client_sgd` is the clients' SGD every built-in builds from
+--client_learning_rate. Importing this module does not import TensorFlow.
 """
 
-from typing import Dict, Optional, Sequence
+import dataclasses
 
-from federated_vision.errors import bad
-from federated_vision.method_components import (
-    CLIENT_WORK, DATA_SIDE, Algorithm, MethodConfig, MethodInputs, Variant,
-    fedsgd_client_spec, register_algorithm, register_variant)
+from federated_vision.methods import components as comp
 
-
-def server_settings(optimizer: str, learning_rate: float,
-                    momentum: float = 0.0) -> Dict[str, object]:
-  """Recorded server-optimizer settings, with the effective learning rate
-  eta_s / (1 - beta) of SGD with momentum (Hsu et al. 2019)."""
-  return {"server_optimizer": optimizer, "server_learning_rate": learning_rate,
-          "server_momentum": momentum,
-          "effective_server_learning_rate": learning_rate / (1.0 - momentum)}
+_LOCAL = ("client_epochs", "client_batch_size", "client_learning_rate")
 
 
-def server_optimizer(momentum: bool):
-  """`config -> (optimizer, settings)`: SGD(eta_s) (FedAvg, McMahan et al.
-  2017) or SGD with momentum beta (FedAvgM, Hsu et al. 2019, eq. 2)."""
-  def build(config: MethodConfig):
-    import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
-    from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top
-    lr, beta = config.server_learning_rate, config.server_momentum
-    if momentum:
-      return (fedavg.build_server_momentum_optimizer(lr, beta),
-              server_settings("sgdm", lr, beta))
-    return tff.learning.optimizers.build_sgdm(lr), server_settings("sgd", lr)
-  return build
-
-
-def client_sgd(config: MethodConfig):
-  """The client SGD of --client_learning_rate (every built-in's)."""
+def client_sgd(config):
+  """The clients' SGD of --client_learning_rate (every built-in's)."""
   import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
   return tff.learning.optimizers.build_sgdm(config.client_learning_rate)
 
 
-def fedir_target(config: MethodConfig,
-                 inputs: MethodInputs) -> Optional[Sequence[float]]:
-  """FedIR's p(y): None (uniform) or the server's test label distribution
-  (--fedir_target=test; ConfigError without test labels)."""
-  if config.fedir_target != "test":
-    return None
-  from federated_vision.algorithms import fedir  # pylint: disable=g-import-not-at-top
-  if inputs.test_labels_fn is None:
-    raise bad("fedir_target", "test", "needs the server's test labels")
-  return fedir.estimate_target_distribution(inputs.test_labels_fn(),
-                                            inputs.num_classes)
+def fedsgd_client_spec(config, seed: int):
+  """McMahan et al. 2017's FedSGD: B = inf, E = 1 whatever the config says."""
+  return comp.default_client_spec(
+      dataclasses.replace(config, client_batch_size=0, client_epochs=1), seed)
 
 
-# --- Built-in algorithms and variants. ---------------------------------------
-
-def _fedavg_family(momentum: bool, fedsgd: bool = False):
-  """FedAvg (McMahan et al. 2017), FedAvgM (Hsu et al. 2019), FedSGD."""
-  def builder(config, inputs, client_work):
+def _build(fedsgd: bool):
+  """FedAvg's composition (`algorithms.fedavg`) with the method's client
+  work and server optimizer."""
+  def build(config, inputs, parts: comp.BuildParts):
     from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top
-    server, settings = server_optimizer(momentum)(config)
     if fedsgd:
       process = fedavg.build_fedsgd(inputs.model_fn,
-                                    config.client_learning_rate, server,
-                                    client_work=client_work)
+                                    config.client_learning_rate,
+                                    parts.server_optimizer,
+                                    client_work=parts.client_work)
     else:
-      process = fedavg.build_fedavg(inputs.model_fn, client_sgd(config),
-                                    server, client_work=client_work)
-    settings.update(client_optimizer="sgd",
-                    client_learning_rate=config.client_learning_rate)
-    return process, settings
-  return builder
+      process = fedavg.build_fedavg(inputs.model_fn, parts.client_optimizer,
+                                    parts.server_optimizer,
+                                    client_work=parts.client_work)
+    return process, {"client_optimizer": "sgd",
+                     "client_learning_rate": config.client_learning_rate}
+  return build
 
 
-def _fedir(config: MethodConfig, inputs: MethodInputs):
-  """FedIR's importance-weighted client work (Hsu, Qi & Brown 2020).
-
-  q_k is client k's class distribution over its whole local data, as in the
-  paper, read once per client from the counts `training_loop.
-  build_training_process` adds to its batches (`client_label_counts=True`):
-  not counted over the round's batches, which under FedVC are a resample of
-  N_VC examples (a noisy estimate of q_k) and would need a second pass.
-  """
-  return _fedir_work(config, inputs, client_label_counts=True)
-
-
-def _fedir_mixing(config: MethodConfig, inputs: MethodInputs):
-  """FedIR in a mixing strategy's method: the same client work, but q_k is
-  counted over the round's batches (ours: the data the client trains on
-  that round, which under example transfer includes the transferred
-  centralized examples; the mixing strategies' FedIR always counted so)."""
-  work, settings = _fedir_work(config, inputs, client_label_counts=False)
-  return {"client_work": work}, settings
-
-
-def _fedir_work(config: MethodConfig, inputs: MethodInputs,
-                client_label_counts: bool):
-  """FedIR's client work from the client SGD and p(y) (`fedir_target`)."""
-  from federated_vision.algorithms import fedir  # pylint: disable=g-import-not-at-top
-  work = fedir.build_fedir_client_work(
-      inputs.model_fn, client_sgd(config), inputs.num_classes,
-      target_distribution=fedir_target(config, inputs),
-      client_label_counts=client_label_counts)
-  return work, {"fedir_target": config.fedir_target}
-
-
-def _fedprox(config: MethodConfig, inputs: MethodInputs):
-  """FedProx (Li et al. 2020): gradient + mu (w - w_server), TFF 0.87's
-  `proximal_client_work` (what `tff.learning.algorithms.
-  build_weighted_fed_prox` composes)."""
-  from federated_vision.runtime import learning_internals  # pylint: disable=g-import-not-at-top
-  work = learning_internals.build_proximal_client_work(
-      inputs.model_fn, client_sgd(config), config.fedprox_mu)
-  return work, {"fedprox_mu": config.fedprox_mu}
-
-
-def _fedvc(config: MethodConfig, inputs: MethodInputs, spec, sampler):
-  """FedVC's virtual clients (`algorithms.fedvc.virtual_clients`)."""
-  del sampler
-  from federated_vision.algorithms import fedvc  # pylint: disable=g-import-not-at-top
-  spec, sampler = fedvc.virtual_clients(
-      spec, inputs.client_ids, inputs.client_sizes, inputs.clients_per_round,
-      config.virtual_client_size, inputs.seed)
-  return spec, sampler, _fedvc_settings(config)
-
-
-def _fedvc_settings(config: MethodConfig) -> Dict[str, object]:
-  return {"sampler": "size_proportional", "N_VC": config.virtual_client_size}
-
-
-def _fedvc_mixing(config: MethodConfig, inputs: MethodInputs):
-  """FedVC in a mixing strategy's method: nothing beyond its data side
-  (`_fedvc`, which `methods.build_method` applies to the clients of the
-  strategy's data)."""
-  del inputs
-  return {}, _fedvc_settings(config)
-
-
-register_algorithm(Algorithm("fedavg", _fedavg_family(momentum=False),
-                             server_optimizer=server_optimizer(False)))
-register_algorithm(Algorithm("fedavgm", _fedavg_family(momentum=True),
-                             server_optimizer=server_optimizer(True)))
+comp.register(comp.Algorithm(
+    name="fedavg", build=_build(False), reads=_LOCAL, server_optimizer="sgd",
+    grouped=True, mixable=True, label="FedAvg",
+    citation="McMahan et al. 2017, Algorithm 1",
+    summary="Federated Averaging: E local epochs of SGD (batch B) per "
+            "client, weighted mean of the deltas"))
+comp.register(comp.Algorithm(
+    name="fedavgm", build=_build(False), reads=_LOCAL, server_optimizer="sgdm",
+    grouped=True, mixable=True, calibrates_as="fedavg", label="FedAvgM",
+    citation="Hsu, Qi & Brown 2019, Sec. 3 (server momentum)",
+    summary="FedAvg with server momentum (heavy-ball sgdm by default)"))
 # FedSGD composes with no mixing strategy (ours: the strategies train with
-# local B and E, which FedSGD fixes to inf and 1): no server_optimizer entry.
-register_algorithm(Algorithm("fedsgd", _fedavg_family(False, fedsgd=True),
-                             fedsgd_client_spec))
-register_variant(Variant("fedir", CLIENT_WORK, _fedir, _fedir_mixing))
-register_variant(Variant("fedprox", CLIENT_WORK, _fedprox))
-register_variant(Variant("fedvc", DATA_SIDE, _fedvc, _fedvc_mixing))
-
-
+# local B and E, which FedSGD fixes to inf and 1): not mixable.
+comp.register(comp.Algorithm(
+    name="fedsgd", build=_build(True), reads=("client_learning_rate",),
+    client_spec=fedsgd_client_spec, server_optimizer="sgd", grouped=True,
+    calibrates_as=None, label="FedSGD",
+    citation="McMahan et al. 2017, Sec. 2 (FedSGD: B = inf, E = 1)",
+    summary="one full-batch gradient step per client (B = inf, E = 1)"))

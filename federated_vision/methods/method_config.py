@@ -1,0 +1,203 @@
+"""One method's configuration, the inputs of its builder, and what it builds.
+
+`MethodConfig` is a method's components (algorithm, variants, server
+optimizer) and the values of every method hyper-parameter: the shared ones
+(`HyperParameters`: local E and B, the client and server learning rates)
+and every component's own (`Component.options`), held in one
+`config_fields.Options` of kind "method" and read as attributes
+(`config.virtual_client_size`). `validate` is the one check of a method's
+configuration: each field's declared bounds, each used component's own
+`validate()`, the combination rules; config validation calls it once per
+method before any data or TFF is loaded.
+
+Importing this module does not import TensorFlow.
+"""
+
+import dataclasses
+import math
+from typing import Callable, Mapping, NamedTuple, Optional, Sequence, Tuple
+
+from federated_vision import config_fields
+from federated_vision.errors import ConfigError, bad
+from federated_vision.methods import components as comp
+
+SHARED_OWNER = "methods"
+
+
+def _check_positive(name: str, value: float) -> None:
+  if not (value > 0 and math.isfinite(value)):
+    raise bad(name, value, "must be a finite number > 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class HyperParameters:
+  """The method hyper-parameters several components read (flag names).
+
+  Attributes:
+    client_epochs: local epochs E (McMahan et al. 2017; fedsgd: 1).
+    client_batch_size: local batch size B; 0 = B = inf (fedsgd: inf).
+    client_learning_rate: the clients' SGD learning rate.
+    server_learning_rate: eta_s of the server optimizer.
+  """
+  client_epochs: int = config_fields.option(1, "Local epochs E.",
+                                            lower_bound=1)
+  client_batch_size: int = config_fields.option(
+      10, "Local batch size B; 0 means the whole local data set as one batch "
+      "(B = inf).", lower_bound=0)
+  client_learning_rate: float = config_fields.option(
+      0.05, "Client SGD learning rate.")
+  server_learning_rate: float = config_fields.option(
+      1.0, "Server learning rate eta_s (of every method's server "
+      "optimizer; one method's own: <method>:server_learning_rate=...).")
+
+  def validate(self) -> None:
+    _check_positive("client_learning_rate", self.client_learning_rate)
+    _check_positive("server_learning_rate", self.server_learning_rate)
+
+
+SHARED_FIELDS = tuple(f.name for f in dataclasses.fields(HyperParameters))
+config_fields.declare(config_fields.METHOD, SHARED_OWNER, HyperParameters)
+
+
+@dataclasses.dataclass(frozen=True, init=False)
+class MethodConfig:
+  """One method: `MethodConfig(algorithm, variants, server_optimizer,
+  **hyper_parameters)`.
+
+  Attributes:
+    algorithm: a registered `Algorithm`.
+    variants: registered variants, e.g. ("fedir", "fedvc").
+    server_optimizer: a registered `ServerOptimizer`, or None: the
+      algorithm's default.
+    options: every method hyper-parameter's value (`config_fields.Options`
+      of kind "method"); any declared field is also an attribute and a
+      keyword argument (`MethodConfig("fedavg", client_epochs=2)`).
+    overrides: the fields this method sets itself (its name's
+      `:<field>=<value>` parts, `methods.names`), sorted.
+  """
+  algorithm: str
+  variants: Tuple[str, ...]
+  server_optimizer: Optional[str]
+  options: config_fields.Options
+  overrides: Tuple[str, ...]
+
+  def __init__(self, algorithm: str = "fedavg", variants=(),
+               server_optimizer: Optional[str] = None,
+               options: Optional[config_fields.Options] = None,
+               overrides=(), **values):
+    options = options or config_fields.Options(config_fields.METHOD)
+    if values:
+      options = options.replace(values)
+    object.__setattr__(self, "algorithm", algorithm)
+    object.__setattr__(self, "variants", tuple(variants))
+    object.__setattr__(self, "server_optimizer", server_optimizer)
+    object.__setattr__(self, "options", options)
+    object.__setattr__(self, "overrides", tuple(sorted(overrides)))
+
+  def __getattr__(self, name: str):
+    if name.startswith("__"):
+      raise AttributeError(name)
+    try:
+      return self.options.get(name)
+    except AttributeError:
+      raise AttributeError(f"MethodConfig has no field {name!r}") from None
+
+  @property
+  def optimizer(self) -> Optional[str]:
+    """The server optimizer it uses: its own, else its algorithm's."""
+    if self.server_optimizer is not None:
+      return self.server_optimizer
+    return comp.get(self.algorithm, comp.ALGORITHM).server_optimizer
+
+  @property
+  def name(self) -> str:
+    """Its canonical name (`methods.names.method_name`)."""
+    from federated_vision.methods import names  # pylint: disable=g-import-not-at-top
+    return names.method_name(self)
+
+  def used(self) -> Tuple[comp.Component, ...]:
+    """Its components: algorithm, variants, server optimizer (if any)."""
+    out = [comp.get(self.algorithm, comp.ALGORITHM)]
+    out += [comp.get(v) for v in self.variants]
+    if self.optimizer is not None:
+      out.append(comp.get(self.optimizer, comp.SERVER_OPTIMIZER))
+    return tuple(out)
+
+
+class MethodInputs(NamedTuple):
+  """The plain arguments every method builder gets.
+
+  Attributes:
+    model_fn: no-arg `tff.learning.models.VariableModel` builder.
+    num_classes: C.
+    client_ids: all client ids.
+    client_sizes: n_k, aligned with `client_ids`.
+    clients_per_round: clients (or virtual clients) per round.
+    seed: seed of sampling and local shuffling.
+    test_labels_fn: no-arg function returning the server's test labels, or
+      None.
+  """
+  model_fn: Callable
+  num_classes: int
+  client_ids: Sequence[str]
+  client_sizes: Sequence[int]
+  clients_per_round: int
+  seed: int = 0
+  test_labels_fn: Optional[Callable[[], Sequence[int]]] = None
+
+
+class Method(NamedTuple):
+  """One method of an experiment, ready for `training_loop`.
+
+  `fed_data` is the data the method trains on when it is not the
+  experiment's (mixing's oracle and example transfer), else None;
+  `extra_broadcast_bytes` what the server broadcasts per round beyond the
+  model (mixing; 0 otherwise).
+  """
+  name: str
+  process: object
+  spec: object
+  sampler: object
+  settings: Mapping[str, object]
+  fed_data: Optional[object] = None
+  extra_broadcast_bytes: int = 0
+
+
+def validate(config: MethodConfig) -> None:
+  """Checks one method's configuration (before any data or TFF is loaded).
+
+  The algorithm, variants and server optimizer are registered and of their
+  kinds; at most one client-work variant; no component refuses another;
+  every field it reads is within its declared bounds and passes its
+  section's `validate()` (`config_fields.Options.validate`).
+
+  Raises:
+    ConfigError: naming the field (== flag).
+    ValueError: two client-work variants in one method.
+  """
+  comp.get(config.algorithm, comp.ALGORITHM)
+  for v in config.variants:
+    if v not in comp.names(comp.CLIENT_WORK) + comp.names(comp.DATA_SIDE):
+      raise ConfigError(f"method {config.name}: unknown variant {v!r} (one "
+                        f"of {', '.join(comp.names(comp.CLIENT_WORK) + comp.names(comp.DATA_SIDE))})",
+                        "variants")
+  if len(set(config.variants)) != len(config.variants):
+    raise ValueError(f"method {config.name}: a variant is repeated")
+  work = [v for v in config.variants if comp.get(v).kind == comp.CLIENT_WORK]
+  if len(work) > 1:
+    raise ValueError(f"method {config.name}: {' and '.join(work)} both replace "
+                     "the client work; a method takes at most one client-work "
+                     "variant (plus any data-side ones)")
+  if config.server_optimizer is not None:
+    comp.get(config.server_optimizer, comp.SERVER_OPTIMIZER)
+    if comp.get(config.algorithm).server_optimizer is None:
+      raise ConfigError(f"method {config.name}: {config.algorithm} has no "
+                        "server optimizer to replace", "methods")
+  used = config.used()
+  for a in used:
+    for b in used:
+      reason = a.refusal(b.name)
+      if reason:
+        raise ConfigError(f"method {config.name}: {a.name} cannot be combined "
+                          f"with {reason}", "methods")
+  config.options.validate((SHARED_OWNER,) + tuple(c.name for c in used))
