@@ -34,6 +34,8 @@ def _define_methods() -> None:
   (`flags_components`)."""
   algorithms = " | ".join(methods_lib.algorithm_names())
   shorthands = ", ".join(f"--{v}" for v in methods_lib.shorthands())
+  example = "+".join(methods_lib.algorithm_names()[:1]
+                     + methods_lib.variant_names()[-1:])
   flags.DEFINE_list("algorithm", ["fedavg", "fedavgm"], "Comma-separated "
                     f"algorithms to run side by side: {algorithms} (or one "
                     "registered by --extra_modules).")
@@ -42,8 +44,8 @@ def _define_methods() -> None:
   flags.DEFINE_list("methods", [], "Comma-separated methods to train, exactly "
                     "these in this order: <algorithm>[+<variant>...]"
                     "[@<server optimizer>][:<field>=<value>...], e.g. "
-                    "fedavg+fedvc,fedavgm+fedir+fedvc,"
-                    "fedavg@adam:server_learning_rate=0.01 (any component "
+                    f"{example},{example}@adam:server_learning_rate=0.01 "
+                    "(any component "
                     "registered, also by --extra_modules; a method's own "
                     "settings override the run's flags for it). Replaces "
                     f"--algorithm/{'/'.join(shorthands.split(', '))}/"

@@ -13,7 +13,6 @@ import dataclasses
 import math
 
 from federated_vision import config_fields
-from federated_vision import method_usage
 from federated_vision import methods
 from federated_vision.errors import bad
 
@@ -69,6 +68,9 @@ def _scaled(config, inputs):
       set_hparams_fn=work.set_hparams), {}
 
 
-methods.register_variant(methods.Variant(NAME, methods.CLIENT_WORK, _scaled,
-                                         options=UpdateScaleOptions))
-method_usage.declare_reads(NAME, {"client_learning_rate"})
+methods.register(methods.ClientWork(
+    name=NAME, build=_scaled, options=UpdateScaleOptions,
+    reads=("client_learning_rate",),
+    citation="ours: a test variant (McMahan et al. 2017's client update, "
+             "scaled)",
+    summary="FedAvg's model-delta client work, update x --update_scale"))

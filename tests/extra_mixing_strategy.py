@@ -15,8 +15,9 @@ read from the run's flags like 'parallel' reads them. With
 import dataclasses
 from typing import Optional
 
-from federated_vision import mixing_strategies
 from federated_vision.errors import bad
+from federated_vision.methods import mixing as mixing_strategies
+from federated_vision.methods.builtins import mixing_strategies as builtins
 
 FEDERATED_SHARE = 0.25
 
@@ -32,7 +33,7 @@ class SharedParams:
   def validate(self) -> None:
     if not 0 <= self.federated_share <= 1:
       raise bad("federated_share", self.federated_share, "must be in [0, 1]")
-    mixing_strategies.ParallelParams(
+    builtins.ParallelParams(
         self.federated_share, self.central_steps, self.central_batch_size,
         self.central_learning_rate).validate()
 
@@ -60,7 +61,8 @@ def _build(name, params, parts):
 
 
 mixing_strategies.register_mixing_strategy(mixing_strategies.MixingStrategy(
-    "parallel_shared", _build, SharedParams(),
+    name="parallel_shared", build=_build, params=SharedParams(),
+    citation="Augenstein et al., Algorithm 2 (a test strategy)",
     refuses=(("fedir", "FedIR: this test strategy builds FedAvg's client "
                        "work only"),
              ("fedvc", "FedVC: this test strategy samples clients "

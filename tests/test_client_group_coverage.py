@@ -1,5 +1,6 @@
-"""Which methods `--client_group_size` can group (`client_group_size.
-uncovered`, the one rule), and its up-front refusal by config validation:
+"""Which methods `--client_group_size` can group (`methods.groups.
+uncovered`, the one rule, derived from the components' declarations), and
+its up-front refusal by config validation:
 an explicit N > 1 for a method the groups do not cover is a ConfigError
 naming the flag and the method before any method is built; 'auto' and 1
 pass for every method. Construction level: nothing is built or trained
@@ -13,15 +14,19 @@ import pytest
 
 from conftest import REPO
 from federated_vision.experiment import config as config_lib
-from federated_vision import client_group_size as cgs
+from federated_vision.methods import groups as cgs
 from federated_vision.errors import ConfigError
-from federated_vision.method_components import MethodConfig
+from federated_vision.methods import MethodConfig
 
-# Today's text (was `methods.with_client_groups`'), after "method <name> ".
-REASON = ("cannot be grouped (client groups cover fedavg, fedavgm, fedsgd "
-          "with or without fedir / fedvc, and without fedir also with the "
-          "mixing strategies none, oracle, example_transfer); use 1 or 'auto'")
+# The refusal, after "method <name> " (the uncovered components are named).
+REASON = "cannot be grouped: client groups do not cover "
 MIXING = {"dataset": "digits", "missing_classes": [8, 9]}
+
+
+def reason(name: str, uncovered: str, mixing: bool = False) -> str:
+  return (f"method {name} {REASON}{uncovered}"
+          f"{' with a mixing strategy' if mixing else ''}; covered: "
+          f"{cgs.covered()}; use 1 or 'auto'")
 
 # (--methods, --mixing or None): covered by the groups.
 COVERED = [
@@ -30,15 +35,20 @@ COVERED = [
     ("fedavgm+fedir+fedvc", None), ("fedsgd+fedir", None),
     ("fedavg", "none"), ("fedavg", "oracle"), ("fedavg", "example_transfer"),
     ("fedavgm+fedvc", "oracle"), ("fedavgm", "none"),
+    # Issue 27 extends coverage to FedProx (its proximal gradient term per
+    # client, `algorithms.fedprox.grouped_update`) and server optimizers.
+    ("fedavg+fedprox", None), ("fedavgm+fedprox+fedvc", None),
+    ("fedavg@adam", None), ("fedavg+fedvc@nesterov", "oracle"),
 ]
-# (--methods, --mixing or None, the method named in the refusal).
+# (--methods, --mixing or None, the method named in the refusal, the
+# uncovered components).
 UNCOVERED = [
-    ("fedavg+fedprox", None, "fedavg+fedprox"),
-    ("fedavgm+fedprox+fedvc", None, "fedavgm+fedprox+fedvc"),
-    ("fedavg", "parallel", "fedavg+parallel"),
-    ("fedavg", "gradient_transfer", "fedavg+gradient_transfer"),
-    ("fedavg+fedir", "example_transfer", "fedavg+fedir+example_transfer"),
-    ("fedavg+fedir", "none", "fedavg+fedir+none"),
+    ("fedavg", "parallel", "fedavg+parallel", "parallel (mixing)"),
+    ("fedavg", "gradient_transfer", "fedavg+gradient_transfer",
+     "gradient_transfer (mixing)"),
+    ("fedavg+fedir", "example_transfer", "fedavg+fedir+example_transfer",
+     "fedir (client work)"),
+    ("fedavg+fedir", "none", "fedavg+fedir+none", "fedir (client work)"),
 ]
 
 
@@ -50,8 +60,9 @@ def _config(methods, mixing, size):
 
 
 def _method(name):
-  algorithm, *variants = name.split("+")
-  return MethodConfig(algorithm, tuple(variants))
+  from federated_vision.methods import names  # pylint: disable=g-import-not-at-top
+  spec = names.parse(name)
+  return MethodConfig(spec.algorithm, spec.variants, spec.server_optimizer)
 
 
 @pytest.mark.parametrize("methods, mixing", COVERED)
@@ -62,26 +73,28 @@ def test_covered_methods_are_accepted(methods, mixing):
     assert config.execution.client_group_size == size
 
 
-@pytest.mark.parametrize("methods, mixing, name", UNCOVERED)
+@pytest.mark.parametrize("methods, mixing, name, parts", UNCOVERED)
 def test_explicit_size_for_an_uncovered_method_is_refused(methods, mixing,
-                                                         name):
-  assert cgs.uncovered(_method(methods), mixing) == f"method {name} {REASON}"
+                                                         name, parts):
+  want = reason(name, parts, mixing is not None)
+  assert cgs.uncovered(_method(methods), mixing) == want
   for size in ("2", "7"):
     with pytest.raises(ConfigError) as e:
       _config(methods, mixing, size)
     assert e.value.field == "client_group_size"
-    assert str(e.value) == f"--client_group_size={size}: method {name} {REASON}"
+    assert str(e.value) == f"--client_group_size={size}: {want}"
   for size in ("auto", "1"):  # 'auto' leaves it ungrouped; 1 is ungrouped.
     assert _config(methods, mixing, size).execution.client_group_size == size
 
 
 def test_first_uncovered_method_of_several_is_named():
-  """--algorithm=fedavg,fedavgm --fedprox: fedavg, fedavg+fedprox, ... are
-  built in `expand()` order; the refusal names the first uncovered one."""
+  """--methods=fedavg,fedavg+fedir --mixing=none: the methods are checked
+  in `expand()` order; the refusal names the first uncovered one."""
   with pytest.raises(ConfigError, match=r"^--client_group_size=3: method "
-                     r"fedavg\+fedprox cannot be grouped"):
-    config_lib.from_values({"algorithm": ["fedavg", "fedavgm"],
-                            "fedprox": True, "client_group_size": "3"})
+                     r"fedavg\+fedir\+none cannot be grouped"):
+    config_lib.from_values({**MIXING, "mixing": ["none"],
+                            "methods": ["fedavg", "fedavg+fedir"],
+                            "client_group_size": "3"})
   # Every method x strategy is checked: parallel is refused with none.
   with pytest.raises(ConfigError, match=r"method fedavg\+parallel "):
     config_lib.from_values({**MIXING, "mixing": ["none", "parallel"],
@@ -101,17 +114,17 @@ _THIRD_PARTY = """
 import pytest
 import test_client_group_coverage as t
 from experiments import cli
-from federated_vision import client_group_size as cgs
+from federated_vision.methods import groups as cgs
 from federated_vision.errors import ConfigError
 cli.import_extra_modules(["extra_client_variant", "extra_mixing_strategy"])
 scaled = t._method("fedavg+scaled")
 assert cgs.client_work(scaled) == "scaled"
-assert cgs.uncovered(scaled) == f"method fedavg+scaled {t.REASON}"
+assert cgs.uncovered(scaled) == t.reason("fedavg+scaled", "scaled (client work)")
 with pytest.raises(ConfigError, match=r"^--client_group_size=2: method "
                    r"fedavg\\+scaled cannot be grouped"):
   t._config("fedavg+scaled", None, "2")
-assert cgs.uncovered(t._method("fedavg"), "parallel_shared") == (
-    f"method fedavg+parallel_shared {t.REASON}")
+assert cgs.uncovered(t._method("fedavg"), "parallel_shared") == t.reason(
+    "fedavg+parallel_shared", "parallel_shared (mixing)", True)
 with pytest.raises(ConfigError, match=r"method fedavg\\+parallel_shared "):
   t._config("fedavg", "parallel_shared", "2")
 t._config("fedavg+scaled", None, "auto")
@@ -134,16 +147,17 @@ def test_third_party_variant_and_strategy_are_not_covered():
 
 
 def test_unknown_algorithm_is_not_covered():
-  # A registered algorithm outside GROUPED_ALGORITHMS (no registration
-  # needed: the rule reads the name only).
-  assert cgs.uncovered(MethodConfig("myalgo")) == f"method myalgo {REASON}"
+  # The rule reads the declarations: an algorithm nobody declared is an
+  # error naming it, never silently covered.
+  with pytest.raises(ConfigError, match="unknown algorithm 'myalgo'"):
+    cgs.uncovered(MethodConfig("myalgo"))
 
 
 def test_check_methods_without_methods_or_with_size_one():
-  fedprox = [_method("fedavg+fedprox")]
-  cgs.check_methods("1", fedprox)
-  cgs.check_methods("auto", fedprox, ("gradient_transfer",))
+  fedavg = [_method("fedavg")]
+  cgs.check_methods("1", fedavg, ("gradient_transfer",))
+  cgs.check_methods("auto", fedavg, ("gradient_transfer",))
   cgs.check_methods("2", [])  # Nothing to refuse.
   with pytest.raises(ConfigError, match="--client_group_size=2: method "
-                     "fedavg\\+fedprox "):
-    cgs.check_methods("2", fedprox)
+                     "fedavg\\+gradient_transfer "):
+    cgs.check_methods("2", fedavg, ("gradient_transfer",))

@@ -47,17 +47,15 @@ def _toy_model(config, resolved, num_classes, input_shape, seed):
                             tf.keras.initializers.GlorotUniform(seed=seed))])
 
 
-def _toy_avg(config, inputs, client_work):
+def _toy_avg(config, inputs, parts):
   import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
   from federated_vision import algorithms  # pylint: disable=g-import-not-at-top
   lr = config.client_learning_rate / 2
   process = algorithms.build_fedavg(
       inputs.model_fn, tff.learning.optimizers.build_sgdm(lr),
-      tff.learning.optimizers.build_sgdm(config.server_learning_rate),
-      client_work=client_work)
-  settings = methods.server_settings("sgd", config.server_learning_rate)
-  settings.update(client_optimizer="sgd", client_learning_rate=lr, toy=True)
-  return process, settings
+      parts.server_optimizer, client_work=parts.client_work)
+  return process, dict(client_optimizer="sgd", client_learning_rate=lr,
+                       toy=True)
 
 
 tasks.register_model(tasks.ModelSpec("toy_dense", ("toy4x4",), _toy_model))
@@ -66,7 +64,10 @@ tasks.register_task(tasks.Task(
     reads=frozenset({"num_clients", "examples_per_client", "alpha",
                      "partition"}),
     num_clients=5, examples_per_client=12, partitions=("dirichlet",)))
-methods.register_algorithm(methods.Algorithm("toy_avg", _toy_avg))
+methods.register(methods.Algorithm(
+    name="toy_avg", build=_toy_avg, citation="ours: FedAvg with a halved "
+    "client learning rate (a test algorithm)",
+    reads=("client_epochs", "client_batch_size", "client_learning_rate")))
 
 
 def test_train_main_runs_a_task_and_method_registered_here(parse, tmp_path):
@@ -104,7 +105,8 @@ def test_a_registered_name_cannot_be_taken_twice():
   with pytest.raises(ValueError, match="already registered"):
     tasks.register_task(tasks.get_task("toy4x4"))
   with pytest.raises(ValueError, match="already registered"):
-    methods.register_algorithm(methods.Algorithm("fedavg", _toy_avg))
+    methods.register(methods.Algorithm(name="fedavg", build=_toy_avg,
+                                       citation="ours"))
 
 
 def test_extra_modules_import_user_registrations(tmp_path, monkeypatch):

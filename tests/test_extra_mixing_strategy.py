@@ -10,7 +10,7 @@ import pytest
 
 from experiments import cli
 from federated_vision.experiment import config as config_lib
-from federated_vision import mixing_strategies
+from federated_vision.methods import mixing as mixing_strategies
 from federated_vision.errors import ConfigError
 
 # Columns of metrics.csv that are numbers of the model (not timings).
@@ -26,7 +26,7 @@ def _rows(path):
 def test_registered_strategy_reads_its_flags_and_keeps_its_own_value():
   cli.import_extra_modules(["extra_mixing_strategy"])
   s = mixing_strategies.get_strategy("parallel_shared")
-  assert s.reads() == ("central_steps", "central_batch_size",
+  assert s.flags_read() == ("central_steps", "central_batch_size",
                        "central_learning_rate")
   params = s.params_from(config_lib.MixingConfig(
       mixing=("parallel_shared",), central_steps=3, merge_weight=0.9))

@@ -36,3 +36,51 @@ def test_setup_installs_only_the_library():
   assert all(p.startswith("federated_vision") for p in packages)
   setup = open(os.path.join(REPO, "setup.py")).read()
   assert 'include=["federated_vision", "federated_vision.*"]' in setup
+
+
+def _package_modules():
+  out = []
+  for root, _, files in os.walk(os.path.join(REPO, "federated_vision")):
+    out += [os.path.join(root, f) for f in files if f.endswith(".py")]
+  return out
+
+
+def test_the_package_root_holds_at_most_six_modules():
+  """Issue 27: subsystems live in subpackages (methods/, experiment/, ...);
+  the root keeps only what everything shares."""
+  root = os.path.join(REPO, "federated_vision")
+  modules = sorted(f for f in os.listdir(root) if f.endswith(".py"))
+  assert len(modules) <= 6, modules
+
+
+def test_no_module_of_the_library_imports_the_binaries():
+  """Research code imports `federated_vision` only (the experiment API is
+  `federated_vision.experiment`); `experiments/` keeps the binaries."""
+  import ast  # pylint: disable=g-import-not-at-top
+  offenders = []
+  for path in _package_modules():
+    tree = ast.parse(open(path).read())
+    for node in ast.walk(tree):
+      names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+               else [node.module or ""] if isinstance(node, ast.ImportFrom)
+               else [])
+      if any(n == "experiments" or n.startswith("experiments.")
+             for n in names):
+        offenders.append(os.path.relpath(path, REPO))
+  assert not offenders
+
+
+def test_docs_layout_names_every_folder():
+  """docs/layout.md has a row for every folder of the repository (but the
+  environment's and caches)."""
+  text = open(os.path.join(REPO, "docs", "layout.md")).read()
+  skip = {".git", ".venv", "__pycache__", ".pytest_cache", "output"}
+  missing = []
+  for root, dirs, _ in os.walk(REPO):
+    dirs[:] = sorted(d for d in dirs if d not in skip
+                     and not d.endswith(".egg-info"))
+    for d in dirs:
+      rel = os.path.relpath(os.path.join(root, d), REPO)
+      if f"`{rel}/`" not in text:
+        missing.append(rel)
+  assert not missing, missing

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from federated_vision.experiment import config as config_lib
-from federated_vision import method_names
+from federated_vision.methods import names as method_names
 from federated_vision.errors import ConfigError
 from federated_vision.reproduction import spec
 
@@ -159,8 +159,9 @@ def _halve_batches(config, inputs, spec, sampler):
   return spec._replace(batch_size=spec.batch_size // 2), sampler, {
       "halved": True}
 
-methods.register_variant(methods.Variant("halfbatch", methods.DATA_SIDE,
-                                         _halve_batches))
+methods.register(methods.DataSide(
+    name="halfbatch", build=_halve_batches,
+    citation="ours: a test data-side variant"))
 '''
 
 

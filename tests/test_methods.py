@@ -11,7 +11,8 @@ from federated_vision import training_loop
 from federated_vision.algorithms import fedvc
 from federated_vision.algorithms import sampling
 from federated_vision.errors import ConfigError
-from test_algorithms import IMBALANCED, _client_datasets, _sgd, _train, model_fn
+from test_algorithms import _sgd, model_fn
+from tests import linear_reference
 
 IDS = ["a", "b", "c", "d"]
 SIZES = [5, 1, 30, 4]
@@ -57,8 +58,7 @@ def test_two_client_work_variants_are_a_clear_value_error():
   # import, e.g. tests/test_method_list.py's 'halfbatch').
   def builtin(kind):
     return tuple(n for n in methods.variant_names(kind)
-                 if methods._VARIANTS.get(n).build.__module__.startswith(  # pylint: disable=protected-access
-                     "federated_vision."))
+                 if methods.get(n).module.startswith("federated_vision."))
   assert builtin(methods.CLIENT_WORK) == ("fedir", "fedprox")
   assert builtin(methods.DATA_SIDE) == ("fedvc",)
 
@@ -129,20 +129,65 @@ def _method_process(config):
       client_ids=["0", "1", "2"], client_sizes=[7, 5, 4])).process
 
 
-def test_fedprox_matches_tff_fed_prox_and_mu_zero_is_fedavg(context):
+def _np_fedprox_round(w, clients, mu, sign=1.0):
+  """One FedProx round (Li et al. 2020, eq. 2) in numpy: each client steps
+  along grad + sign * mu (w - w_server) over its batches in order; deltas
+  weighted by examples. sign=-1 is TFF 0.87's proximal client work."""
+  deltas = []
+  for x, y in clients:
+    v = w.copy()
+    for i in range(0, len(y), linear_reference.B):
+      g = linear_reference.np_grad(v, x[i:i + linear_reference.B],
+                                   y[i:i + linear_reference.B])
+      v = v - linear_reference.LR * (g + sign * mu * (v - w))
+    deltas.append(w - v)
+  n = np.array([len(y) for _, y in clients], np.float64)
+  return w - sum(d * k for d, k in zip(deltas, n)) / n.sum()
+
+
+def test_fedprox_is_li_et_al_eq_2_and_mu_zero_is_fedavg(context):
+  """Ours steps along g + mu (w - w_server) (Li et al. 2020, eq. 2); TFF
+  0.87's `build_weighted_fed_prox` adds mu (w_server - w), the opposite
+  sign (`algorithms.fedprox`), which is why the package has its own."""
   del context
-  data = _client_datasets(IMBALANCED)
-  cfg = methods.MethodConfig("fedavg", ("fedprox",), client_learning_rate=0.1,
-                             server_learning_rate=1.0, fedprox_mu=0.5)
-  ours, _ = _train(_method_process(cfg), data)
-  theirs, _ = _train(tff.learning.algorithms.build_weighted_fed_prox(
-      model_fn, proximal_strength=0.5, client_optimizer_fn=_sgd(0.1),
-      server_optimizer_fn=_sgd(1.0)), data)
-  for a, b in zip(ours, theirs):
-    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-  prox0, _ = _train(_method_process(dataclasses.replace(cfg, fedprox_mu=0.0)),
-                    data)
-  avg, _ = _train(_method_process(dataclasses.replace(cfg, variants=())), data)
-  for a, b in zip(prox0, avg):
-    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-  assert max(np.abs(a - b).max() for a, b in zip(ours, avg)) > 1e-4
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(4)
+  clients = [(rng.normal(size=(n, linear_reference.F)).astype(np.float32),
+              rng.integers(0, linear_reference.C, n)) for n in (7, 5, 4)]
+  data = [tf.data.Dataset.from_tensor_slices({"x": x, "y": y}).batch(
+      linear_reference.B) for x, y in clients]
+  mu = 0.5
+  cfg = methods.MethodConfig("fedavg", ("fedprox",),
+                             client_learning_rate=linear_reference.LR,
+                             fedprox_mu=mu)
+  inputs = _inputs(model_fn=linear_reference.model_fn,
+                   num_classes=linear_reference.C, client_ids=["0", "1", "2"],
+                   client_sizes=[7, 5, 4])
+  process = methods.build_method(cfg, inputs).process
+  state = process.initialize()
+  w0 = np.array(process.get_model_weights(state).trainable[0], np.float64)
+  ours = np.array(process.get_model_weights(
+      process.next(state, data).state).trainable[0])
+  want = _np_fedprox_round(w0, [(x.astype(np.float64), y)
+                                for x, y in clients], mu)
+  np.testing.assert_allclose(ours, want, rtol=1e-5, atol=1e-6)
+  tff_prox = tff.learning.algorithms.build_weighted_fed_prox(
+      linear_reference.model_fn, proximal_strength=mu,
+      client_optimizer_fn=linear_reference.sgd(),
+      server_optimizer_fn=linear_reference.sgd(1.0))
+  tff_state = tff_prox.initialize()
+  theirs = np.array(tff_prox.get_model_weights(
+      tff_prox.next(tff_state, data).state).trainable[0])
+  np.testing.assert_allclose(theirs, _np_fedprox_round(
+      w0, [(x.astype(np.float64), y) for x, y in clients], mu, sign=-1.0),
+                             rtol=1e-5, atol=1e-6)
+  assert np.abs(ours - theirs).max() > 1e-3
+  # mu = 0 is FedAvg's client work.
+  prox0 = methods.build_method(dataclasses.replace(cfg, fedprox_mu=0.0),
+                               inputs).process
+  avg = methods.build_method(dataclasses.replace(cfg, variants=()),
+                             inputs).process
+  a = prox0.get_model_weights(prox0.next(prox0.initialize(), data).state)
+  b = avg.get_model_weights(avg.next(avg.initialize(), data).state)
+  np.testing.assert_allclose(a.trainable[0], b.trainable[0], rtol=1e-6,
+                             atol=1e-7)

@@ -12,8 +12,8 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.runtime import contexts
-from federated_vision import method_components
-from federated_vision import mixing_strategies
+from federated_vision.methods import method_config as method_components
+from federated_vision.methods import mixing as mixing_strategies
 from federated_vision import training_loop
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import fedir as fedir_lib

@@ -1,22 +1,25 @@
 """The mixing-strategy registry (issue 17 item 1): each strategy owns its
-hyper-parameter dataclass, validation and combination rules; checks that
-passed are remembered (validation once per run). No TensorFlow."""
+hyper-parameter dataclass, validation and combination rules; the config is
+validated once per run (issue 27: counted by test_validate_once.py, no
+memoisation). No TensorFlow."""
 
 import dataclasses
 
 import pytest
 
-from federated_vision import method_components
+from federated_vision.methods import method_config as method_components
 from federated_vision import methods
-from federated_vision import mixing_strategies as ms
+from federated_vision.methods import mixing as ms
 from federated_vision.errors import ConfigError
-from federated_vision.mixing_settings import MixingSettings
+from federated_vision.methods.mixing import MixingSettings
+from federated_vision.methods import components as comp
+from federated_vision.methods.builtins import mixing_strategies as builtin
 from federated_vision.registry import Registry
 
 
 def test_builtin_strategies_read_the_flags_of_their_algorithms():
   # Augenstein et al., Algorithms 2-4 (the table usage.py held before).
-  assert {n: ms.get_strategy(n).reads() for n in ms.strategy_names()
+  assert {n: ms.get_strategy(n).flags_read() for n in ms.strategy_names()
           if n in ("none", "parallel", "example_transfer",
                    "gradient_transfer", "oracle")} == {
       "none": (), "oracle": (),
@@ -29,7 +32,7 @@ def test_builtin_strategies_read_the_flags_of_their_algorithms():
   settings = MixingSettings(mixing=("parallel",), merge_weight=0.3,
                             central_steps=4, gradient_weight=2.0)
   params = ms.checked_params("parallel", settings, "fedavgm", ("fedir",))
-  assert params == ms.ParallelParams(0.3, 4, 32, None)
+  assert params == builtin.ParallelParams(0.3, 4, 32, None)
   assert ms.get_strategy("parallel").settings(params) == {
       "merge_weight": 0.3, "central_steps": 4, "central_batch_size": 32,
       "central_learning_rate": None}
@@ -87,41 +90,42 @@ class _CountingParams:
     _CALLS.append(self)
 
 
-def test_a_check_that_passed_runs_once_and_own_fields_keep_their_value(
-    monkeypatch):
+def test_own_fields_keep_their_value_and_names_are_unique(monkeypatch):
   # A registry of this test's own: the strategy does not outlive it.
-  registry = Registry("mixing strategy", "mixing")
-  for name in ms.strategy_names():
-    registry.add(name, ms.get_strategy(name))
-  monkeypatch.setattr(ms, "_STRATEGIES", registry)
+  registry = Registry("method component", "methods")
+  for c in comp.components():
+    registry.add(c.name, c)
+  monkeypatch.setattr(comp, "_REGISTRY", registry)
   ms.register_mixing_strategy(ms.MixingStrategy(
-      "counting_test", lambda *a: None, _CountingParams()))
+      name="counting_test", build=lambda *a: None, params=_CountingParams(),
+      citation="ours: a test strategy"))
   settings = MixingSettings(mixing=("counting_test",), central_steps=5)
   first = ms.checked_params("counting_test", settings, "fedavg", ())
   ms.validate(settings, [methods.MethodConfig("fedavg")])
-  assert first == _CountingParams(5, "kept") and _CALLS == [first]
+  # Each call validates (no memoisation, issue 27); the own field keeps its
+  # registered value, the flag-named one takes the run's.
+  assert first == _CountingParams(5, "kept") and _CALLS == [first, first]
   ms.checked_params("counting_test", settings, "fedavgm", ())  # New method.
-  assert len(_CALLS) == 2
+  assert len(_CALLS) == 3
   with pytest.raises(ValueError, match="already registered"):
     ms.register_mixing_strategy(ms.get_strategy("counting_test"))
   with pytest.raises(ValueError, match="already registered as an algorithm "
                      "or variant"):
-    ms.register_mixing_strategy(ms.MixingStrategy("fedvc", lambda *a: None))
+    ms.register_mixing_strategy(ms.MixingStrategy(
+        name="fedvc", build=lambda *a: None, citation="ours"))
   with pytest.raises(ValueError, match="validate"):
-    ms.register_mixing_strategy(ms.MixingStrategy("no_validate",
-                                                  lambda *a: None, object()))
+    ms.register_mixing_strategy(ms.MixingStrategy(
+        name="no_validate", build=lambda *a: None, params=object(),
+        citation="ours"))
 
 
-def test_method_validation_is_remembered_only_when_it_passed():
+def test_method_validation_refuses_and_passes_every_time():
   bad = methods.MethodConfig("fedavg", ("fedir", "fedprox"))
-  for _ in range(2):  # A refusal is not remembered.
+  for _ in range(2):  # Refused each time.
     with pytest.raises(ValueError, match="both replace the client work"):
       methods.validate_method_config(bad)
   good = methods.MethodConfig("fedavgm", ("fedvc",), virtual_client_size=7)
-  before = method_components._valid.cache_info().hits  # pylint: disable=protected-access
   methods.validate_method_config(good)
   methods.validate_method_config(good)
-  assert method_components._valid.cache_info().hits == before + 1  # pylint: disable=protected-access
-  # Unhashable variants are checked, not remembered.
   with pytest.raises(ConfigError, match="unknown variant"):
     methods.validate_method_config(methods.MethodConfig("fedavg", ["nope"]))

@@ -59,17 +59,18 @@ def _probe(module, *args):
     # An impossible --client_group_size (`client_group_size.uncovered`):
     # refused by config validation, before TF and any method is built.
     ("experiments.train_main", ["--client_group_size=2", "--algorithm=fedavg",
-                                "--fedprox"], 2,
-     "train_main.py: error: --client_group_size=2: method fedavg+fedprox "
+                                "--fedir", "--dataset=digits",
+                                "--missing_classes=8,9", "--mixing=none"], 2,
+     "train_main.py: error: --client_group_size=2: method fedavg+fedir+none "
      "cannot be grouped"),
     ("experiments.train_main", ["--client_group_size=2", "--dataset=digits",
                                 "--missing_classes=8,9",
                                 "--mixing=gradient_transfer"], 2,
      "train_main.py: error: --client_group_size=2: method "
      "fedavg+gradient_transfer cannot be grouped"),
-    ("experiments.sweep_main", ["--sweep=hsu2019_cifar10", "--fedprox",
-                                "--client_group_size=4"], 2,
-     "sweep_main.py: error: --client_group_size=4: method fedavg+fedprox "
+    ("experiments.sweep_main", ["--sweep=hsu2019_cifar10", "--fedir",
+                                "--mixing=none", "--client_group_size=4"], 2,
+     "sweep_main.py: error: --client_group_size=4: method fedavg+fedir+none "
      "cannot be grouped"),
     ("experiments.reproduce", ["--preset=digits_claims",
                                "--client_group_size=2",

@@ -13,7 +13,7 @@ import in_process
 from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import run_record
 from federated_vision.experiment import usage
-from federated_vision import method_usage
+from federated_vision.methods import usage as method_usage
 from federated_vision import methods as methods_lib
 from federated_vision.errors import ConfigError
 from federated_vision.reproduction import results
@@ -34,7 +34,7 @@ def _split_csv(tmp_path):
     (["--dataset=synthetic_cifar10", "--split_csv={csv}", "--alpha=0.1"],
      "alpha", "--split_csv gives the partition"),
     (["--algorithm=fedavg", "--server_momentum=0.5"], "server_momentum",
-     "read by fedavgm; this run's methods are fedavg"),
+     "read by fedavgm, @sgdm, @nesterov; this run's methods are fedavg"),
     (["--virtual_client_size=64"], "virtual_client_size",
      "read by fedvc; this run's methods are fedavg, fedavgm"),
 ])
@@ -138,6 +138,12 @@ REFUSED = {
     "virtual_client_size": {"virtual_client_size": 64},
     "fedir_target": {"fedvc": True, "fedir_target": "test"},
     "fedprox_mu": {"fedir": True, "fedprox_mu": 0.1},
+    # The server optimizers' own (issue 27): unread unless a method uses it.
+    **{f: {f: 0.5} for f in ("adagrad_beta_1", "adam_beta_1", "adam_beta_2",
+                             "yogi_beta_1", "yogi_beta_2")},
+    **{f: {"methods": ("fedavg@adam",), f: 0.01}
+       for f in ("adagrad_tau", "yogi_tau")},
+    "adam_tau": {"methods": ("fedavg@yogi",), "adam_tau": 0.01},
     # Set by a sweep point, not given (both given: "give only one").
     "clients_per_round": {"client_fraction": 0.5, "clients_per_round": 3,
                           "_given": ["clients_per_round"]},
@@ -247,11 +253,14 @@ def test_methods_read_the_union_of_their_components():
       "virtual_client_size"}
   assert method_usage.fields_read(methods_lib.MethodConfig("fedsgd")) == {
       "client_learning_rate", "server_learning_rate"}
-  # Undeclared (an extension): every hyper-parameter, nothing refused.
+  # Unknown (no declaration): every hyper-parameter, nothing refused.
   assert method_usage.component_reads("not_declared") == set(
-      method_usage.HYPER_PARAMETERS)
+      method_usage.hyper_parameters())
+  # What a component reads is part of its one declaration (issue 27: no
+  # separate `declare_reads` table); a non-shared field is refused there.
   with pytest.raises(ValueError, match="alpha"):
-    method_usage.declare_reads("x", ["alpha"])
+    methods_lib.register(methods_lib.DataSide(
+        name="reads_alpha", build=None, citation="ours", reads=("alpha",)))
 
 
 def test_partition_fields_unread_by_scheme():

@@ -128,7 +128,7 @@ def virtual_client_indices(num_examples: tf.Tensor, virtual_size: int,
   uniformly with replacement otherwise.
   """
   n = tf.cast(num_examples, tf.int64)
-  check = tf.debugging.assert_positive(n, message="FedVC client has no examples")
+  check = tf.debugging.assert_positive(n, message="a virtual client (N_VC) resamples a client with no examples")
 
   def without_replacement():
     keys = tf.random.stateless_uniform(tf.reshape(n, [1]), seed=seed)

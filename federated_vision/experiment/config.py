@@ -60,7 +60,15 @@ MixingConfig = methods_lib.MixingSettings
 method_shorthands = usage.method_shorthands
 
 
-@dataclasses.dataclass(frozen=True)
+def __getattr__(name: str):
+  # METHOD_SHORTHANDS: the shorthands as registered now (a variant from
+  # --extra_modules adds its own), so computed on each use.
+  if name == "METHOD_SHORTHANDS":
+    return method_shorthands()
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@dataclasses.dataclass(frozen=True, init=False)
 class MethodsConfig:
   """Which methods run side by side, and their hyper-parameters.
 
@@ -84,6 +92,25 @@ class MethodsConfig:
   shorthands: config_fields.Options = config_fields.Options(
       config_fields.SHORTHAND)
   options: config_fields.Options = config_fields.Options(config_fields.METHOD)
+
+  def __init__(self, algorithm=("fedavg", "fedavgm"), include_plain=True,
+               methods=(), shorthands=None, options=None, **values):
+    """Also takes any declared field as a keyword (`fedir=True`,
+    `client_epochs=2`), as `dataclasses.replace` passes them."""
+    mine = lambda kind, given: (given or config_fields.Options(kind)).replace(
+        {k: v for k, v in values.items()
+         if k in config_fields.field_names(kind)})
+    unknown = set(values) - set(config_fields.field_names(
+        config_fields.METHOD)) - set(config_fields.field_names(
+            config_fields.SHORTHAND))
+    if unknown:
+      raise TypeError(f"MethodsConfig has no field {sorted(unknown)[0]!r}")
+    for name, value in (
+        ("algorithm", tuple(algorithm)), ("include_plain", include_plain),
+        ("methods", tuple(methods)),
+        ("shorthands", mine(config_fields.SHORTHAND, shorthands)),
+        ("options", mine(config_fields.METHOD, options))):
+      object.__setattr__(self, name, value)
 
   def __getattr__(self, name: str):
     if name.startswith("__"):

@@ -127,7 +127,7 @@ def _mixing_unused(config) -> Dict[str, str]:
     return {n: "only used with --mixing" for n in fields}
   read = set()
   for s in strategies:  # Each strategy's hyper-parameter dataclass.
-    read |= set(mixing_strategies.get_strategy(s).reads())
+    read |= set(mixing_strategies.get_strategy(s).flags_read())
   task = tasks.get_task(config.data.dataset)
   out = {}
   for n in fields:

@@ -31,7 +31,6 @@ from federated_vision.methods.build import (MixingRun, build_method,
                                             with_client_groups)
 from federated_vision.methods.builtins.fedavg import (client_sgd,
                                                       fedsgd_client_spec)
-from federated_vision.methods.builtins.fedir import target as fedir_target
 from federated_vision.methods.builtins.server_optimizers import (
     momentum_settings)
 from federated_vision.methods.components import (

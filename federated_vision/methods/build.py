@@ -25,7 +25,7 @@ from federated_vision.methods import groups
 from federated_vision.methods import mixing as mixing_lib
 from federated_vision.methods.builtins import fedavg as fedavg_builtins
 from federated_vision.methods.method_config import (Method, MethodConfig,
-                                                    MethodInputs)
+                                                    MethodInputs, validate)
 
 
 class MixingRun(NamedTuple):
@@ -68,15 +68,16 @@ def build_method(config: MethodConfig, inputs: MethodInputs,
                  mixing: Optional[MixingRun] = None) -> Method:
   """Builds the method's process, spec, sampler and resolved settings.
 
-  `config` was validated by the experiment's config validation (once per
-  run, `methods.method_config.validate`); research code building a method
-  by hand validates it first.
+  The method is checked first (`methods.method_config.validate`, pure
+  Python: the same one-line errors for research code building a method by
+  hand as config validation gives a binary).
 
   Without `mixing`: the algorithm's process with its client-work variant's
   client work and its server optimizer, its spec and a uniform sampler
   changed by the data-side variants. With `mixing`: the strategy's process
   on its data (its registered `build`), given the same components.
   """
+  validate(config)
   if mixing is not None:
     return _build_mixing(config, inputs, mixing)
   settings = plain_settings()

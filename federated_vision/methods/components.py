@@ -76,6 +76,8 @@ class Component:
     label: display name in plots and reports (default: the name).
     off_settings: settings recorded by every method that does not use it
       (so the built-ins' summary.json keys are the same for every method).
+    recorded_as: {option: settings key} for options its settings record
+      under another name (FedVC's virtual_client_size is N_VC).
     module: the declaring module (set by `register`).
   """
   kind: ClassVar[str] = ""
@@ -89,6 +91,7 @@ class Component:
   label: str = ""
   off_settings: Mapping[str, object] = dataclasses.field(
       default_factory=dict)
+  recorded_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
   module: str = ""
 
   @property
@@ -101,8 +104,10 @@ class Component:
             if self.options is not None else ())
 
   def recorded(self, config) -> Dict[str, object]:
-    """Its own hyper-parameters' values in `config` (a `MethodConfig`)."""
-    return {n: getattr(config, n) for n in self.option_names()}
+    """Its own hyper-parameters' values in `config` (a `MethodConfig`), as
+    the method's settings record them (`recorded_as`)."""
+    return {self.recorded_as.get(n, n): getattr(config, n)
+            for n in self.option_names()}
 
   def refusal(self, other: str) -> Optional[str]:
     """Why it cannot be combined with component `other`, or None."""

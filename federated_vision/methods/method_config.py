@@ -175,7 +175,9 @@ def validate(config: MethodConfig) -> None:
     ConfigError: naming the field (== flag).
     ValueError: two client-work variants in one method.
   """
-  comp.get(config.algorithm, comp.ALGORITHM)
+  if config.algorithm not in comp.names(comp.ALGORITHM):
+    raise bad("algorithm", config.algorithm,
+              f"each must be one of {', '.join(comp.names(comp.ALGORITHM))}")
   for v in config.variants:
     if v not in comp.names(comp.CLIENT_WORK) + comp.names(comp.DATA_SIDE):
       raise ConfigError(f"method {config.name}: unknown variant {v!r} (one "
@@ -200,4 +202,6 @@ def validate(config: MethodConfig) -> None:
       if reason:
         raise ConfigError(f"method {config.name}: {a.name} cannot be combined "
                           f"with {reason}", "methods")
-  config.options.validate((SHARED_OWNER,) + tuple(c.name for c in used))
+  # Every method field's bounds and its section's checks, used or not (a
+  # value out of range is an error wherever it is set).
+  config.options.validate((SHARED_OWNER,) + comp.names())

@@ -115,8 +115,10 @@ class MixingStrategy(comp.Component):
   params: Any = NoParams()
   replaces_client_work: bool = False
 
-  def reads(self) -> Tuple[str, ...]:
-    """The `MixingSettings` fields (== flags) this strategy reads."""
+  def flags_read(self) -> Tuple[str, ...]:
+    """The `MixingSettings` fields (== flags) this strategy reads (its
+    `params` fields named as them; `reads`, the shared method
+    hyper-parameters, is () for a strategy)."""
     return tuple(f.name for f in dataclasses.fields(self.params)
                  if f.name in SETTINGS_FIELDS)
 
@@ -127,7 +129,7 @@ class MixingStrategy(comp.Component):
   def params_from(self, settings: MixingSettings):
     """Its hyper-parameters with the run's settings (not validated)."""
     return dataclasses.replace(
-        self.params, **{n: getattr(settings, n) for n in self.reads()})
+        self.params, **{n: getattr(settings, n) for n in self.flags_read()})
 
 
 def register_mixing_strategy(strategy: MixingStrategy) -> MixingStrategy:
@@ -154,7 +156,7 @@ def get_strategy(name: str) -> MixingStrategy:
 
 def readers(field: str) -> Tuple[str, ...]:
   """Strategies reading `MixingSettings` field `field` (for messages)."""
-  return tuple(n for n in strategy_names() if field in get_strategy(n).reads())
+  return tuple(n for n in strategy_names() if field in get_strategy(n).flags_read())
 
 
 def refusal(strategy: str, variant: str, why: str) -> str:

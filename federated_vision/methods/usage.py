@@ -40,9 +40,20 @@ def fields_read(config: method_config.MethodConfig) -> FrozenSet[str]:
 
 
 def readers(field: str) -> Iterable[str]:
-  """Components reading `field` (for messages), in registration order."""
-  return [c.name for c in comp.components()
-          if field in c.reads or field in c.option_names()]
+  """What reads `field`, as method names spell it (for messages): the
+  algorithms and variants reading it (an algorithm also through its default
+  server optimizer: FedAvgM reads sgdm's server_momentum), then '@<name>'
+  for the server optimizers reading it; each kind in registration order."""
+  reads = lambda name: name is not None and field in component_reads(name)
+  out = []
+  for c in comp.components():
+    if c.kind == comp.SERVER_OPTIMIZER:
+      continue
+    if reads(c.name) or (c.kind == comp.ALGORITHM
+                         and reads(c.server_optimizer)):
+      out.append(c.name)
+  return out + [f"@{c.name}" for c in comp.components(comp.SERVER_OPTIMIZER)
+                if reads(c.name)]
 
 
 def check_overrides(config: method_config.MethodConfig) -> None:

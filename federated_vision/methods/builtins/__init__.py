@@ -1,10 +1,12 @@
-"""The built-in method components, each declared in its own module exactly
-as a user's module declares its own (`methods.register`); importing this
-package registers them all."""
+"""The built-in method components, each declared in a module of its own
+exactly as a user's module declares its own (`methods.register`).
 
-from federated_vision.methods.builtins import fedavg  # pylint: disable=unused-import
-from federated_vision.methods.builtins import server_optimizers  # pylint: disable=unused-import
-from federated_vision.methods.builtins import fedir  # pylint: disable=unused-import
-from federated_vision.methods.builtins import fedprox  # pylint: disable=unused-import
-from federated_vision.methods.builtins import fedvc  # pylint: disable=unused-import
-from federated_vision.methods.builtins import mixing_strategies  # pylint: disable=unused-import
+Importing this package imports every module in it, in name order (so adding
+a built-in is adding a module here; nothing else lists them).
+"""
+
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):
+  importlib.import_module(f"{__name__}.{_module.name}")

@@ -48,4 +48,5 @@ comp.register(comp.DataSide(
               "per client per round).",
     refuses=(("example_transfer", "FedVC: FedVC fixes each client's "
               "examples to N_VC, example transfer adds M to them"),),
-    off_settings={"sampler": "uniform", "N_VC": None}))
+    off_settings={"sampler": "uniform", "N_VC": None},
+    recorded_as={"virtual_client_size": "N_VC"}))
