@@ -2,7 +2,8 @@
 
 Algorithms: fedavg (McMahan et al. 2017, Algorithm 1), fedavgm (Hsu, Qi &
 Brown 2019, Section 3: server momentum), fedsgd (McMahan et al. 2017,
-Section 2: B = inf, E = 1). Variants: fedir (Hsu, Qi & Brown 2020, Section
+Section 2: B = inf, E = 1), scaffold (Karimireddy et al. 2020, Algorithm 1,
+option II: per-client control variates). Variants: fedir (Hsu, Qi & Brown 2020, Section
 5.2, client work), fedprox (Li et al. 2020, eq. 2, client work), fedvc (Hsu,
 Qi & Brown 2020, Section 5.3, data side).
 
@@ -14,7 +15,7 @@ p(y) (`fedir_target`). Importing this module does not import TensorFlow.
 
 from typing import Dict, Optional, Sequence
 
-from federated_vision.errors import bad
+from federated_vision.errors import ConfigError, bad
 from federated_vision.method_components import (
     CLIENT_WORK, DATA_SIDE, Algorithm, MethodConfig, MethodInputs, Variant,
     fedsgd_client_spec, register_algorithm, register_variant)
@@ -154,6 +155,26 @@ register_algorithm(Algorithm("fedavgm", _fedavg_family(momentum=True),
 # local B and E, which FedSGD fixes to inf and 1): no server_optimizer entry.
 register_algorithm(Algorithm("fedsgd", _fedavg_family(False, fedsgd=True),
                              fedsgd_client_spec))
+
+
+# SCAFFOLD (Karimireddy et al. 2020, Algorithm 1, option II): its own process
+# with a control variate per client (algorithms/scaffold.py); no mixing
+# strategy (no server_optimizer entry), no client groups, no variant.
+def _scaffold(config: MethodConfig, inputs: MethodInputs, client_work):
+  from federated_vision.algorithms import scaffold  # pylint: disable=g-import-not-at-top
+  return scaffold.build_method(config, inputs, client_work,
+                               server_optimizer(False))
+
+
+def _scaffold_check(config: MethodConfig) -> None:
+  if config.variants:
+    raise ConfigError(f"--methods: {config.name}: scaffold takes no variant "
+                      "(its corrected local SGD is its client work, and a "
+                      "client keeps one control variate)", "methods")
+
+
+register_algorithm(Algorithm("scaffold", _scaffold, check=_scaffold_check,
+                             client_state_models=1))
 register_variant(Variant("fedir", CLIENT_WORK, _fedir, _fedir_mixing))
 register_variant(Variant("fedprox", CLIENT_WORK, _fedprox))
 register_variant(Variant("fedvc", DATA_SIDE, _fedvc, _fedvc_mixing))

@@ -145,11 +145,17 @@ class Algorithm:
     server_optimizer: `config -> (tff optimizer, settings)`, the server
       optimizer alone, or None; an algorithm with one composes with the
       mixing strategies (`mixing_strategies`), which bring their own process.
+    check: `config -> None`, raising ConfigError for a combination the
+      algorithm refuses (e.g. a variant), at config validation; or None.
+    client_state_models: model-sized float32 values kept per client across
+      rounds (`training.client_states`; SCAFFOLD: 1), 0 for none.
   """
   name: str
   build: AlgorithmBuilder
   client_spec: Callable = default_client_spec
   server_optimizer: Optional[Callable] = None
+  check: Optional[Callable[[MethodConfig], None]] = None
+  client_state_models: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,6 +256,8 @@ def _valid(config: MethodConfig) -> bool:
   if len(set(config.variants)) != len(config.variants):
     raise ValueError(f"method {config.name}: a variant is repeated")
   config.options.validate(config.variants)
+  if _ALGORITHMS.get(config.algorithm).check is not None:
+    _ALGORITHMS.get(config.algorithm).check(config)
   work = [v for v in config.variants if _VARIANTS.get(v).kind == CLIENT_WORK]
   if len(work) > 1:
     raise ValueError(f"method {config.name}: {' and '.join(work)} both replace "

@@ -14,6 +14,8 @@ The built-in declarations follow the builders in `method_builtins.py`:
   * fedsgd (McMahan et al. 2017, Section 2): B = inf and E = 1 whatever the
     flags say (`methods.fedsgd_client_spec`), so neither --client_batch_size
     nor --client_epochs.
+  * scaffold (Karimireddy et al. 2020, Algorithm 1): local E, B, eta_l;
+    server SGD with eta_g.
   * fedir (Hsu, Qi & Brown 2020, Section 5.2): --fedir_target.
   * fedprox (Li et al. 2020, eq. 2): --fedprox_mu.
   * fedvc (Hsu, Qi & Brown 2020, Section 5.3): --virtual_client_size (N_VC).
@@ -37,6 +39,7 @@ _READS: Dict[str, FrozenSet[str]] = {
     "fedavg": frozenset(_LOCAL + ("server_learning_rate",)),
     "fedavgm": frozenset(_LOCAL + ("server_learning_rate", "server_momentum")),
     "fedsgd": frozenset({"client_learning_rate", "server_learning_rate"}),
+    "scaffold": frozenset(_LOCAL + ("server_learning_rate",)),
     "fedir": frozenset({"fedir_target"}),
     "fedprox": frozenset({"fedprox_mu"}),
     "fedvc": frozenset({"virtual_client_size"}),
