@@ -3,9 +3,9 @@
 Algorithms: fedavg (McMahan et al. 2017, Algorithm 1), fedavgm (Hsu, Qi &
 Brown 2019, Section 3: server momentum), fedsgd (McMahan et al. 2017,
 Section 2: B = inf, E = 1), scaffold (Karimireddy et al. 2020, Algorithm 1,
-option II: per-client control variates). Variants: fedir (Hsu, Qi & Brown 2020, Section
-5.2, client work), fedprox (Li et al. 2020, eq. 2, client work), fedvc (Hsu,
-Qi & Brown 2020, Section 5.3, data side).
+option II: per-client control variates). Variants: fedir (Hsu, Qi & Brown
+2020, Section 5.2, client work), fedprox (Li et al. 2020, eq. 2, client
+work), fedvc (Hsu, Qi & Brown 2020, Section 5.3, data side).
 
 The parts every builder shares are built in one place each: the server
 optimizer (`server_optimizer`, an algorithm's `server_optimizer` entry), the

@@ -282,7 +282,8 @@ class ScaffoldTrainingProcess:
     """One round of Algorithm 1 on the clients of `keys`; their new c_k are
     written to the store as round r's (none if the round was rejected)."""
     round_num, ids = round_and_clients(keys)
-    clients = [collections.OrderedDict(key=k, control=self.client_states.read(c))
+    read = self.client_states.read
+    clients = [collections.OrderedDict(key=k, control=read(c))
                for k, c in zip(keys, ids)]
     state, metrics, outputs = self.process.next(state, clients)
     applied = not int(metrics["finalizer"]["update_non_finite"])
