@@ -172,7 +172,10 @@ def build_training_process(
 
   A process whose client data elements have `client_data.LABEL_COUNTS_KEY`
   (FedIR with `client_label_counts=True`) gets every client's class counts
-  over its whole local data (`fed_data.class_counts`) with its batches.
+  over its whole local data (`fed_data.class_counts`) with its batches. An
+  object with `build_training_process(fed_data, spec)` builds its own; the
+  process it returns may carry `client_states` (`training.client_states`),
+  which the loop opens at the resumed round and commits at checkpoints.
   """
   build = getattr(process, "build_training_process", None)
   if build is not None:  # algorithms: client_groups.GroupedMethod, scaffold.
