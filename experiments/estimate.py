@@ -37,7 +37,9 @@ Two ways to calibrate:
     when given, else from `PUBLISHED_SIZES`.
 
 Wall time is for the workers given (calibrated on them); CPU seconds are this
-process's plus its local workers' (remote workers' CPU is not counted).
+process's plus its local workers' (remote workers' CPU is not counted). A
+method with per-client state adds its client-state store's size
+(`estimate_state`).
 """
 
 import dataclasses
@@ -50,6 +52,7 @@ from absl import flags
 
 from federated_vision.experiment import config as config_lib
 from experiments import estimate_calibrate as calib
+from experiments import estimate_state
 from experiments.estimate_calibrate import Calibration
 from federated_vision import config_fields
 from federated_vision import methods as methods_lib
@@ -136,6 +139,7 @@ class Target(NamedTuple):
   train_examples: int
   test_examples: Optional[int]
   source: str
+  population: Optional[int] = None  # K.
 
 
 def _csv_rows(path: str) -> List[List[str]]:
@@ -165,7 +169,7 @@ def real_sizes(config: config_lib.ExperimentConfig, task) -> Target:
   t = config.training
   per_round = (t.clients_per_round if t.client_fraction is None else
                config_lib.clients_per_round(config, clients))
-  return Target(per_round, train / clients, train, test, source)
+  return Target(per_round, train / clients, train, test, source, clients)
 
 
 def twin_of(name: str) -> Optional[str]:
@@ -278,9 +282,12 @@ def project_run(name: str, config: config_lib.ExperimentConfig,
   t = config.training
   lines = []
   central_b = config.methods.client_batch_size or 32  # As `runner`.
+  population, classes = c.num_clients, c.num_classes
   if is_scaled(config):
     task = tasks.get_task(config.data.dataset)
     target = real_sizes(config, task)
+    population = target.population
+    classes = estimate_state.real_classes(config) or classes
     test = target.test_examples or c.test_examples
     cal_b = cal_config.methods.client_batch_size
     run_b = config.methods.client_batch_size or target.examples_per_client
@@ -352,6 +359,8 @@ def project_run(name: str, config: config_lib.ExperimentConfig,
       f"({p.rounds.wall:.0f} s) + evaluations ({p.evaluations.wall:.0f} s) + "
       f"centralized ({p.centralized.wall:.0f} s): wall "
       f"{cost.duration(total.wall)}, {cost.hours(total.cpu)} CPU")
+  lines += estimate_state.store_lines(config, population, lambda: (
+      estimate_state.model_weights(config, classes, c.input_shape)))
   return Estimate(name, p, lines)
 
 

@@ -68,6 +68,10 @@ class Calibration(NamedTuple):
   rounds_one: Dict[str, cost.Timing] = {}
   evaluation_half: Optional[cost.Timing] = None
   half_examples: int = 0
+  # The calibrated data: K, classes, one example's shape (`estimate_state`).
+  num_clients: int = 0
+  num_classes: int = 0
+  input_shape: Tuple[int, ...] = ()
 
 
 class _TimedSampler:
@@ -211,9 +215,12 @@ def calibrate(cal: config_lib.ExperimentConfig, central: bool,
         excess = excess + central_excess
       train_examples = sum(exp.fed_data.client_sizes.values())
   end = now()
+  fed = exp.fed_data
   return Calibration(gaps, excess, rounds, evaluation,
                      test_examples, train_examples, step, end.wall - start.wall,
-                     rounds_one, halves[-1] if half_n else None, half_n)
+                     rounds_one, halves[-1] if half_n else None, half_n,
+                     len(fed.client_data.client_ids), fed.num_classes,
+                     tuple(fed.input_shape))
 
 
 def _mean(timings: List[cost.Timing]) -> cost.Timing:

@@ -3,6 +3,8 @@
 Per run (one method) it writes under `output_dir`:
   metrics.csv      one row per round (timing columns last)
   checkpoints/     `tff.program.FileProgramStateManager` program states
+  client_states/   per-client state of a stateful method (SCAFFOLD's c_k),
+                   versioned by round (`training.client_states`)
   tensorboard/     TensorBoard scalars, always the rounds of metrics.csv
   .lock            the run's OS lock (see `RunLock`)
 A run started again with the same arguments resumes from its last checkpoint,
@@ -41,6 +43,7 @@ from federated_vision.evaluation import keras_eval
 from federated_vision.evaluation import metrics as metrics_lib
 from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision.training import checkpoints as checkpoints_lib
+from federated_vision.training import client_states as client_states_lib
 from federated_vision.training import divergence
 from federated_vision.training import errors
 from federated_vision.training import metrics_csv as metrics_csv_lib
@@ -169,10 +172,13 @@ def build_training_process(
 
   A process whose client data elements have `client_data.LABEL_COUNTS_KEY`
   (FedIR with `client_label_counts=True`) gets every client's class counts
-  over its whole local data (`fed_data.class_counts`) with its batches.
+  over its whole local data (`fed_data.class_counts`) with its batches. An
+  object with `build_training_process(fed_data, spec)` builds its own; the
+  process it returns may carry `client_states` (`training.client_states`),
+  which the loop opens at the resumed round and commits at checkpoints.
   """
   build = getattr(process, "build_training_process", None)
-  if build is not None:  # algorithms/client_groups.GroupedMethod
+  if build is not None:  # algorithms: client_groups.GroupedMethod, scaffold.
     return build(fed_data, spec)
   label_counts = None
   if _wants_label_counts(process):
@@ -272,6 +278,11 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
                                             config.resume_from_last_valid)
   if loaded is not None:
     state = loaded
+  # Per-client state (e.g. SCAFFOLD's c_k): as of the loaded checkpoint.
+  client_states = getattr(training_process, "client_states", None)
+  if client_states is not None:
+    client_states.open(os.path.join(config.output_dir,
+                                    client_states_lib.DIRECTORY), version, log)
   metrics_csv = MetricsCsv(os.path.join(config.output_dir, "metrics.csv"),
                            config.columns)
   written = len(metrics_csv.read())
@@ -336,6 +347,8 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
       if (round_num % config.rounds_per_checkpoint == 0
           or round_num == config.total_rounds):
         checkpoints.save(state, round_num)
+        if client_states is not None:  # Only what a kept checkpoint reads.
+          client_states.commit(checkpoints.versions())
   finally:
     progress.close()
     writer.close()

@@ -146,8 +146,11 @@ class Algorithm(Component):
     server_optimizer: its default server optimizer (a registered
       `ServerOptimizer`; `@<optimizer>` in a method name replaces it), or
       None: it has no server-optimizer slot.
-    client_state: it keeps state per client across rounds (the
-      client-state store; the estimate prints its size).
+    client_state_models: model-sized float32 values it keeps per client
+      across rounds (`training.client_states`; SCAFFOLD: 1), 0 for none;
+      the estimate prints the store's size.
+    takes_variants: variants may compose with it (SCAFFOLD: no, its client
+      update is its own and a client keeps one control variate).
     calibrates_as: the algorithm whose client side it shares, so the cost
       estimate calibrates them once (FedAvgM: fedavg).
     mixable: the mixing strategies can compose its server optimizer and
@@ -157,7 +160,8 @@ class Algorithm(Component):
   build: Callable
   client_spec: Callable = None  # Default set in __post_init__.
   server_optimizer: Optional[str] = "sgd"
-  client_state: bool = False
+  client_state_models: int = 0
+  takes_variants: bool = True
   calibrates_as: Optional[str] = None
   mixable: bool = False
 

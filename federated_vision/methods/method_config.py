@@ -183,6 +183,11 @@ def validate(config: MethodConfig) -> None:
       raise ConfigError(f"method {config.name}: unknown variant {v!r} (one "
                         f"of {', '.join(comp.names(comp.CLIENT_WORK) + comp.names(comp.DATA_SIDE))})",
                         "variants")
+  algorithm = comp.get(config.algorithm)
+  if config.variants and not algorithm.takes_variants:
+    raise ConfigError(f"--methods: {config.name}: {config.algorithm} takes no "
+                      "variant (its client update and state are its own)",
+                      "methods")
   if len(set(config.variants)) != len(config.variants):
     raise ValueError(f"method {config.name}: a variant is repeated")
   work = [v for v in config.variants if comp.get(v).kind == comp.CLIENT_WORK]
