@@ -11,6 +11,7 @@ from conftest import REPO
 
 sys.path.insert(0, os.path.join(REPO, "tools"))
 import component_mentions  # pylint: disable=g-import-not-at-top,wrong-import-position
+import component_table  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 def test_names_counts_words_in_code_not_in_comments_or_docstrings():
@@ -45,3 +46,9 @@ def test_the_script_prints_every_builtin_component():
   assert {"fedavg", "fedavgm", "fedsgd", "fedir", "fedprox", "fedvc", "sgd",
           "sgdm", "nesterov", "adam", "yogi", "adagrad", "none",
           "parallel"} <= set(heads)
+
+
+def test_the_docs_component_table_is_generated_from_the_declarations():
+  assert component_table.main(["component_table.py", "--check"]) == 0
+  for name in ("`fedir`", "`@adam`", "`scaffold`", "`--fedprox_mu`"):
+    assert name in component_table.table()
