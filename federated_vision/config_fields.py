@@ -127,13 +127,15 @@ def check_bounds(cls: type, f: dataclasses.Field, value) -> None:
     raise bad(f.name, value, f"must be a{'n' if kind == 'integer' else ''} "
               f"{kind}")
   bounds = f.metadata["bounds"]
-  if kind == "float" and not math.isfinite(value):
-    raise bad(f.name, value, "must be a finite number")
   number = "a finite number " if kind == "float" else ""
-  if "lower_bound" in bounds and value < bounds["lower_bound"]:
-    raise bad(f.name, value, f"must be {number}>= {bounds['lower_bound']}")
-  if "upper_bound" in bounds and value > bounds["upper_bound"]:
-    raise bad(f.name, value, f"must be {number}<= {bounds['upper_bound']}")
+  finite = kind != "float" or math.isfinite(value)
+  show = lambda b: f"{b:g}" if isinstance(b, float) else str(b)
+  if "lower_bound" in bounds and not (finite and value >= bounds["lower_bound"]):
+    raise bad(f.name, value, f"must be {number}>= {show(bounds['lower_bound'])}")
+  if "upper_bound" in bounds and not (finite and value <= bounds["upper_bound"]):
+    raise bad(f.name, value, f"must be {number}<= {show(bounds['upper_bound'])}")
+  if not finite:
+    raise bad(f.name, value, "must be a finite number")
   if "enum_values" in bounds and value not in bounds["enum_values"]:
     raise bad(f.name, value,
               f"must be one of {', '.join(map(str, bounds['enum_values']))}")

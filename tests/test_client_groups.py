@@ -13,6 +13,7 @@ from federated_vision import models as models_lib
 from federated_vision import training_loop
 from federated_vision.algorithms import client_groups
 from federated_vision.algorithms import fedir
+from federated_vision.algorithms import fedprox
 from federated_vision.algorithms import fedvc
 from federated_vision.data import client_data as cdl
 from federated_vision.data import mnist
@@ -40,20 +41,38 @@ def _model_fn(fed, spec):
       lambda: mnist_models.create_2nn(seed=0), element)
 
 
+MU = 0.5  # FedProx's proximal strength in these tests.
+
+
+def _server(kind):
+  """The server optimizer of `kind` (None: SGD(1)); 'adam' is FedAdam's
+  (Reddi et al. 2021, Algorithm 2), which the grouped composition uses as
+  the ungrouped one does."""
+  if kind != "adam":
+    return None
+  from federated_vision.algorithms import server_optimizers  # pylint: disable=g-import-not-at-top
+  return server_optimizers.build_adaptive("adam", 0.05, tau=0.01)
+
+
 def _grouped(kind, model_fn):
-  extra = (dict(fedir_num_classes=10, fedir_label_counts=True)
-           if kind == "fedir" else {})
+  update = {"fedir": lambda: fedir.grouped_update(10),
+            "fedprox": lambda: fedprox.grouped_update(MU)}.get(kind)
   return client_groups.GroupedMethod(
-      model_fn, tff.learning.optimizers.build_sgdm(0.1), None, group_size=2,
-      clients_per_round=CLIENTS_PER_ROUND, **extra)
+      model_fn, tff.learning.optimizers.build_sgdm(0.1), _server(kind),
+      group_size=2, clients_per_round=CLIENTS_PER_ROUND,
+      update=update() if update else None)
 
 
 def _methods(kind, model_fn):
   sgd = tff.learning.optimizers.build_sgdm
   if kind == "fedir":
     ref = fedir.build_fedir(model_fn, sgd(0.1), 10, client_label_counts=True)
+  elif kind == "fedprox":
+    ref = algorithms.build_fedavg(
+        model_fn, sgd(0.1), client_work=fedprox.build_fedprox_client_work(
+            model_fn, sgd(0.1), MU))
   else:
-    ref = algorithms.build_fedavg(model_fn, sgd(0.1))
+    ref = algorithms.build_fedavg(model_fn, sgd(0.1), _server(kind))
   return ref, _grouped(kind, model_fn)
 
 
@@ -71,7 +90,8 @@ def _run(process, fed, spec, sampler):
   return out
 
 
-@pytest.mark.parametrize("kind", ["fedavg", "fedir", "fedvc"])
+@pytest.mark.parametrize("kind", ["fedavg", "fedir", "fedvc", "fedprox",
+                                  "adam"])
 def test_grouped_equals_ungrouped(kind):
   from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
   fed = _data()
@@ -189,16 +209,17 @@ def test_bad_client_group_size_is_a_config_error(value):
 def test_explicit_group_size_for_an_uncovered_method_exits_2(tmp_path):
   from conftest import TRAIN_MAIN, run_module  # pylint: disable=g-import-not-at-top
   proc = run_module(TRAIN_MAIN, "--client_group_size=3",
-                    "--algorithm=fedavg", "--fedprox", "--num_clients=6",
+                    "--methods=fedavg,scaffold", "--num_clients=6",
                     "--clients_per_round=3", "--total_rounds=1",
                     "--centralized_epochs=0", f"--root_output_dir={tmp_path}")
   assert proc.returncode == 2
-  assert ("--client_group_size=3: method fedavg+fedprox cannot be grouped"
+  assert ("--client_group_size=3: method scaffold cannot be grouped"
           in proc.stderr) and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("variants, settings, name", [
-    (("fedprox",), {"client_work": "fedprox"}, "fedavg+fedprox"),
+    (("fedprox",), {"client_work": "fedprox", "mixing": "none"},
+     "fedavg+fedprox+none"),
     ((), {"client_work": "plain", "mixing": "gradient_transfer"},
      "fedavg+gradient_transfer"),
     (("fedir",), {"client_work": "fedir", "mixing": "oracle"},
@@ -209,8 +230,8 @@ def test_with_client_groups_applies_the_validation_rule(variants, settings,
   raises ValueError with `client_group_size.uncovered`'s text (the rule
   config validation refuses up front) for an explicit size, and 'auto'
   leaves the method as built, recorded as group size 1."""
-  from federated_vision import client_group_size  # pylint: disable=g-import-not-at-top
   from federated_vision import methods  # pylint: disable=g-import-not-at-top
+  from federated_vision.methods import groups as client_group_size  # pylint: disable=g-import-not-at-top
   config = methods.MethodConfig("fedavg", variants)
   method = methods.Method(name, "built", "spec", "sampler",
                           {"algorithm": "fedavg", **settings})
@@ -227,7 +248,7 @@ def test_with_client_groups_applies_the_validation_rule(variants, settings,
   assert auto.settings == {**method.settings, "client_group_size": 1}
 
 
-@pytest.mark.parametrize("kind", ["fedavg", "fedir"])
+@pytest.mark.parametrize("kind", ["fedavg", "fedir", "fedprox"])
 def test_non_finite_clients_are_dropped_and_counted_alike(kind):
   """A client learning rate that overflows some clients' models: both paths
   drop the same clients (zero update, weight 0) and count them."""
@@ -239,13 +260,18 @@ def test_non_finite_clients_are_dropped_and_counted_alike(kind):
   lr = 1e37
   if kind == "fedir":
     ref = fedir.build_fedir(model_fn, sgd(lr), 10, client_label_counts=True)
-    extra = dict(fedir_num_classes=10, fedir_label_counts=True)
+    update = fedir.grouped_update(10)
+  elif kind == "fedprox":
+    ref = algorithms.build_fedavg(
+        model_fn, sgd(lr), client_work=fedprox.build_fedprox_client_work(
+            model_fn, sgd(lr), MU))
+    update = fedprox.grouped_update(MU)
   else:
     ref = algorithms.build_fedavg(model_fn, sgd(lr))
-    extra = {}
+    update = None
   grouped = client_groups.GroupedMethod(
       model_fn, sgd(lr), None, group_size=3, clients_per_round=len(SIZES),
-      **extra)
+      update=update)
   sampler = sampling.UniformSampler(fed.client_data.client_ids, len(SIZES), 4)
   results = []
   for process in (ref, grouped):

@@ -99,15 +99,16 @@ def test_find_cycle_finds_cycles_and_only_cycles():
 def test_import_graph_resolves_module_and_function_local_imports():
   graph = import_graph(_modules())
   # Module level, `from package import module`.
-  assert "federated_vision.mixing_settings" in graph["federated_vision.methods"]
-  assert ("federated_vision.mixing_settings"
+  assert "federated_vision.methods.mixing" in graph[
+      "federated_vision.methods.build"]
+  assert ("federated_vision.methods.mixing"
           in graph["federated_vision.algorithms.mixing"])
-  # Function-local (the built-in method components, split out of methods
-  # (issue 17), import the algorithms inside their builders).
+  # Function-local (the built-in method components, one module each (issue
+  # 27), import the algorithms inside their builders).
   assert ("federated_vision.algorithms.fedvc"
-          in graph["federated_vision.method_builtins"])
-  assert ("federated_vision.runtime.learning_internals"
-          in graph["federated_vision.method_builtins"])
+          in graph["federated_vision.methods.builtins.fedvc"])
+  assert ("federated_vision.algorithms.fedprox"
+          in graph["federated_vision.methods.builtins.fedprox"])
   # `from package.module import name` is an edge to the module.
   assert ("federated_vision.runtime.tf_internals"
           in graph["federated_vision.data.client_data"])

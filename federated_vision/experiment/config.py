@@ -48,6 +48,7 @@ from federated_vision.evaluation import convergence
 from federated_vision.experiment import usage
 from federated_vision.methods import groups
 from federated_vision.methods import mixing as mixing_lib
+from federated_vision.methods import method_config
 from federated_vision.methods import names as method_names
 from federated_vision.methods import usage as method_usage
 from federated_vision.runtime import worker_config as worker_config_lib
@@ -131,7 +132,7 @@ class MethodsConfig:
     """The methods: --methods in its order, else (shorthands) in the order
     algorithm > data side > client work."""
     if self.methods:
-      return tuple(method_names.config_of(spec, self.options)
+      return tuple(method_config.from_spec(spec, self.options)
                    for spec in method_names.parse_methods(self.methods))
     on = lambda kind: [(v,) for v in methods_lib.shorthands(kind)
                        if self.shorthands.get(v)]

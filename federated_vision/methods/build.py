@@ -43,7 +43,12 @@ class MixingRun(NamedTuple):
 
 def client_spec(config: MethodConfig, seed: int = 0):
   """The method's local `client_data.TrainingSpec` before data-side
-  variants (its algorithm's B, E; e.g. B = inf, E = 1 for fedsgd)."""
+  variants (its algorithm's B, E; e.g. B = inf, E = 1 for fedsgd).
+
+  Raises:
+    ConfigError: see `method_config.validate`.
+  """
+  validate(config)
   return comp.get(config.algorithm, comp.ALGORITHM).client_spec(config, seed)
 
 
@@ -107,7 +112,7 @@ def _sampling(config: MethodConfig, inputs: MethodInputs):
   algorithm's spec and a uniform sampler, changed by the data-side variants
   (the one place both are built, with or without a mixing strategy)."""
   from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
-  spec = client_spec(config, inputs.seed)
+  spec = comp.get(config.algorithm).client_spec(config, inputs.seed)
   sampler = sampling.UniformSampler(inputs.client_ids,
                                     inputs.clients_per_round, inputs.seed)
   settings = {}
@@ -175,11 +180,12 @@ def _build_mixing(config: MethodConfig, inputs: MethodInputs,
 
   built = strategy.build(mixing.strategy, params, mixing_lib.StrategyInputs(
       inputs=inputs, scenario=mixing.scenario,
-      spec=client_spec(config, inputs.seed),
+      spec=comp.get(config.algorithm).client_spec(config, inputs.seed),
       client_optimizer=fedavg_builtins.client_sgd(config),
       server_optimizer=server, sampling=sampling,
       variants=tuple(config.variants), **parts))
-  name = f"{config.name}+{mixing.strategy}"
+  from federated_vision.methods import names  # pylint: disable=g-import-not-at-top
+  name = names.method_name(config, mixing.strategy)
   settings.update(built.settings)
   settings.update(strategy.settings(params))
   settings.update(variant_settings, mixing=mixing.strategy,

@@ -35,10 +35,11 @@ called.
 
 import dataclasses
 import inspect
+import math
 from typing import (Any, Callable, ClassVar, Dict, Mapping, Optional, Tuple)
 
 from federated_vision import config_fields
-from federated_vision.errors import ConfigError
+from federated_vision.errors import ConfigError, bad
 from federated_vision.registry import Registry
 
 ALGORITHM = "algorithm"
@@ -49,6 +50,49 @@ MIXING = "mixing"
 KINDS = (ALGORITHM, CLIENT_WORK, DATA_SIDE, SERVER_OPTIMIZER, MIXING)
 # Characters of the method-name grammar (`methods.names`).
 RESERVED = "+@:=,/ "
+SHARED_OWNER = "methods"
+
+
+def _check_positive(name: str, value: float) -> None:
+  if not (value > 0 and math.isfinite(value)):
+    raise bad(name, value, "must be a finite number > 0")
+
+
+
+
+def _check_positive(name: str, value: float) -> None:
+  if not (value > 0 and math.isfinite(value)):
+    raise bad(name, value, "must be a finite number > 0")
+
+
+@dataclasses.dataclass(frozen=True)
+class HyperParameters:
+  """The method hyper-parameters several components read (flag names).
+
+  Attributes:
+    client_epochs: local epochs E (McMahan et al. 2017; fedsgd: 1).
+    client_batch_size: local batch size B; 0 = B = inf (fedsgd: inf).
+    client_learning_rate: the clients' SGD learning rate.
+    server_learning_rate: eta_s of the server optimizer.
+  """
+  client_epochs: int = config_fields.option(1, "Local epochs E.",
+                                            lower_bound=1)
+  client_batch_size: int = config_fields.option(
+      10, "Local batch size B; 0 means the whole local data set as one batch "
+      "(B = inf).", lower_bound=0)
+  client_learning_rate: float = config_fields.option(
+      0.05, "Client SGD learning rate.")
+  server_learning_rate: float = config_fields.option(
+      1.0, "Server learning rate eta_s (of every method's server "
+      "optimizer; one method's own: <method>:server_learning_rate=...).")
+
+  def validate(self) -> None:
+    _check_positive("client_learning_rate", self.client_learning_rate)
+    _check_positive("server_learning_rate", self.server_learning_rate)
+
+
+SHARED_FIELDS = tuple(f.name for f in dataclasses.fields(HyperParameters))
+config_fields.declare(config_fields.METHOD, SHARED_OWNER, HyperParameters)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -65,7 +109,7 @@ class Component:
       generated; values are recorded in the method's settings; a method
       reads them as attributes of its `MethodConfig` (`config.fedprox_mu`).
     reads: the shared method hyper-parameters it reads
-      (`method_config.SHARED_FIELDS`: client_epochs, client_batch_size,
+      (`SHARED_FIELDS`, of `HyperParameters`: client_epochs, client_batch_size,
       client_learning_rate, server_learning_rate). A flag no method of a
       run reads is refused (`methods.usage`).
     refuses: ((component name, reason), ...): components it cannot be
@@ -260,7 +304,6 @@ def register(component: Component) -> Component:
     ValueError: a bad or taken name (over all kinds), no citation, reads of
       a field that is not a shared hyper-parameter, or bad options.
   """
-  from federated_vision.methods import method_config  # pylint: disable=g-import-not-at-top
   if not isinstance(component, Component) or component.kind not in KINDS:
     raise ValueError(f"{component!r} is not a method component (Algorithm, "
                      "ClientWork, DataSide, ServerOptimizer, MixingStrategy)")
@@ -278,10 +321,10 @@ def register(component: Component) -> Component:
   if not component.citation or not component.citation.strip():
     raise ValueError(f"{name}: give a citation (paper, section, equation) "
                      "or 'ours: <why>'")
-  unknown = set(component.reads) - set(method_config.SHARED_FIELDS)
+  unknown = set(component.reads) - set(SHARED_FIELDS)
   if unknown:
     raise ValueError(f"{name}: reads {sorted(unknown)}, which are not shared "
-                     f"hyper-parameters ({', '.join(method_config.SHARED_FIELDS)}"
+                     f"hyper-parameters ({', '.join(SHARED_FIELDS)}"
                      "); declare its own in `options`")
   if not component.module:
     caller = inspect.stack()[1].frame.f_globals.get("__name__", "")

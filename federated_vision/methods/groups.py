@@ -86,7 +86,8 @@ def uncovered(config, mixing: Optional[str] = None) -> Optional[str]:
     missing.append(comp.get(client_work(config)))
   if not missing:
     return None
-  name = config.name + (f"+{mixing}" if mixing is not None else "")
+  from federated_vision.methods import names  # pylint: disable=g-import-not-at-top
+  name = names.method_name(config, mixing)
   why = ", ".join(dict.fromkeys(
       f"{c.name} ({c.kind.replace('_', ' ')})" for c in missing))
   return (f"method {name} cannot be grouped: client groups do not cover "

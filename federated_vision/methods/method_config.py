@@ -14,49 +14,14 @@ Importing this module does not import TensorFlow.
 """
 
 import dataclasses
-import math
 from typing import Callable, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from federated_vision import config_fields
 from federated_vision.errors import ConfigError, bad
 from federated_vision.methods import components as comp
 
-SHARED_OWNER = "methods"
-
-
-def _check_positive(name: str, value: float) -> None:
-  if not (value > 0 and math.isfinite(value)):
-    raise bad(name, value, "must be a finite number > 0")
-
-
-@dataclasses.dataclass(frozen=True)
-class HyperParameters:
-  """The method hyper-parameters several components read (flag names).
-
-  Attributes:
-    client_epochs: local epochs E (McMahan et al. 2017; fedsgd: 1).
-    client_batch_size: local batch size B; 0 = B = inf (fedsgd: inf).
-    client_learning_rate: the clients' SGD learning rate.
-    server_learning_rate: eta_s of the server optimizer.
-  """
-  client_epochs: int = config_fields.option(1, "Local epochs E.",
-                                            lower_bound=1)
-  client_batch_size: int = config_fields.option(
-      10, "Local batch size B; 0 means the whole local data set as one batch "
-      "(B = inf).", lower_bound=0)
-  client_learning_rate: float = config_fields.option(
-      0.05, "Client SGD learning rate.")
-  server_learning_rate: float = config_fields.option(
-      1.0, "Server learning rate eta_s (of every method's server "
-      "optimizer; one method's own: <method>:server_learning_rate=...).")
-
-  def validate(self) -> None:
-    _check_positive("client_learning_rate", self.client_learning_rate)
-    _check_positive("server_learning_rate", self.server_learning_rate)
-
-
-SHARED_FIELDS = tuple(f.name for f in dataclasses.fields(HyperParameters))
-config_fields.declare(config_fields.METHOD, SHARED_OWNER, HyperParameters)
+from federated_vision.methods.components import (  # pylint: disable=unused-import
+    SHARED_FIELDS, SHARED_OWNER, HyperParameters)
 
 
 @dataclasses.dataclass(frozen=True, init=False)
@@ -122,6 +87,14 @@ class MethodConfig:
     if self.optimizer is not None:
       out.append(comp.get(self.optimizer, comp.SERVER_OPTIMIZER))
     return tuple(out)
+
+
+def from_spec(spec, shared: config_fields.Options) -> MethodConfig:
+  """The `MethodConfig` of a parsed method name (`names.parse`), with the
+  run's values `shared` and the name's own settings over them."""
+  options = shared.replace(dict(spec.overrides)) if spec.overrides else shared
+  return MethodConfig(spec.algorithm, spec.variants, spec.server_optimizer,
+                      options, overrides=tuple(k for k, _ in spec.overrides))
 
 
 class MethodInputs(NamedTuple):

@@ -3,7 +3,9 @@
     <algorithm>[+<variant>...][@<server optimizer>][:<field>=<value>...]
 
 e.g. `fedavg+fedvc`, `fedavgm+fedir+fedvc`, `fedavg+fedvc@adam`,
-`fedavg@adam:server_learning_rate=0.01:adam_beta_2=0.99`. Each part is
+`fedavg@adam:server_learning_rate=0.01:adam_beta_2=0.99`. A method trained
+with a mixing strategy (--mixing) is named with the strategy as its last
+'+' part (`fedavg+fedir+parallel@adam`). Each part is
 parsed against the component registries (`methods.components`), so anything
 registered (also from a module passed with --extra_modules) is reachable.
 
@@ -35,11 +37,13 @@ FLAG = "methods"
 
 
 class Spec(NamedTuple):
-  """A parsed method name (`parse`)."""
+  """A parsed method name (`parse`); `mixing` is the mixing strategy a
+  run's method trains with ('<method>+<strategy>', from --mixing)."""
   algorithm: str
   variants: Tuple[str, ...]
   server_optimizer: Optional[str] = None
   overrides: Tuple[Tuple[str, object], ...] = ()
+  mixing: Optional[str] = None
 
 
 def _error(names: Sequence[str], part: str, reason: str) -> ConfigError:
@@ -92,7 +96,11 @@ def parse(name: str, names: Sequence[str] = ()) -> Spec:
   names = tuple(names) or (name,)
   head, *settings = str(name).split(":")
   composition, at, optimizer = head.partition("@")
-  algorithm, variants = parse_method(composition.strip(), names)
+  composition, mixing = composition.strip(), None
+  last = composition.rpartition("+")[2]
+  if "+" in composition and last in comp.names(comp.MIXING):
+    composition, mixing = composition.rpartition("+")[0], last
+  algorithm, variants = parse_method(composition, names)
   optimizer = optimizer.strip() if at else None
   if at:
     if optimizer not in comp.names(comp.SERVER_OPTIMIZER):
@@ -114,7 +122,8 @@ def parse(name: str, names: Sequence[str] = ()) -> Spec:
     if field in overrides:
       raise _error(names, name, f"{field} is set twice")
     overrides[field] = _value(names, name, field, text.strip())
-  return Spec(algorithm, variants, optimizer, tuple(sorted(overrides.items())))
+  return Spec(algorithm, variants, optimizer, tuple(sorted(overrides.items())),
+              mixing)
 
 
 def _value(names, name: str, field: str, text: str):
@@ -158,18 +167,19 @@ def format_value(value) -> str:
 
 def spec_name(spec: Spec) -> str:
   """The canonical name of a parsed method."""
-  out = "+".join((spec.algorithm,) + tuple(spec.variants))
+  out = "+".join((spec.algorithm,) + tuple(spec.variants)
+                 + ((spec.mixing,) if spec.mixing else ()))
   if spec.server_optimizer is not None:
     out += f"@{spec.server_optimizer}"
   return out + "".join(f":{k}={format_value(v)}" for k, v in spec.overrides)
 
 
-def method_name(config) -> str:
+def method_name(config, mixing: Optional[str] = None) -> str:
   """The canonical name of a `MethodConfig` (its overrides' values are its
-  own, read from its options)."""
+  own, read from its options), with mixing strategy `mixing` if given."""
   return spec_name(Spec(
       config.algorithm, tuple(config.variants), config.server_optimizer,
-      tuple((k, getattr(config, k)) for k in config.overrides)))
+      tuple((k, getattr(config, k)) for k in config.overrides), mixing))
 
 
 def parse_methods(names: Sequence[str]) -> Tuple[Spec, ...]:
@@ -185,6 +195,9 @@ def parse_methods(names: Sequence[str]) -> Tuple[Spec, ...]:
   out, seen = [], {}
   for name in names:
     spec = parse(name, names)
+    if spec.mixing is not None:
+      raise _error(names, name, f"{spec.mixing!r} is a mixing strategy: "
+                   "give it with --mixing")
     canonical = spec_name(spec)
     if canonical in seen:
       raise _error(names, name, f"the same method as {seen[canonical]!r} "
@@ -201,14 +214,3 @@ def canonical_names(names: Sequence[str]) -> Tuple[str, ...]:
     ConfigError: see `parse_methods`.
   """
   return tuple(spec_name(s) for s in parse_methods(names))
-
-
-def config_of(spec: Spec, shared: config_fields.Options):
-  """The `MethodConfig` of a parsed name, with the run's values `shared`
-  and the name's own settings over them."""
-  from federated_vision.methods import method_config  # pylint: disable=g-import-not-at-top
-  options = shared.replace(dict(spec.overrides)) if spec.overrides else shared
-  return method_config.MethodConfig(
-      spec.algorithm, spec.variants, spec.server_optimizer, options,
-      overrides=tuple(k for k, _ in spec.overrides))
-

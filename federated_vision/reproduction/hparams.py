@@ -64,6 +64,7 @@ def method_hparams(flags: Mapping[str, object], method: str
   the components' declarations (`federated_vision.methods`)."""
   from federated_vision import config_fields  # pylint: disable=g-import-not-at-top
   from federated_vision import methods  # pylint: disable=g-import-not-at-top
+  from federated_vision.methods import method_config  # pylint: disable=g-import-not-at-top
   from federated_vision.methods import names  # pylint: disable=g-import-not-at-top
   out = {}
   for name, value in flags.items():
@@ -73,7 +74,7 @@ def method_hparams(flags: Mapping[str, object], method: str
   declared = set(config_fields.field_names(config_fields.METHOD))
   shared = config_fields.Options(config_fields.METHOD).replace(
       {k: v for k, v in flags.items() if k in declared})
-  config = names.config_of(names.parse(method), shared)
+  config = method_config.from_spec(names.parse(method), shared)
   for component in config.used():
     for field in component.reads + component.option_names():
       if field in flags or field in config.overrides:

@@ -127,8 +127,9 @@ def expected_methods(flags: Mapping[str, object]) -> Tuple[str, ...]:
       config_lib.MethodsConfig(),
       {k: tuple(v) if isinstance(v, list) else v
        for k, v in flags.items() if k in fields})
-  strategies = tuple((s,) for s in flags.get("mixing", ())) or ((),)
-  return tuple("+".join((m.name,) + s) for m in methods.expand()
+  from federated_vision.methods import names  # pylint: disable=g-import-not-at-top
+  strategies = tuple(flags.get("mixing", ())) or (None,)
+  return tuple(names.method_name(m, s) for m in methods.expand()
                for s in strategies)
 
 
