@@ -57,6 +57,10 @@ MethodConfig = methods_lib.MethodConfig
 MixingConfig = methods_lib.MixingSettings
 
 # The shorthands of --methods (`MethodsConfig.expand`).
+# Ours: 5x the most rounds in the reproduced papers (McMahan et al. 2017,
+# Sec. 3: 197,500 SGD updates, one round each): a metrics.csv of ~100 MB; more
+# is a typo (weeks of running even at digits' ~0.2 s per round).
+MAX_TOTAL_ROUNDS = 1_000_000
 METHOD_SHORTHANDS = ("algorithm", "fedir", "fedprox", "fedvc", "include_plain")
 
 
@@ -316,6 +320,10 @@ def from_flags(flag_values) -> ExperimentConfig:
 
 
 def check_output(output: OutputConfig) -> None:
+  if not output.root_output_dir.strip():  # Not the working directory unasked.
+    raise bad("root_output_dir", repr(output.root_output_dir),
+              "must be a non-empty path (results go to "
+              "<root_output_dir>/<experiment_name>)")
   name = output.experiment_name
   if not name or os.sep in name:
     raise bad("experiment_name", repr(name),
@@ -386,6 +394,9 @@ def validate(config: ExperimentConfig,
                "clients_per_round"):
     if getattr(t, name) < 1:
       raise bad(name, getattr(t, name), "must be >= 1")
+  if t.total_rounds > MAX_TOTAL_ROUNDS:
+    raise bad("total_rounds", t.total_rounds, f"must be <= {MAX_TOTAL_ROUNDS:,} "
+              "(5x the most rounds in the reproduced papers)")
   if t.seed < 0 or t.seed >= 2**32:
     raise bad("seed", t.seed, "must be in [0, 2**32)")
   if config.run.on_divergence not in ("stop", "continue"):
@@ -409,6 +420,9 @@ def validate(config: ExperimentConfig,
     if a not in methods_lib.algorithm_names():
       raise bad("algorithm", list(m.algorithm), "each must be one of "
                 f"{', '.join(methods_lib.algorithm_names())}")
+    if m.algorithm.count(a) > 1:
+      raise bad("algorithm", list(m.algorithm), f"{a} is given "
+                f"{m.algorithm.count(a)} times; give each algorithm once")
   if not m.expand():
     raise ConfigError("--noinclude_plain needs --fedir, --fedprox or --fedvc: "
                       "nothing to run", "include_plain")

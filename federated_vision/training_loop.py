@@ -59,6 +59,7 @@ CheckpointError = errors.CheckpointError
 OutputWriteError = errors.OutputWriteError
 DivergenceError = errors.DivergenceError
 RunFileError = errors.RunFileError
+AllDivergedError = errors.AllDivergedError
 RunLock = run_lock.RunLock
 LOCK_FILE = run_lock.LOCK_FILE
 Checkpoints = checkpoints_lib.Checkpoints
