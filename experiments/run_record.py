@@ -158,7 +158,7 @@ def start(directory: str, config: config_lib.ExperimentConfig,
           fingerprint: str, record: Optional[dict], log=print) -> None:
   """Checks the partition against `record`, then (re)writes the record with
   the current total_rounds and removes summary.json, so a run in progress
-  never looks finished.
+  never looks finished (and the temporary files a killed run left).
 
   Raises:
     ConfigError: the same settings built another partition (e.g. the data
@@ -184,6 +184,7 @@ def start(directory: str, config: config_lib.ExperimentConfig,
   summary = os.path.join(directory, "summary.json")
   if os.path.exists(summary):
     os.remove(summary)
+  run_files.remove_temporaries(directory)  # Left by a killed invocation.
   reporting.write_json(os.path.join(directory, RECORD_FILE), {
       "settings": settings, "partition_fingerprint": fingerprint,
       "package_version": (record or {}).get("package_version", __version__),

@@ -33,6 +33,7 @@ TensorFlow-free (report_main reads run directories without it).
 
 import contextlib
 import csv
+import glob
 import hashlib
 import json
 import math
@@ -112,6 +113,18 @@ def atomic_path(path: str, suffix: str = "") -> Iterator[str]:
     if is_write_error(e):
       raise write_failed(path, e) from None
     raise
+
+
+def remove_temporaries(directory: str) -> List[str]:
+  """Deletes the temporary files `atomic_path` left under `directory` (its
+  method directories too) when a process was killed mid-write; returns
+  them. Call only while holding the directory's `RunLock`."""
+  pattern = ".*.tmp[0-9]*"
+  found = sorted(glob.glob(os.path.join(directory, pattern))
+                 + glob.glob(os.path.join(directory, "*", pattern)))
+  for path in found:
+    _remove(path)
+  return found
 
 
 def write_text(path: str, text: str) -> str:
