@@ -63,7 +63,8 @@ def plan(f):
         "give it on the command line (use --only to pick points)", conflicts[0])
   experiment = (f.experiment_name if "experiment_name" in explicit
                 else sweep.name)
-  config_lib.check_output(config_lib.OutputConfig(experiment_name=experiment))
+  config_lib.check_output(config_lib.OutputConfig(
+      root_output_dir=f.root_output_dir, experiment_name=experiment))
   exp_dir = os.path.join(f.root_output_dir, experiment)
   command_line = config_lib.replace_fields(config_lib.ExperimentConfig(),
                                            {n: f[n].value for n in names})
