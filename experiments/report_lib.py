@@ -138,7 +138,12 @@ def gather(input_dir, target=None, reference=None):
       rel = os.path.relpath(root, input_dir)
       name = (os.path.basename(os.path.abspath(input_dir)) if rel == "."
               else rel.replace(os.sep, "/"))
-      rows += _rows_of_run(root, name, target)
+      try:
+        rows += _rows_of_run(root, name, target)
+      except (KeyError, TypeError, AttributeError) as e:  # A field missing.
+        raise run_errors.RunFileError(
+            os.path.join(root, "summary.json"), f"lacks a field the report "
+            f"reads ({type(e).__name__}: {e})", REMEDY) from None
       dirs[:] = []  # Method sub-directories hold no summaries.
   if not rows:
     raise ReportError(f"--input_dir={input_dir}: no summary.json found")

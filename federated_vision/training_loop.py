@@ -97,7 +97,7 @@ class LoopConfig(NamedTuple):
     resume_from_last_valid: if the latest checkpoint cannot be read, move it
       to `checkpoints/corrupt/` and resume from the previous readable one
       (otherwise a `CheckpointError` names it).
-    round_columns: extra ((column, value), ...) written on every round's row
+    round_columns: extra ((column, number), ...) written on every round's row
       (e.g. mixing's `extra_broadcast_bytes`), before the timing columns.
     eval_columns: extra keys of `evaluate_fn`'s result written as
       `test_<key>` columns on evaluated rounds (e.g. per-group accuracy).
@@ -130,6 +130,10 @@ class LoopConfig(NamedTuple):
                        f"{self.on_divergence!r}")
     if not self.output_dir:
       raise ValueError("output_dir must be a non-empty path")
+    if any(isinstance(v, bool) or not isinstance(v, (int, float, np.number))
+           for _, v in self.round_columns):  # metrics.csv holds numbers.
+      raise ValueError(f"round_columns values must be numbers, got "
+                       f"{self.round_columns}")
     if len(set(self.columns)) != len(self.columns):
       raise ValueError(f"round_columns / eval_columns repeat a metrics.csv "
                        f"column: {self.columns}")
