@@ -9,9 +9,9 @@ use, 3: divergence, 1: checkpoint or write failure); an
 `runtime.errors.WorkerError` (a TFF worker did not start, or was lost: then
 saying how to resume) and an `OSError` with a file name one line, status 1;
 Ctrl-C prints how to resume and exits 130; SIGTERM / SIGHUP print the same
-line and exit 143 / 129. Unless told otherwise (`tff_runtime=False`), `main` first
-installs the managed TFF runtime (`federated_vision.runtime.install`: the
-default TFF context over a worker we own, SIGTERM / SIGHUP handling);
+line and exit 143 / 129. Unless told otherwise (`tff_runtime=False`), `main`
+first installs the managed TFF runtime (`federated_vision.runtime.install`:
+the default TFF context over a worker we own, SIGTERM / SIGHUP handling);
 importing the library never does. Binaries that run TensorFlow parse their
 flags with `parse_then_import_tf` (TensorFlow imported only once the command
 line is accepted).
