@@ -8,9 +8,10 @@ line `<binary>: error: <message>` and exit status 2; a
 use, 3: divergence, 1: checkpoint or write failure); an
 `runtime.errors.WorkerError` (a TFF worker did not start, or was lost: then
 saying how to resume) and an `OSError` with a file name one line, status 1;
-Ctrl-C exits 130. Unless told otherwise (`tff_runtime=False`), `main` first
-installs the managed TFF runtime (`federated_vision.runtime.install`: the
-default TFF context over a worker we own, SIGTERM / SIGHUP handling);
+Ctrl-C prints how to resume and exits 130; SIGTERM / SIGHUP print the same
+line and exit 143 / 129. Unless told otherwise (`tff_runtime=False`), `main`
+first installs the managed TFF runtime (`federated_vision.runtime.install`:
+the default TFF context over a worker we own, SIGTERM / SIGHUP handling);
 importing the library never does. Binaries that run TensorFlow parse their
 flags with `parse_then_import_tf` (TensorFlow imported only once the command
 line is accepted).
@@ -28,6 +29,7 @@ from experiments import flags_components
 from experiments import help_lib
 from federated_vision import runtime
 from federated_vision.errors import ConfigError, one_line
+from federated_vision.training import errors as run_errors
 
 
 def define_flags() -> None:
@@ -112,6 +114,8 @@ def parse_then_import_tf(argv: Sequence[str],
     check()
   except ConfigError as e:
     fail(str(e))
+  except run_errors.RunError as e:  # E.g. a damaged experiment.json.
+    fail(one_line(e), e.exit_code)
   if needs_tf():  # Heavy: only once the command line is accepted (above).
     # gRPC's fork handlers can deadlock the fork of a later TFF worker in a
     # process that already used gRPC (grpc/grpc#37259); we always exec
@@ -119,12 +123,6 @@ def parse_then_import_tf(argv: Sequence[str],
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
   return rest
-
-
-def _run_error_type():
-  """`training_loop.RunError` if the loop was imported (it imports TF)."""
-  loop = sys.modules.get("federated_vision.training_loop")
-  return loop.RunError if loop is not None else ()
 
 
 def _worker_error_types():
@@ -161,7 +159,7 @@ def main(argv: Sequence[str], body: Callable[[], None],
   Args:
     argv: the binary's positional arguments (none are accepted).
     body: the binary's work.
-    interrupted: printed on Ctrl-C.
+    interrupted: printed on Ctrl-C, SIGTERM and SIGHUP.
     tff_runtime: install the managed TFF runtime first (False for binaries
       that never run TFF, e.g. report_main, which does not import TF).
   """
@@ -180,12 +178,13 @@ def main(argv: Sequence[str], body: Callable[[], None],
   except ConfigError as e:
     fail(str(e))
   except Exception as e:  # pylint: disable=broad-except
-    if isinstance(e, _run_error_type()):
+    if isinstance(e, run_errors.RunError):
       fail(one_line(e), e.exit_code)
     worker_error, worker_lost = _worker_error_types()
     if isinstance(e, worker_error):  # Workers stopped by SIGTERM / SIGHUP.
       signum = _terminating_signal()
       if signum is not None:
+        print(interrupted, file=sys.stderr)
         sys.exit(128 + signum)
     if isinstance(e, worker_lost):
       fail(f"{one_line(e)}; the run stopped: rerun the same command (with "
@@ -199,3 +198,8 @@ def main(argv: Sequence[str], body: Callable[[], None],
   except KeyboardInterrupt:
     print(interrupted, file=sys.stderr)
     sys.exit(130)
+  except SystemExit as e:  # SIGTERM / SIGHUP (`runtime.signals`): as Ctrl-C.
+    signum = _terminating_signal()
+    if signum is not None and e.code == 128 + signum:
+      print(interrupted, file=sys.stderr)
+    raise

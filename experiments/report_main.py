@@ -5,7 +5,9 @@ to --input_dir), dataset, partition, alpha, method, C, clients per round, E,
 B, final test accuracy, rounds to the target accuracy, speedup over the
 --reference row and the EMD non-identicalness of the partition
 (`federated_vision.experiment.report_lib`). Printed, and written as report.csv and report.md
-to --output_dir (default: --input_dir). Does not import TensorFlow.
+to --output_dir (default: --input_dir). Does not import TensorFlow. Exit
+status 1: a cell not computed (`missing` / `damaged` input, footnoted), a
+damaged summary.json or an unwritten report (docs/failure_modes.md).
 
   .venv/bin/python -m experiments.report_main --input_dir=output/mcmahan_mnist_grid \\
       --reference=2nn_iid_C0.1_E1_Binf
@@ -48,6 +50,7 @@ def main(argv):
       cli.fail(f"--output_dir={out}: cannot write ({e.strerror or e})")
     print(report_lib.format_table(rows))
     print(f"\n{len(rows)} rows: {paths[0]}, {paths[1]}")
+    report_lib.check_complete(rows)
   cli.main(argv, body, tff_runtime=False)
 
 

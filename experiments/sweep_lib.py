@@ -12,7 +12,6 @@ every diverged point (a rerun skips them: the same seed diverges the same
 way).
 """
 
-import json
 import os
 import sys
 
@@ -23,6 +22,7 @@ from federated_vision.experiment import runner
 from federated_vision.experiment import sweeps
 from federated_vision.errors import ConfigError, show
 from federated_vision.tasks import presence
+from federated_vision.training import run_files
 
 
 def _show(value) -> str:
@@ -63,7 +63,8 @@ def plan(f):
         "give it on the command line (use --only to pick points)", conflicts[0])
   experiment = (f.experiment_name if "experiment_name" in explicit
                 else sweep.name)
-  config_lib.check_output(config_lib.OutputConfig(experiment_name=experiment))
+  config_lib.check_output(config_lib.OutputConfig(
+      root_output_dir=f.root_output_dir, experiment_name=experiment))
   exp_dir = os.path.join(f.root_output_dir, experiment)
   command_line = config_lib.replace_fields(config_lib.ExperimentConfig(),
                                            {n: f[n].value for n in names})
@@ -84,17 +85,18 @@ def point_status(out: str):
   ('completed', 'diverged').
 
   Raises:
-    ConfigError: summary.json is unreadable or has no status.
+    RunFileError: summary.json is damaged (`run_files.read_json`) or has no
+      status.
   """
   path = os.path.join(out, "summary.json")
-  if not os.path.exists(path):
+  remedy = "delete it to rerun the point (which writes it again)"
+  summary = run_files.read_json(path, remedy, missing_ok=True)
+  if summary is None:
     return None
-  try:
-    with open(path) as f:
-      status = json.load(f)["status"]
-  except (OSError, ValueError, KeyError, TypeError) as e:
-    raise ConfigError(f"{path}: unreadable summary ({type(e).__name__}: "
-                      f"{e}); move it away to rerun the point") from None
+  status = summary.get("status")
+  run_files.require(status in ("completed", "diverged"), path,
+                    f"its status {status!r} is not completed or diverged",
+                    remedy)
   return status
 
 

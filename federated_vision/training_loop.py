@@ -15,7 +15,11 @@ with exactly the metrics of an uninterrupted run.
 Integrity: a second run on the same directory stops at once
 (`RunLockedError`); a checkpoint that cannot be read or written stops the run
 with its path (`CheckpointError`, `OutputWriteError`; no temporary checkpoint
-is left behind); a round with non-finite values (clients dropped as
+is left behind); metrics.csv is read back checked (`training.run_files`): a
+damaged end (a row cut short by a crash) is dropped and its rounds redone
+from the newest checkpoint before it, other damage stops the run naming the
+line (`RunFileError`); every number of the result comes from the rows as
+recorded, so a rerun reports exactly what the first run did; a round with non-finite values (clients dropped as
 non-finite, a rejected server update, non-finite loss, model or evaluation)
 is counted and logged and, by default, stops the run (`DivergenceError`).
 Every such error is a `RunError`: its `str` is one line, its `exit_code` what
@@ -57,6 +61,8 @@ RunLockedError = errors.RunLockedError
 CheckpointError = errors.CheckpointError
 OutputWriteError = errors.OutputWriteError
 DivergenceError = errors.DivergenceError
+RunFileError = errors.RunFileError
+AllDivergedError = errors.AllDivergedError
 RunLock = run_lock.RunLock
 LOCK_FILE = run_lock.LOCK_FILE
 Checkpoints = checkpoints_lib.Checkpoints
@@ -94,7 +100,7 @@ class LoopConfig(NamedTuple):
     resume_from_last_valid: if the latest checkpoint cannot be read, move it
       to `checkpoints/corrupt/` and resume from the previous readable one
       (otherwise a `CheckpointError` names it).
-    round_columns: extra ((column, value), ...) written on every round's row
+    round_columns: extra ((column, number), ...) written on every round's row
       (e.g. mixing's `extra_broadcast_bytes`), before the timing columns.
     eval_columns: extra keys of `evaluate_fn`'s result written as
       `test_<key>` columns on evaluated rounds (e.g. per-group accuracy).
@@ -127,6 +133,10 @@ class LoopConfig(NamedTuple):
                        f"{self.on_divergence!r}")
     if not self.output_dir:
       raise ValueError("output_dir must be a non-empty path")
+    if any(isinstance(v, bool) or not isinstance(v, (int, float, np.number))
+           for _, v in self.round_columns):  # metrics.csv holds numbers.
+      raise ValueError(f"round_columns values must be numbers, got "
+                       f"{self.round_columns}")
     if len(set(self.columns)) != len(self.columns):
       raise ValueError(f"round_columns / eval_columns repeat a metrics.csv "
                        f"column: {self.columns}")
@@ -274,8 +284,20 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
                             config.keep_checkpoints, log)
   for path in checkpoints.remove_temporaries():
     log(f"[{name}] removed {path}, an unfinished checkpoint")
-  loaded, version = checkpoints.load_latest(state,
-                                            config.resume_from_last_valid)
+  metrics_csv = MetricsCsv(os.path.join(config.output_dir, "metrics.csv"),
+                           config.columns)
+  intact = metrics_csv.read_checked()  # Checked; a damaged end dropped.
+  if intact.dropped:
+    log(f"[{name}] {intact.dropped}")
+  # Resume from a checkpoint whose rounds metrics.csv holds whole; the
+  # rounds after it (their rows lost) are redone, their checkpoints removed.
+  loaded, version = checkpoints.load_latest(
+      state, config.resume_from_last_valid, max_version=len(intact.rows))
+  redone = checkpoints.remove_after(version)
+  if redone:
+    log(f"[{name}] {metrics_csv.path} holds rounds 1..{len(intact.rows)} "
+        f"only: removed the checkpoint(s) of round(s) "
+        f"{', '.join(map(str, redone))}, redoing round {version + 1} on")
   if loaded is not None:
     state = loaded
   # Per-client state (e.g. SCAFFOLD's c_k): as of the loaded checkpoint.
@@ -283,19 +305,12 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
   if client_states is not None:
     client_states.open(os.path.join(config.output_dir,
                                     client_states_lib.DIRECTORY), version, log)
-  metrics_csv = MetricsCsv(os.path.join(config.output_dir, "metrics.csv"),
-                           config.columns)
-  written = len(metrics_csv.read())
-  kept = metrics_csv.truncate_after(version)
-  if written > len(kept):
-    log(f"[{name}] dropped {written - len(kept)} row(s) of {metrics_csv.path} "
-        f"after the last checkpoint (round {version})")
-  if [int(r["round"]) for r in kept] != list(range(1, version + 1)):
-    raise RunError(f"{metrics_csv.path} does not hold rounds 1..{version} in "
-                   f"order to match the checkpoint of round {version}; delete "
-                   f"{config.output_dir} to start over")
-  rows: List[Dict[str, object]] = [dict(r) for r in kept]
-  cumulative = int(kept[-1]["cumulative_batch_budget"]) if kept else 0
+  kept = metrics_csv.truncate_after(version, intact.rows)
+  if len(intact.rows) > len(kept):
+    log(f"[{name}] dropped {len(intact.rows) - len(kept)} row(s) of "
+        f"{metrics_csv.path} after the last checkpoint (round {version})")
+  rows: List[Dict[str, object]] = list(kept)
+  cumulative = int(kept[-1]["cumulative_batch_budget"] or 0) if kept else 0
   tb_dir = os.path.join(config.output_dir, "tensorboard")
   purged = purge_tensorboard(tb_dir, version)
   if version:
@@ -333,8 +348,7 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
           output.metrics, _model_weights(training_process, state), evaluation)
       row["non_finite"] = int(bool(reasons))
       row["round_seconds"] = round(time.time() - t0, 3)
-      metrics_csv.append(row)
-      rows.append(row)
+      rows.append(metrics_csv.append(row))  # As recorded: what a rerun reads.
       tensorboard.write_scalars(writer, row, tb_dir)
       progress.round_done(row)
       if reasons:

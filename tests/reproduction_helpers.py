@@ -6,11 +6,11 @@
 """
 
 import csv
-import json
 import os
 from typing import Mapping, Optional, Sequence, Tuple
 
 from federated_vision.experiment import config as config_lib
+from federated_vision.evaluation import reporting
 
 # training_loop.CSV_COLUMNS (not imported: that module imports TensorFlow).
 CSV_COLUMNS = ("round", "clients", "train_loss", "train_accuracy", "test_loss",
@@ -27,8 +27,7 @@ def write_hparams(run_dir: str, flags: Mapping[str, object], **overrides):
                  for k, v in flags.items()})
   values.update(overrides)
   values["resolved"] = {"num_clients": 20}
-  with open(os.path.join(run_dir, "hparams.json"), "w") as f:
-    json.dump(values, f)
+  reporting.write_json(os.path.join(run_dir, "hparams.json"), values)
 
 
 def write_metrics(run_dir: str, method: str,
@@ -59,8 +58,8 @@ def write_summary(run_dir: str, methods: Mapping[str, Mapping[str, object]],
                  "accuracy": centralized, "epochs": 30},
              "emd": emd}
   summary.update(extra)
-  with open(os.path.join(run_dir, "summary.json"), "w") as f:
-    json.dump(summary, f)
+  # Strict JSON as the runner writes it (a NaN is null: not measured).
+  reporting.write_json(os.path.join(run_dir, "summary.json"), summary)
 
 
 def finished_run(root: str, run, curves: Mapping[str, Sequence[Tuple[int, float]]],

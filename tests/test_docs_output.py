@@ -91,6 +91,18 @@ def finished(tmp_path_factory):
 
 # One scenario per situation of the table: (key words, run) -> process.
 def _bad_flag(tmp_path, finished):
+  for flag, named in (("--root_output_dir=", "--root_output_dir='': must "
+                       "be a non-empty path"),
+                      ("--total_rounds=1000000000000000000000",
+                       "--total_rounds=1000000000000000000000: must be <= "
+                       "1,000,000"),
+                      ("--algorithm=fedavg,fedavg", "--algorithm=fedavg,"
+                       "fedavg: fedavg is given 2 times; give each algorithm "
+                       "once")):
+    proc = run_module(BINARY, flag, timeout=120)
+    lines = _errors(proc)
+    assert proc.returncode == 2 and len(lines) == 1, (flag, proc.stderr)
+    assert lines[0].startswith(f"train_main.py: error: {named}"), lines
   return run_module(BINARY, "--seed=-1", timeout=120), "--seed=-1"
 
 
@@ -114,6 +126,38 @@ def _diverged(tmp_path, finished):
              for l in table), table
   assert any("- in relative_acc:" in l for l in table), table
   return proc, "[fedavg] diverged at round 1"
+
+
+def _every_method_diverged(tmp_path, finished):
+  proc = _run(tmp_path, "cont", "--total_rounds=1", "--on_divergence=continue",
+              "--client_learning_rate=1e30")
+  summary = json.loads((tmp_path / "cont" / "summary.json").read_text())
+  assert summary["status"] == "diverged"
+  assert summary["methods"]["fedavg"]["status"] == "diverged"
+  return proc, ("every method diverged (fedavg; on_divergence='continue' ran "
+                "them to the end)")
+
+
+def _damaged_run_file(tmp_path, finished):
+  root, _ = finished
+  shutil.copytree(root / "done", tmp_path / "done")
+  record = tmp_path / "done" / "experiment.json"
+  record.write_bytes(record.read_bytes()[:-40])  # A copy cut short.
+  proc = _run(tmp_path, "done", "--total_rounds=2", timeout=120)
+  return proc, f"{record}: not valid JSON ("
+
+
+def _report_input(tmp_path, finished):
+  root, _ = finished
+  shutil.copytree(root / "done", tmp_path / "done")
+  metrics = tmp_path / "done" / "fedavg" / "metrics.csv"
+  metrics.unlink()
+  proc = run_module("experiments.report_main",
+                    f"--input_dir={tmp_path / 'done'}",
+                    "--target_accuracy=0.1", timeout=120)
+  assert " missing " in proc.stdout  # The cell says why.
+  return proc, (f"1 cell(s) could not be computed (marked missing): "
+                f"{metrics}: missing; rerun the point's command")
 
 
 def _bad_checkpoint(tmp_path, finished):
@@ -159,9 +203,12 @@ SCENARIOS = [
     ("bad flag value", _bad_flag),
     ("another run holds the directory", _locked),
     ("non-finite values", _diverged),
+    ("every method diverged", _every_method_diverged),
     ("checkpoint cannot be read", _bad_checkpoint),
     ("cannot be created or written when the run starts", _unwritable_at_start),
     ("disk full", _disk_full),
+    ("a file the run reads back is damaged", _damaged_run_file),
+    ("an input a cell needs is missing or damaged", _report_input),
     ("TFF worker does not start", _no_worker),
 ]
 
@@ -303,8 +350,9 @@ def test_every_file_a_run_writes_is_in_the_outputs_table(finished):
 
 def test_failure_modes_doc_quotes_the_ctrl_c_line():
   # Ctrl-C's line and status were undocumented (issue: friction);
-  # tests/test_train_main.py sends the SIGINT and checks both.
+  # tests/test_train_main.py sends SIGINT and SIGTERM and checks both.
   text = " ".join(_failure_modes().split())
   line = inspect.signature(cli.main).parameters["interrupted"].default
   assert (f"Ctrl-C (SIGINT) stops a run and its workers with the one line "
-          f"`{line}` and exit status 130") in text
+          f"`{line}` and exit status 130; SIGTERM and SIGHUP print the same "
+          "line and exit 143 and 129") in text

@@ -183,13 +183,11 @@ def test_signal_where_python_drops_exceptions_still_stops(tmp_path, where,
         print("interrupted", flush=True)
         raise SystemExit(130)
   """))
-  start = time.monotonic()
   proc = subprocess.run([sys.executable, str(script)], capture_output=True,
                         text=True, cwd=REPO, timeout=120, check=False)
   assert proc.returncode == code
-  assert proc.stdout == output
+  assert proc.stdout == output  # Never "not stopped": the 10 s sleep ended.
   assert proc.stderr == ""
-  assert time.monotonic() - start < 10
 
 
 def test_worker_stops_at_once_when_sigint_is_ignored_here():
@@ -203,7 +201,8 @@ def test_worker_stops_at_once_when_sigint_is_ignored_here():
     signal.signal(signal.SIGINT, previous)
   with open(f"/proc/{worker.pid}/status") as f:
     ignored = int(next(l for l in f if l.startswith("SigIgn:")).split()[1], 16)
-  start = time.monotonic()
+  process = worker._process  # pylint: disable=protected-access
   worker.stop()
   assert not ignored & (1 << (signal.SIGINT - 1))
-  assert time.monotonic() - start < 2
+  # Stopped by stop()'s SIGINT, not by its SIGKILL after the timeout.
+  assert process.returncode == -signal.SIGINT

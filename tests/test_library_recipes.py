@@ -1,6 +1,6 @@
-"""docs/library_recipes.md runs as written: quiet logs, evaluation built
-first, plain TFF `build_weighted_fed_avg` with per-(client, round) seeded
-augmentation."""
+"""docs/library_recipes.md runs as written: quiet logs, the managed TFF
+runtime, evaluation built first, plain TFF `build_weighted_fed_avg` with
+per-(client, round) seeded augmentation."""
 
 import os
 import re
@@ -32,12 +32,14 @@ print("CHECKS OK")
 def test_library_recipes_run(tmp_path):
   with open(os.path.join(REPO, "docs", "library_recipes.md")) as f:
     blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
-  assert len(blocks) == 3
+  assert len(blocks) == 4
   script = tmp_path / "recipes.py"
   script.write_text("\n".join(blocks) + CHECKS)
   env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
   env.update(MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(
       [REPO, os.environ.get("PYTHONPATH", "")]))
+  # Captured pipes: the run ends only when nothing holds them, so a worker
+  # left running (no `runtime.install()`) would fail it by the timeout.
   proc = subprocess.run([sys.executable, str(script)], cwd=REPO, env=env,
                         capture_output=True, text=True, timeout=600,
                         stdin=subprocess.DEVNULL, check=False)

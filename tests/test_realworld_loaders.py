@@ -6,7 +6,6 @@ import logging
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -157,13 +156,11 @@ def test_opening_120k_split_reads_no_image(tmp_path):
                       for k, u in enumerate(users.tolist())))
   empty_root = tmp_path / "no_images"
   empty_root.mkdir()
-  start = time.perf_counter()
+  # No image exists under empty_root: reading one would raise.
   fds = image_data.load_inaturalist(
       str(path), str(empty_root),
       config=image_data.LoaderConfig(check_images="none",
                                      cache_dir=str(tmp_path / "cache")))
-  elapsed = time.perf_counter() - start
-  assert elapsed < 10, elapsed
   assert sum(fds.client_sizes.values()) == 120_300
   assert len(fds.client_data.client_ids) == len(set(users.tolist()))
   assert fds.num_classes == 1203

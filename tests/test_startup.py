@@ -90,6 +90,18 @@ def _probe(module, *args):
      "r5000 needs --split_csv (data is never downloaded)"),
     ("experiments.reproduce", ["--preset=nope"], 2,
      "reproduce.py: error: --preset=nope: no preset 'nope'"),
+    # Issue 29: an empty path (results into the working directory), an
+    # absurd round count, a method given twice.
+    ("experiments.train_main", ["--root_output_dir="], 2,
+     "train_main.py: error: --root_output_dir='': must be a non-empty path"),
+    ("experiments.train_main", ["--total_rounds=10000000"], 2,
+     "train_main.py: error: --total_rounds=10000000: must be <= 1,000,000"),
+    ("experiments.train_main", ["--algorithm=fedavg,fedavg"], 2,
+     "train_main.py: error: --algorithm=fedavg,fedavg: fedavg is given 2 "
+     "times; give each algorithm once"),
+    ("experiments.sweep_main", ["--sweep=hsu2019_cifar10",
+                                "--root_output_dir="], 2,
+     "sweep_main.py: error: --root_output_dir='': must be a non-empty path"),
 ])
 def test_refused_command_line_exits_before_tensorflow(module, args, code,
                                                      error):
@@ -203,6 +215,17 @@ def test_train_main_into_another_experiments_directory_refuses_before_tf(
       f"delete {out_dir} and start over, or choose another --experiment_name"]
   assert not tf and not tff
   assert sorted(os.listdir(out_dir)) == ["experiment.json"]
+  # A damaged record (issue 29): one line naming it, exit 1, before TF.
+  (out_dir / "experiment.json").write_text('{"settings": {"total_rounds": 2')
+  code, tf, tff, out, err = _probe("experiments.train_main", *common,
+                                   "--total_rounds=2")
+  assert code == 1 and not tf and not tff, err[-2000:]
+  (line,) = err.strip().splitlines()
+  assert line.startswith(f"train_main.py: error: {out_dir}/experiment.json: "
+                         "not valid JSON (")
+  assert line.endswith("cut short or damaged); rerun with --overwrite to "
+                       f"delete {out_dir} and start over, or choose another "
+                       "--experiment_name")
 
 
 @pytest.mark.parametrize("module, args", [

@@ -135,13 +135,11 @@ def test_a_hang_fails_naming_the_test_and_its_workers_stop(tmp_path):
 @pytest.mark.timeout(300)
 def test_a_hang_outside_python_exits_naming_the_test_and_kills_workers(
     tmp_path):
-  start = time.time()
   code, out, pids = _run_hanging_tests(tmp_path, "-k", "blocked")
   # Named, exit 1, after the 1 s timeout + 5.1 s grace, not after an hour.
   assert code == 1, out[-3000:]
   assert ("TIMEOUT: test_hangs.py::test_blocked_outside_python still running "
           "5.1 s after its 1 s timeout (blocked outside Python); killing its "
           "TFF workers and exiting") in out, out[-3000:]
-  assert time.time() - start < 200
   assert len(pids) == 1
   _assert_all_stopped(pids)

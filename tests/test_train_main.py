@@ -82,9 +82,7 @@ def test_sigkill_then_resume_matches_uninterrupted(reference_run, tmp_path,
   proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
   try:
-    deadline = time.time() + 240
     while not first_ckpt.is_dir() and proc.poll() is None:
-      assert time.time() < deadline, "no checkpoint appeared"
       time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
@@ -121,9 +119,8 @@ def test_signal_stops_run_and_worker(tmp_path, sig, code):
                               signal.SIGINT, signal.SIG_DFL))
   try:
     line = ""
-    deadline = time.time() + 240
     while "[fedavg] round" not in line:
-      assert time.time() < deadline and proc.poll() is None, proc.stderr.read()
+      assert proc.poll() is None, proc.stderr.read()
       line = proc.stdout.readline()
     ours = worker_pids() - before
     assert ours, "no worker while training"
@@ -134,10 +131,11 @@ def test_signal_stops_run_and_worker(tmp_path, sig, code):
       proc.kill()
   assert proc.returncode == code
   assert "Traceback" not in err
-  if sig == signal.SIGINT:  # As docs/failure_modes.md quotes it.
-    assert err.strip().splitlines()[-1] == (
-        "interrupted; run the same command again to resume from the last "
-        "checkpoint")
+  # Both say how to resume, as docs/failure_modes.md quotes it (SIGTERM
+  # said nothing before issue 29).
+  assert err.strip().splitlines()[-1] == (
+      "interrupted; run the same command again to resume from the last "
+      "checkpoint")
   time.sleep(0.5)
   assert not (worker_pids() & ours)
 

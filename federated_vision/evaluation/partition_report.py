@@ -18,7 +18,9 @@ import numpy as np
 
 from federated_vision.data import indexed_splits
 from federated_vision.data import partition as partition_lib
+from federated_vision.evaluation.reporting import save_figure
 from federated_vision.evaluation.reporting import write_json
+from federated_vision.training import run_files
 
 
 def counts_summary(counts: np.ndarray,
@@ -79,8 +81,50 @@ def class_count_report(labels: Sequence[int],
 
 
 def counts_from_report(report: Mapping[str, object]) -> np.ndarray:
-  """The [clients, classes] count matrix back from `class_count_report`."""
-  return np.asarray([c["class_counts"] for c in report["clients"]], np.int64)
+  """The [clients, classes] count matrix back from `class_count_report`.
+
+  Raises:
+    ValueError: (one line) the report is not one: no "clients" list, a
+      client without "class_counts", rows of different lengths, counts that
+      are not non-negative integers, or a "num_examples" that is not their
+      sum.
+  """
+  clients = report.get("clients") if isinstance(report, Mapping) else None
+  if not isinstance(clients, list) or not clients:
+    raise ValueError("not a partition report: no non-empty 'clients' list")
+  rows = []
+  for i, c in enumerate(clients):
+    counts = c.get("class_counts") if isinstance(c, Mapping) else None
+    if (not isinstance(counts, list) or not counts
+        or any(isinstance(n, bool) or not isinstance(n, int) or n < 0
+               for n in counts)):
+      raise ValueError(f"client {i} of the partition report has no list of "
+                       "non-negative integer class_counts")
+    if "num_examples" in c and c["num_examples"] != sum(counts):
+      raise ValueError(f"client {i} of the partition report: num_examples "
+                       f"{c['num_examples']} is not the sum of its "
+                       f"class_counts ({sum(counts)})")
+    rows.append(counts)
+  if len({len(r) for r in rows}) != 1:
+    raise ValueError("the partition report's clients have class_counts of "
+                     "different lengths")
+  return np.asarray(rows, np.int64)
+
+
+def read_counts_report(path: str) -> np.ndarray:
+  """The count matrix of a `<base>_class_counts.json` written by
+  `write_counts_report`, checked (`run_files.read_json`: strict JSON and its
+  checksum; `counts_from_report`).
+
+  Raises:
+    RunFileError: one line naming the file and what is wrong.
+  """
+  remedy = "write it again (rerun the command that wrote it)"
+  report = run_files.read_json(path, remedy)
+  try:
+    return counts_from_report(report)
+  except ValueError as e:
+    raise run_files.RunFileError(path, str(e), remedy) from None
 
 
 def plot_class_counts(counts: np.ndarray, path: str,
@@ -146,9 +190,7 @@ def plot_class_counts(counts: np.ndarray, path: str,
   if num_classes <= 20:
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7)
   fig.tight_layout()
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  fig.savefig(path, format="png")
-  return path
+  return save_figure(fig, path)
 
 
 def report_basename(name: str, alpha: Optional[float] = None) -> str:
@@ -210,7 +252,8 @@ def write_counts_report(out_dir: str, name: str, counts: np.ndarray,
     meta["alpha"] = "inf" if math.isinf(alpha) else float(alpha)
   meta.update(metadata or {})
   report = report_from_counts(counts, client_ids, class_names, meta, summary)
-  json_path = write_json(os.path.join(out_dir, f"{base}_class_counts.json"), report)
+  json_path = write_json(os.path.join(out_dir, f"{base}_class_counts.json"),
+                         report, sealed=True)
   title = (f"{name}: alpha = {meta['alpha']}, " if alpha is not None else f"{name}: ") + \
       f"EMD = {report['summary']['emd']:.3f}"
   png_path = plot_class_counts(np.asarray(counts),

@@ -8,6 +8,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from federated_vision.evaluation import curves
+from federated_vision.training import run_files
 
 
 def _pyplot():
@@ -45,8 +46,10 @@ def plot_loss(runs: Mapping[str, Sequence[Mapping[str, object]]], path: str,
   ax.grid(alpha=0.3)
   ax.legend(fontsize=8)
   fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  try:
+    save_figure(fig, path, dpi=110)
+  finally:
+    plt.close(fig)
   return path
 
 
@@ -71,8 +74,10 @@ def plot_accuracy(runs: Mapping[str, Sequence[Mapping[str, object]]],
   ax.grid(alpha=0.3)
   ax.legend()
   fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  try:
+    save_figure(fig, path, dpi=110)
+  finally:
+    plt.close(fig)
   return path
 
 
@@ -159,18 +164,24 @@ def json_safe(value):
   return str(value)
 
 
-def write_json(path: str, value) -> str:
-  """Writes `json_safe(value)` as indented, strict JSON, atomically (a
-  temporary file renamed over `path`, removed on any failure); creates the
-  directory. Returns path."""
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  tmp = f"{path}.tmp{os.getpid()}"
-  try:
-    with open(tmp, "w") as f:
-      json.dump(json_safe(value), f, indent=1, sort_keys=True, allow_nan=False)
-      f.write("\n")
-    os.replace(tmp, path)
-  finally:
-    if os.path.exists(tmp):
-      os.remove(tmp)
+def write_json(path: str, value, sealed: bool = False) -> str:
+  """Writes `json_safe(value)` as indented, strict JSON, atomically
+  (`training.run_files.atomic_path`: a temporary file renamed over `path`,
+  removed on any failure; a failure is one `OutputWriteError` line); creates
+  the directory. `sealed`: with the sha256 of the rest of the object
+  (`run_files.seal`), so a reader notices an edited or damaged file.
+  Returns path."""
+  value = json_safe(value)
+  if sealed:
+    value = run_files.seal(value)
+  return run_files.write_text(path, json.dumps(
+      value, indent=1, sort_keys=True, allow_nan=False) + "\n")
+
+
+def save_figure(fig, path: str, **kwargs) -> str:
+  """`fig.savefig` to `path` atomically (`run_files.atomic_path`); the
+  format is `path`'s extension."""
+  fmt = os.path.splitext(path)[1][1:] or "png"
+  with run_files.atomic_path(path) as tmp:
+    fig.savefig(tmp, format=fmt, **kwargs)
   return path

@@ -11,17 +11,21 @@ rerun -- the same command again, or an extension to more rounds -- reuses
 the one an earlier invocation trained (`centralized.json`, written once it
 completed with finite numbers) instead of training it again (ours: it can
 cost hours on CIFAR or iNaturalist). The file holds the settings it was
-trained with (`run_record.recorded_settings` without `total_rounds`); any
-difference, an unreadable file or a diverged baseline means training anew.
-`--overwrite` clears the directory, the file with it.
+trained with (`run_record.recorded_settings` without `total_rounds`) and a
+sha256 checksum (`training.run_files.seal`): another setting, a damaged,
+edited or half-written file (checksum, strict JSON, every number finite,
+accuracy = the last epoch's, one per epoch) means training anew, said in one
+line; it is never trusted. `--overwrite` clears the directory, the file with
+it.
 """
 
 import json
 import os
-from typing import Optional
+from typing import Optional, Tuple
 
 from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import run_record
+from federated_vision.training import run_files
 
 BASELINE_FILE = "centralized.json"
 RESULT_FIELDS = ("accuracy", "loss", "epochs", "history", "seconds")
@@ -35,24 +39,51 @@ def baseline_settings(config: config_lib.ExperimentConfig) -> dict:
   return json.loads(json.dumps(settings, sort_keys=True))
 
 
+def _result_problem(result, epochs: int) -> Optional[str]:
+  """What makes a recorded result unusable (None: nothing)."""
+  if not isinstance(result, dict) or any(k not in result
+                                         for k in RESULT_FIELDS):
+    return f"its result lacks one of {', '.join(RESULT_FIELDS)}"
+  if result["epochs"] != epochs:
+    return f"it holds {result['epochs']!r} epochs, not {epochs}"
+  history = result["history"]
+  if not (isinstance(history, list) and len(history) == epochs
+          and all(run_files.is_number(a) and 0 <= a <= 1 for a in history)):
+    return "its history is not one accuracy in [0, 1] per epoch"
+  if result["accuracy"] != history[-1]:
+    return "its accuracy is not the last epoch's"
+  if not (run_files.is_number(result["loss"])
+          and run_files.is_number(result["seconds"])):
+    return "its loss or seconds is not a finite number"
+  return None
+
+
+def check_recorded(directory: str, config: config_lib.ExperimentConfig
+                   ) -> Tuple[Optional[dict], Optional[str]]:
+  """({field: value} (`RESULT_FIELDS`), None) of the baseline an earlier
+  invocation trained in `directory` under `config`'s settings, else (None,
+  why it cannot be reused; None when there is no file)."""
+  path = os.path.join(directory, BASELINE_FILE)
+  try:
+    saved = run_files.read_json(path, "training it again", sealed=True,
+                                missing_ok=True)
+  except run_files.RunFileError as e:
+    return None, e.problem
+  if saved is None:
+    return None, None
+  if saved.get("settings") != baseline_settings(config):
+    return None, "it was trained under other settings"
+  problem = _result_problem(saved.get("result"),
+                            config.training.centralized_epochs)
+  if problem:
+    return None, problem
+  return {k: saved["result"][k] for k in RESULT_FIELDS}, None
+
+
 def recorded(directory: str, config: config_lib.ExperimentConfig
              ) -> Optional[dict]:
-  """{field: value} (`RESULT_FIELDS`) of the baseline an earlier invocation
-  trained in `directory` under `config`'s settings, or None."""
-  try:
-    with open(os.path.join(directory, BASELINE_FILE)) as f:
-      saved = json.load(f)
-  except (OSError, ValueError):
-    return None
-  if not isinstance(saved, dict):
-    return None
-  result = saved.get("result")
-  if (saved.get("settings") != baseline_settings(config)
-      or not isinstance(result, dict)
-      or any(k not in result for k in RESULT_FIELDS)
-      or result["epochs"] != config.training.centralized_epochs):
-    return None
-  return {k: result[k] for k in RESULT_FIELDS}
+  """`check_recorded`'s result fields, or None."""
+  return check_recorded(directory, config)[0]
 
 
 def train_or_reuse(exp, eval_ds, finite):
@@ -67,7 +98,10 @@ def train_or_reuse(exp, eval_ds, finite):
   epochs = config.training.centralized_epochs
   if epochs <= 0:
     return None, False
-  saved = recorded(exp.output_dir, config)
+  saved, problem = check_recorded(exp.output_dir, config)
+  if problem:
+    print(f"[centralized] {os.path.join(exp.output_dir, BASELINE_FILE)} "
+          f"cannot be reused ({problem}); training the baseline again")
   if saved is not None:
     print(f"[centralized] {epochs} epochs: reusing the baseline an earlier "
           f"invocation trained ({BASELINE_FILE}: accuracy "
@@ -80,5 +114,6 @@ def train_or_reuse(exp, eval_ds, finite):
       m.client_batch_size or 32, epochs, seed=config.training.seed)
   if finite(result):
     reporting.write_json(os.path.join(exp.output_dir, BASELINE_FILE), {
-        "settings": baseline_settings(config), "result": result._asdict()})
+        "settings": baseline_settings(config), "result": result._asdict()},
+                         sealed=True)
   return result, False

@@ -58,6 +58,10 @@ DataConfig = tasks.DataConfig
 MethodConfig = methods_lib.MethodConfig
 MixingConfig = methods_lib.MixingSettings
 
+# Ours: 5x the most rounds in the reproduced papers (McMahan et al. 2017,
+# Sec. 3: 197,500 SGD updates, one round each): a metrics.csv of ~100 MB; more
+# is a typo (weeks of running even at digits' ~0.2 s per round).
+MAX_TOTAL_ROUNDS = 1_000_000
 method_shorthands = usage.method_shorthands
 
 
@@ -372,6 +376,10 @@ def checked_flags(flag_values) -> Tuple[ExperimentConfig, Dict[str, object]]:
 
 
 def check_output(output: OutputConfig) -> None:
+  if not output.root_output_dir.strip():  # Not the working directory unasked.
+    raise bad("root_output_dir", repr(output.root_output_dir),
+              "must be a non-empty path (results go to "
+              "<root_output_dir>/<experiment_name>)")
   name = output.experiment_name
   if not name or os.sep in name:
     raise bad("experiment_name", repr(name),
@@ -443,6 +451,9 @@ def validate(config: ExperimentConfig,
                "clients_per_round"):
     if getattr(t, name) < 1:
       raise bad(name, getattr(t, name), "must be >= 1")
+  if t.total_rounds > MAX_TOTAL_ROUNDS:
+    raise bad("total_rounds", t.total_rounds, f"must be <= {MAX_TOTAL_ROUNDS:,} "
+              "(5x the most rounds in the reproduced papers)")
   if t.seed < 0 or t.seed >= 2**32:
     raise bad("seed", t.seed, "must be in [0, 2**32)")
   if config.run.on_divergence not in ("stop", "continue"):
@@ -466,8 +477,9 @@ def validate(config: ExperimentConfig,
     if a not in methods_lib.algorithm_names():
       raise bad("algorithm", list(m.algorithm), "each must be one of "
                 f"{', '.join(methods_lib.algorithm_names())}")
-  if not m.methods and len(set(m.algorithm)) != len(m.algorithm):
-    raise bad("algorithm", list(m.algorithm), "an algorithm is repeated")
+    if m.algorithm.count(a) > 1:
+      raise bad("algorithm", list(m.algorithm), f"{a} is given "
+                f"{m.algorithm.count(a)} times; give each algorithm once")
   expanded = m.expand()
   if not expanded:
     raise ConfigError("--noinclude_plain needs "

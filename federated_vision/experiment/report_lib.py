@@ -6,16 +6,27 @@ One row per (run directory, method), read from summary.json alone (its
 come from <method>/metrics.csv (McMahan et al. 2017: best-so-far curve,
 linear interpolation, `federated_vision.evaluation.convergence`).
 
+Both are read checked (`training.run_files`): a damaged summary.json stops
+the report with one line naming it; a missing or damaged metrics.csv makes
+the cells that need it `Unknown`: they print `missing` / `damaged` (never a
+value, nor `-`, which means "none"), a footnote names the file, and
+`check_complete` then fails the report with one line (exit 1).
+
 Does not import TensorFlow.
 """
 
 import csv
-import json
+import io
 import math
 import os
+from typing import NamedTuple
 
 from federated_vision.errors import ConfigError
 from federated_vision.evaluation import convergence
+from federated_vision.training import errors as run_errors
+from federated_vision.training import run_files
+
+REMEDY = "rerun the point's command to write it again"
 
 COLUMNS = ("point", "dataset", "partition", "alpha", "algorithm", "status",
            "C", "clients_per_round", "E", "B", "rounds", "final_accuracy",
@@ -26,25 +37,39 @@ class ReportError(ConfigError):
   """Unusable input; the message names the flag or file."""
 
 
-def _read_json(path):
-  try:
-    with open(path) as f:
-      return json.load(f)
-  except (OSError, ValueError) as e:
-    raise ReportError(f"{path}: unreadable JSON ({e})") from None
+class Unknown(NamedTuple):
+  """A cell that could not be computed: `word` is printed in it ('missing',
+  'damaged'), `why` (the file, what is wrong, what to do) below the table."""
+  word: str
+  why: str
 
 
 def curve_from_csv(path):
-  """(rounds, test accuracies) of the evaluated rounds of a metrics.csv."""
-  rounds, accs = [], []
+  """(rounds, test accuracies) of the evaluated rounds of a finished run's
+  metrics.csv (`run_files.read_metrics_csv`).
+
+  Raises:
+    RunFileError: the file is missing or damaged (a damaged end too: the
+      run's summary.json was written from rows it no longer holds).
+  """
   if not os.path.isfile(path):
-    return rounds, accs
-  with open(path, newline="") as f:
-    for row in csv.DictReader(f):
-      if row.get("test_accuracy") not in (None, ""):
-        rounds.append(float(row["round"]))
-        accs.append(float(row["test_accuracy"]))
-  return rounds, accs
+    raise run_errors.RunFileError(path, "missing", REMEDY)
+  metrics = run_files.read_metrics_csv(path, REMEDY,
+                                       required=("round", "test_accuracy"))
+  if metrics.dropped:
+    raise run_errors.RunFileError(path, metrics.dropped.split(": ", 1)[-1],
+                                  REMEDY)
+  evaluated = [r for r in metrics.rows if r["test_accuracy"] is not None]
+  return ([float(r["round"]) for r in evaluated],
+          [float(r["test_accuracy"]) for r in evaluated])
+
+
+def _rounds_to_target(path, target):
+  """rounds_to_target of a method's metrics.csv, or `Unknown` saying why."""
+  try:
+    return convergence.rounds_to_target(*curve_from_csv(path), target)
+  except run_errors.RunFileError as e:
+    return Unknown("missing" if e.problem == "missing" else "damaged", str(e))
 
 
 def _finite(value) -> bool:
@@ -55,7 +80,7 @@ def _rows_of_run(run_dir, name, target):
   """Rows of one run directory, from its summary.json alone: the config,
   the resolved defaults and every method's recorded settings."""
   path = os.path.join(run_dir, "summary.json")
-  summary = _read_json(path)
+  summary = run_files.read_json(path, REMEDY)
   config, resolved = summary.get("config"), summary.get("resolved")
   if not isinstance(config, dict) or not isinstance(resolved, dict):
     raise ReportError(f"{path}: no config/resolved settings (written by an "
@@ -76,10 +101,9 @@ def _rows_of_run(run_dir, name, target):
                         "(written by an older train_main); rerun that point")
     per_round = s["clients_per_round"]
     rtt = None
-    if run_target is not None:
-      rtt = convergence.rounds_to_target(
-          *curve_from_csv(os.path.join(run_dir, method, "metrics.csv")),
-          run_target)
+    if run_target is not None and status != "not_run":
+      rtt = _rounds_to_target(os.path.join(run_dir, method, "metrics.csv"),
+                              run_target)
     rows.append({
         "point": name, "dataset": data["dataset"], "partition": partition,
         "alpha": (data["alpha"] if partition in ("dirichlet",
@@ -114,7 +138,12 @@ def gather(input_dir, target=None, reference=None):
       rel = os.path.relpath(root, input_dir)
       name = (os.path.basename(os.path.abspath(input_dir)) if rel == "."
               else rel.replace(os.sep, "/"))
-      rows += _rows_of_run(root, name, target)
+      try:
+        rows += _rows_of_run(root, name, target)
+      except (KeyError, TypeError, AttributeError) as e:  # A field missing.
+        raise run_errors.RunFileError(
+            os.path.join(root, "summary.json"), f"lacks a field the report "
+            f"reads ({type(e).__name__}: {e})", REMEDY) from None
       dirs[:] = []  # Method sub-directories hold no summaries.
   if not rows:
     raise ReportError(f"--input_dir={input_dir}: no summary.json found")
@@ -127,11 +156,34 @@ def gather(input_dir, target=None, reference=None):
           " (or point/method) of the table")
     ref = matches[0]["rounds_to_target"]
     for r in rows:
-      r["speedup"] = convergence.speedup(ref, r["rounds_to_target"])
+      unknown = [v for v in (ref, r["rounds_to_target"])
+                 if isinstance(v, Unknown)]
+      r["speedup"] = (unknown[0] if unknown else
+                      convergence.speedup(ref, r["rounds_to_target"]))
   return rows
 
 
+def unknown_cells(rows):
+  """[(point/algorithm, column, `Unknown`)] of the rows, in table order."""
+  return [(f"{r['point']}/{r['algorithm']}", c, r[c]) for r in rows
+          for c in COLUMNS if isinstance(r.get(c), Unknown)]
+
+
+def check_complete(rows) -> None:
+  """Raises `RunError` (exit 1, one line naming the first file) if a cell
+  could not be computed (`Unknown`); call after printing and writing the
+  report, whose cells and footnotes say which and why."""
+  unknown = unknown_cells(rows)
+  if unknown:
+    first = unknown[0][2].why
+    raise run_errors.RunError(
+        f"{len(unknown)} cell(s) could not be computed (marked "
+        f"{'/'.join(sorted({u.word for _, _, u in unknown}))}): {first}")
+
+
 def _cell(v):
+  if isinstance(v, Unknown):
+    return v.word
   if v is None:
     return "-"
   if isinstance(v, float):
@@ -156,9 +208,12 @@ NOTES = {
 
 
 def footnotes(rows, prefix="  - "):  # printed below `format_table`
-  """One line per column holding a '-' cell: the column and why."""
-  return [f"{prefix}`-` in {c}: {NOTES[c]}" for c in COLUMNS
-          if c in NOTES and any(_cell(r[c]) == "-" for r in rows)]
+  """One line per column holding a '-' cell: the column and why; one per
+  cell that could not be computed: the row, the column and why."""
+  return ([f"{prefix}`-` in {c}: {NOTES[c]}" for c in COLUMNS
+           if c in NOTES and any(_cell(r[c]) == "-" for r in rows)]
+          + [f"{prefix}`{u.word}` in {c} of {name}: {u.why}"
+             for name, c, u in unknown_cells(rows)])
 
 
 def format_table(rows):
@@ -174,19 +229,27 @@ def format_markdown(rows):
   out = ["| " + " | ".join(COLUMNS) + " |",
          "|" + "|".join("---" for _ in COLUMNS) + "|"]
   out += ["| " + " | ".join(_cell(r[c]) for c in COLUMNS) + " |" for r in rows]
-  return "\n".join(out) + "\n"
+  unknown = [f"`{u.word}` in {c} of {name}: {u.why}"
+             for name, c, u in unknown_cells(rows)]
+  return "\n".join(out + ([""] + unknown if unknown else [])) + "\n"
 
 
 def write_outputs(rows, output_dir):
-  """report.csv (raw values, empty = none) and report.md; returns paths."""
+  """report.csv (raw values, empty = none, `missing` / `damaged` = could not
+  be computed) and report.md, each atomically (`run_files.write_text`: a
+  failed write is one `OutputWriteError` line); returns paths.
+
+  Raises:
+    OSError: `output_dir` cannot be created.
+  """
   os.makedirs(output_dir, exist_ok=True)
-  csv_path = os.path.join(output_dir, "report.csv")
-  with open(csv_path, "w", newline="") as f:
-    writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows({k: ("" if v is None else v) for k, v in r.items()}
-                     for r in rows)
-  md_path = os.path.join(output_dir, "report.md")
-  with open(md_path, "w") as f:
-    f.write(format_markdown(rows))
+  text = io.StringIO()
+  writer = csv.DictWriter(text, COLUMNS, lineterminator="\n")
+  writer.writeheader()
+  writer.writerows({k: ("" if v is None else _cell(v) if isinstance(
+      v, Unknown) else v) for k, v in r.items()} for r in rows)
+  csv_path = run_files.write_text(os.path.join(output_dir, "report.csv"),
+                                  text.getvalue())
+  md_path = run_files.write_text(os.path.join(output_dir, "report.md"),
+                                 format_markdown(rows))
   return csv_path, md_path

@@ -15,7 +15,6 @@ a split-CSV run, --server_momentum of a FedAvg-only run).
 
 import dataclasses
 import hashlib
-import json
 import os
 import shutil
 from typing import Dict, Optional
@@ -26,6 +25,7 @@ from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import usage
 from federated_vision import __version__
 from federated_vision.errors import ConfigError, show
+from federated_vision.training import run_files
 
 RECORD_FILE = "experiment.json"
 NOT_RECORDED = ("root_output_dir", "experiment_name", "overwrite",
@@ -84,6 +84,7 @@ def check(directory: str, config: config_lib.ExperimentConfig
     ConfigError: the directory holds another experiment (naming the first
       differing settings), fewer rounds are asked for than it holds, or it
       holds results without a record.
+    RunFileError: its experiment.json is damaged (`read`).
   """
   path = os.path.join(directory, RECORD_FILE)
   if not os.path.exists(path):
@@ -94,13 +95,8 @@ def check(directory: str, config: config_lib.ExperimentConfig
                         f"(another or an older run); {_how_to_proceed(directory)}",
                         "experiment_name")
     return None
-  try:
-    with open(path) as f:
-      record = json.load(f)
-    old = {**ADDED_SETTINGS, **record["settings"]}
-  except (OSError, ValueError, KeyError, TypeError) as e:
-    raise ConfigError(f"{path}: unreadable ({type(e).__name__}: {e}); "
-                      f"{_how_to_proceed(directory)}", "experiment_name") from None
+  record = read(path, _how_to_proceed(directory))
+  old = {**ADDED_SETTINGS, **record["settings"]}
   new = recorded_settings(config)
   # A field this run does not read cannot make it another experiment (a
   # record written before `usage` may hold one, e.g. --alpha of a CSV split).
@@ -124,6 +120,28 @@ def check(directory: str, config: config_lib.ExperimentConfig
   return record
 
 
+def read(path: str, remedy: str) -> dict:
+  """experiment.json, checked (`run_files.read_json`: strict JSON, its
+  checksum when it has one -- records written before checksums have none
+  and still resume) and its fields: "settings" an object whose
+  total_rounds is an integer >= 1, "partition_fingerprint" a string.
+
+  Raises:
+    RunFileError: one line naming the file, what is wrong and `remedy`.
+  """
+  record = run_files.read_json(path, remedy)
+  settings = record.get("settings")
+  run_files.require(isinstance(settings, dict), path, "no 'settings' object",
+                    remedy)
+  rounds = settings.get("total_rounds")
+  run_files.require(isinstance(rounds, int) and not isinstance(rounds, bool)
+                    and rounds >= 1, path, f"its total_rounds {rounds!r} is "
+                    "not an integer >= 1", remedy)
+  run_files.require(isinstance(record.get("partition_fingerprint"), str), path,
+                    "no partition_fingerprint string", remedy)
+  return record
+
+
 def check_before_run(config: config_lib.ExperimentConfig) -> None:
   """`check` of an existing directory, before TensorFlow's import (ours: a
   rerun with other settings is refused in under a second, not after ~10 s
@@ -140,7 +158,7 @@ def start(directory: str, config: config_lib.ExperimentConfig,
           fingerprint: str, record: Optional[dict], log=print) -> None:
   """Checks the partition against `record`, then (re)writes the record with
   the current total_rounds and removes summary.json, so a run in progress
-  never looks finished.
+  never looks finished (and the temporary files a killed run left).
 
   Raises:
     ConfigError: the same settings built another partition (e.g. the data
@@ -166,7 +184,8 @@ def start(directory: str, config: config_lib.ExperimentConfig,
   summary = os.path.join(directory, "summary.json")
   if os.path.exists(summary):
     os.remove(summary)
+  run_files.remove_temporaries(directory)  # Left by a killed invocation.
   reporting.write_json(os.path.join(directory, RECORD_FILE), {
       "settings": settings, "partition_fingerprint": fingerprint,
       "package_version": (record or {}).get("package_version", __version__),
-      "not_recorded": list(NOT_RECORDED)})
+      "not_recorded": list(NOT_RECORDED)}, sealed=True)

@@ -252,11 +252,11 @@ def _finite(*values) -> bool:
   return all(v is not None and math.isfinite(v) for v in values)
 
 
-def write_hparams_sessions(run_dir: str) -> None:
+def write_hparams_sessions(run_dir: str, summary: dict) -> None:
   """TensorBoard HParams: one session per method under <method>/tensorboard/
-  (the run's flags, final metrics), for every run (issue 12)."""
+  (the run's flags, `summary`'s final metrics), for every run (issue 12)."""
   from federated_vision.reproduction import hparams as hparams_lib  # pylint: disable=g-import-not-at-top
-  hparams_lib.write_run_hparams(run_dir)
+  hparams_lib.write_run_hparams(run_dir, summary=summary)
 
 
 def central_status(central) -> str:
@@ -349,7 +349,8 @@ def _run(exp: Experiment) -> dict:
   config = exp.config
   fed, out, t = exp.fed_data, exp.output_dir, config.training
   stats = exp.partition_stats
-  reporting.write_json(os.path.join(out, "hparams.json"), hparams(exp))
+  reporting.write_json(os.path.join(out, "hparams.json"), hparams(exp),
+                       sealed=True)
   report_paths = write_partition_report(exp)
   print(f"data: {fed.name}, {stats['num_clients']} clients, "
         f"{stats['num_examples']} training examples"
@@ -427,14 +428,21 @@ def _run(exp: Experiment) -> dict:
                               "history": central.history,
                               "seconds": round(central.seconds, 2),
                               "reused": reused}
-  reporting.write_json(os.path.join(out, "summary.json"), summary)
-  write_hparams_sessions(out)
+  every_diverged = diverged is None and bool(results) and all(
+      m.get("status") == "diverged" for m in summary["methods"].values())
+  if every_diverged:  # on_divergence=continue: no result to take.
+    summary["status"] = "diverged"
+  # summary.json last: it marks the run finished (sweeps skip it, report
+  # reads it), so every other output exists when it does (issue 29).
+  write_hparams_sessions(out, reporting.json_safe(summary))
   title = plot_title(config, exp.resolved, stats["emd"], settings)
   png = reporting.plot_accuracy(runs, os.path.join(out, "accuracy.png"),
                                 "round", central_acc, title)
   png_b = reporting.plot_accuracy(runs, os.path.join(out, "accuracy_vs_batches.png"),
                                   "cumulative_batch_budget", central_acc, title)
   png_l = reporting.plot_loss(runs, os.path.join(out, "loss.png"), title)
+  reporting.write_json(os.path.join(out, "summary.json"), summary,
+                       sealed=True)
   print()
   central_reason = ("not trained: a method diverged" if diverged is not None
                     else "no baseline (--centralized_epochs=0)"
@@ -457,4 +465,6 @@ def _run(exp: Experiment) -> dict:
     print(f"  {name}/metrics.csv, {name}/tensorboard/, {name}/checkpoints/")
   if diverged is not None:
     raise diverged
+  if every_diverged:
+    raise training_loop.AllDivergedError(list(results))
   return summary

@@ -15,6 +15,8 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from federated_vision.training import run_files
+
 CHECK_MODES = ("none", "exists", "decode")
 BAD_IMAGE_POLICIES = ("fail", "skip")
 WHOLE_FILE = (0, -1, -1)
@@ -177,9 +179,8 @@ def report_and_apply(name: str, splits: Mapping[str, SplitCheck],
       entry["clients_emptied"] = sorted(before - after)
     report["splits"][split] = entry
   if check_images != "none" or total_bad:
-    os.makedirs(os.path.dirname(os.path.abspath(report_path)), exist_ok=True)
-    with open(report_path, "w") as f:
-      json.dump(report, f, indent=1, sort_keys=True)
+    run_files.write_text(report_path,  # Atomic: whole or absent.
+                         json.dumps(report, indent=1, sort_keys=True))
   if total_bad and on_bad_image == "fail":
     counts = ", ".join(
         f"{s}: {e['num_missing']} missing, {e['num_corrupt']} corrupt"

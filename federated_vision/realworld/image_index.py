@@ -17,7 +17,6 @@ Decoding is `image_transforms`' job.
 import dataclasses
 import hashlib
 import os
-import tempfile
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -25,6 +24,7 @@ import tensorflow as tf
 
 from federated_vision.data import in_graph_client_data
 from federated_vision.data import round_keys
+from federated_vision.training import run_files
 
 _HASH_BUCKETS = 2**62
 
@@ -106,6 +106,17 @@ def _index_bytes(index: ExampleIndex, order: np.ndarray) -> List[bytes]:
   return lines
 
 
+def _holds(path: str, content: bytes) -> bool:
+  """Whether the cached index file `path` holds exactly `content` (a file
+  cut short, edited or damaged -- even one of the same size -- is written
+  again: its byte offsets must be the graph's)."""
+  try:
+    with open(path, "rb") as f:
+      return f.read() == content
+  except OSError:
+    return False
+
+
 class IndexedImageClientData(in_graph_client_data.InGraphClientData):
   """ClientData of {'path', 'range', 'y'} elements read from an index file.
 
@@ -139,12 +150,10 @@ class IndexedImageClientData(in_graph_client_data.InGraphClientData):
     os.makedirs(cache_dir, exist_ok=True)
     self._index_path = os.path.abspath(
         os.path.join(cache_dir, f"index-{digest}.tsv"))
-    if not (os.path.exists(self._index_path) and
-            os.path.getsize(self._index_path) == len(content)):
-      fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".tmp")
-      with os.fdopen(fd, "wb") as f:
-        f.write(content)
-      os.replace(tmp, self._index_path)
+    if not _holds(self._index_path, content):  # Re-derived, never trusted.
+      with run_files.atomic_path(self._index_path) as tmp:
+        with open(tmp, "wb") as f:
+          f.write(content)
     self._client_ids = client_ids
     self._sizes = dict(zip(client_ids, sizes.tolist()))
     self._rows = rows

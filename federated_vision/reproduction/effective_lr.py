@@ -21,8 +21,10 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from federated_vision.evaluation import reporting
 from federated_vision.reproduction import results
 from federated_vision.reproduction import spec
+from federated_vision.training import run_files
 
 OK = "ok"
 
@@ -206,8 +208,10 @@ def plot_contour(groups: Sequence[Group], path: str, value_label: str) -> str:
     ax.set_ylabel("α (Dirichlet concentration)")
     ax.set_title(panel_label(panel), fontsize=9)
   fig.colorbar(mappable, ax=list(axes[0]), label=value_label)
-  fig.savefig(path, dpi=110, bbox_inches="tight")
-  plt.close(fig)
+  try:
+    reporting.save_figure(fig, path, dpi=110, bbox_inches="tight")
+  finally:
+    plt.close(fig)
   return path
 
 
@@ -236,8 +240,10 @@ def plot_sensitivity(points: Sequence[Point], path: str,
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
   fig.tight_layout()
-  fig.savefig(path, dpi=110)
-  plt.close(fig)
+  try:
+    reporting.save_figure(fig, path, dpi=110)
+  finally:
+    plt.close(fig)
   return path
 
 
@@ -317,8 +323,8 @@ STUDY_CSV_COLUMNS = ("panel", "alpha", "eta_eff", "status", "best_value",
 def write_study(result: StudyResult, prefix: str) -> Dict[str, str]:
   """<prefix>.csv (one row per group) and <prefix>.png; returns the paths."""
   csv_path, png_path = prefix + ".csv", prefix + ".png"
-  tmp = csv_path + ".tmp"
-  with open(tmp, "w", newline="") as f:
+  with run_files.atomic_path(csv_path) as tmp, \
+      open(tmp, "w", newline="") as f:
     writer = csv.DictWriter(f, STUDY_CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for g in result.groups:
@@ -332,7 +338,6 @@ def write_study(result: StudyResult, prefix: str) -> Dict[str, str]:
           "best_run": "" if b is None else b.run,
           "members": len(g.members),
           "members_with_value": sum(p.status == OK for p in g.members)})
-  os.replace(tmp, csv_path)
   if result.spec.kind == spec.CONTOUR:
     plot_contour(result.groups, png_path, result.value_label)
   else:

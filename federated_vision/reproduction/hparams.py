@@ -20,14 +20,17 @@ Writing uses TensorBoard's protos and event writer only (the functions behind
 through event_processing imports TensorFlow when it is installed.
 """
 
+import contextlib
 import glob
 import json
 import math
 import os
+import shutil
 import time
 from typing import Dict, Mapping, Optional, Sequence
 
 from federated_vision.reproduction import results
+from federated_vision.training import run_files
 
 # Final metrics recorded per method (summary.json keys), as scalars
 # "hparams/<key>".
@@ -119,19 +122,51 @@ def write_session(logdir: str, hparams: Mapping[str, object],
       with STATUS_FAILURE, a running one has no end.
     trial_id: the session's group name (default: logdir).
 
-  Replaces the session written there before (its `SESSION_SUFFIX` files).
+  Replaces the session written there before (its `SESSION_SUFFIX` files),
+  atomically (`_session_file`).
 
   Returns:
     logdir.
   """
+  with _session_file(logdir) as session_dir:
+    _write_session(session_dir, hparams, metrics, step, status, trial_id)
+  return logdir
+
+
+@contextlib.contextmanager
+def _session_file(logdir: str):
+  """Yields a temporary directory to write one session's event file in,
+  then replaces `logdir`'s session by it (old `SESSION_SUFFIX` files out,
+  the new one renamed in): never half a session, nor two. A failed write
+  (e.g. a full disk: TensorFlow's `ResourceExhaustedError`) is one
+  `OutputWriteError` line; the old session is then left as it was."""
+  for stale in glob.glob(os.path.join(logdir, ".hparams.tmp*")):
+    shutil.rmtree(stale, ignore_errors=True)  # Left by a killed run.
+  tmp = os.path.join(logdir, f".hparams.tmp{os.getpid()}")
+  try:
+    os.makedirs(tmp, exist_ok=True)
+    yield tmp
+    (new,) = glob.glob(os.path.join(tmp, "*tfevents*" + SESSION_SUFFIX))
+    for old in glob.glob(os.path.join(logdir, "*tfevents*" + SESSION_SUFFIX)):
+      os.remove(old)
+    os.replace(new, os.path.join(logdir, os.path.basename(new)))
+  except BaseException as e:
+    if run_files.is_write_error(e):
+      raise run_files.write_failed(
+          logdir, e, f"the HParams session in {logdir}") from None
+    raise
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_session(logdir, hparams, metrics, step, status, trial_id) -> None:
+  """`write_session`'s events, into a new event file in `logdir`."""
   # Local: tensorboard takes seconds to import; reproduction stays light.
   from tensorboard.plugins.hparams import api_pb2  # pylint: disable=g-import-not-at-top
   from tensorboard.plugins.hparams import metadata  # pylint: disable=g-import-not-at-top
   from tensorboard.plugins.hparams import summary_v2  # pylint: disable=g-import-not-at-top
   from tensorboard.plugins.scalar import summary_v2 as scalar  # pylint: disable=g-import-not-at-top
   from tensorboard.compat.proto import summary_pb2  # pylint: disable=g-import-not-at-top
-  for old in glob.glob(os.path.join(logdir, "*tfevents*" + SESSION_SUFFIX)):
-    os.remove(old)
   writer = _writer(logdir, SESSION_SUFFIX)
   try:
     _write(writer, summary_v2.hparams_pb(dict(hparams), trial_id=trial_id))
@@ -151,7 +186,6 @@ def write_session(logdir: str, hparams: Mapping[str, object],
           tensor=metadata.NULL_TENSOR)]))
   finally:
     writer.close()
-  return logdir
 
 
 def write_experiment(logdir: str, sessions: Sequence[Mapping[str, object]],
@@ -162,13 +196,13 @@ def write_experiment(logdir: str, sessions: Sequence[Mapping[str, object]],
   names = sorted({k for s in sessions for k in s})
   hparams = [hp.HParam(n) for n in names]
   metrics = [hp.Metric(METRIC_PREFIX + k, display_name=k) for k in metric_keys]
-  for old in glob.glob(os.path.join(logdir, "*tfevents*" + SESSION_SUFFIX)):
-    os.remove(old)  # The sweep's config, as now (not beside an older one).
-  writer = _writer(logdir, SESSION_SUFFIX)
-  try:
-    _write(writer, hp.hparams_config_pb(hparams=hparams, metrics=metrics))
-  finally:
-    writer.close()
+  # The sweep's config, as now (not beside an older one).
+  with _session_file(logdir) as tmp:
+    writer = _writer(tmp, SESSION_SUFFIX)
+    try:
+      _write(writer, hp.hparams_config_pb(hparams=hparams, metrics=metrics))
+    finally:
+      writer.close()
   return logdir
 
 
@@ -192,30 +226,31 @@ def result_flags(recorded: Mapping[str, object]) -> Dict[str, object]:
 
 
 def write_run_hparams(run_dir: str, name: Optional[str] = None,
-                      write: bool = True) -> Dict[str, Dict[str, object]]:
+                      write: bool = True, summary: Optional[Mapping] = None
+                      ) -> Dict[str, Dict[str, object]]:
   """HParams sessions for every method of a finished run directory.
 
   Reads <run_dir>/hparams.json and summary.json (as federated_vision/experiment/runner.py
-  writes them) and writes <run_dir>/<method>/tensorboard/ sessions (with
-  write=False it only returns them: `runner.run` already wrote them).
+  writes them; `results.read_record`: checked) and writes
+  <run_dir>/<method>/tensorboard/ sessions (with write=False it only
+  returns them: `runner.run` already wrote them). `summary`: the run's
+  summary (JSON-safe) instead of its file: `runner.run` writes the sessions
+  before summary.json, which marks the run finished.
 
   Returns:
     method -> the hyper-parameters written.
 
   Raises:
-    ValueError: no readable hparams.json / summary.json (names the file).
+    RunFileError: a damaged hparams.json / summary.json (names the file).
+    OutputWriteError: a session could not be written (names it).
   """
-  files = {}
-  for f in ("hparams.json", "summary.json"):
-    path = os.path.join(run_dir, f)
-    try:
-      with open(path) as fh:
-        files[f] = json.load(fh)
-    except (OSError, ValueError) as e:
-      raise ValueError(f"{path}: cannot read ({e})") from None
-  flags = result_flags(files["hparams.json"])
+  recorded = results.read_record(os.path.join(run_dir, "hparams.json"))
+  if summary is None:
+    summary = results.read_record(os.path.join(run_dir, "summary.json"))
+  flags = result_flags(recorded)
   out = {}
-  for method, entry in files["summary.json"].get("methods", {}).items():
+  methods = summary.get("methods")
+  for method, entry in (methods if isinstance(methods, dict) else {}).items():
     hp = method_hparams(flags, method)
     out[method] = hp
     if not write:

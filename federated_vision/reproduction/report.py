@@ -23,6 +23,7 @@ from federated_vision.reproduction import effective_lr
 from federated_vision.reproduction import published as published_lib
 from federated_vision.reproduction import results
 from federated_vision.reproduction import spec
+from federated_vision.training import run_files
 
 OK = "ok"
 NOT_REACHED = "not_reached"
@@ -171,7 +172,7 @@ def _ours(ctx: _Context, cell: spec.CellSpec) -> Value:
       return Value(None, UNAVAILABLE, base.detail)
     return _rounds_value(ctx, cell.run, cell.method,
                          cell.metric.arg * base.value)
-  except ValueError as e:  # Malformed metrics.csv: name the run and file.
+  except (ValueError, run_files.RunFileError) as e:  # Damaged metrics.csv.
     return Value(None, results.INVALID,
                  f"{cell.run}/{cell.method}: {str(e).splitlines()[0]}")
 
@@ -437,11 +438,5 @@ def write_report(report: Report, output_dir: str) -> Dict[str, str]:
 
 
 def _atomic_write(path: str, write) -> None:
-  tmp = path + ".tmp"
-  try:
-    with open(tmp, "w", newline="") as f:
-      write(f)
-    os.replace(tmp, path)
-  finally:
-    if os.path.exists(tmp):
-      os.remove(tmp)
+  with run_files.atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
+    write(f)

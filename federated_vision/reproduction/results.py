@@ -18,14 +18,13 @@ non-finite final accuracy), running (its "status" says so) or missing (not in
 summary.json).
 """
 
-import csv
 import dataclasses
-import json
 import math
 import os
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from federated_vision.reproduction import spec
+from federated_vision.training import run_files
 
 FINISHED = "finished"
 DIVERGED = "diverged"
@@ -64,9 +63,17 @@ class MethodState:
   entry: Mapping[str, object]
 
 
-def _read_json(path: str):
-  with open(path) as f:
-    return json.load(f)
+REMEDY = "rerun the run's command to write it again"
+
+
+def read_record(path: str) -> dict:
+  """A run's hparams.json / summary.json, checked (`run_files.read_json`:
+  strict JSON, an object, its checksum when it has one).
+
+  Raises:
+    RunFileError: naming the file, what is wrong and what to do.
+  """
+  return run_files.read_json(path, REMEDY)
 
 
 def recorded_flags(hparams: Mapping[str, object]) -> Mapping[str, object]:
@@ -116,9 +123,9 @@ def read_run(root: str, run: spec.Run) -> RunDir:
   hp_path = os.path.join(path, "hparams.json")
   if os.path.isfile(hp_path):
     try:
-      hparams = _read_json(hp_path)
-    except (OSError, ValueError) as e:
-      return RunDir(run.name, path, INVALID, f"{hp_path}: unreadable ({e})")
+      hparams = read_record(hp_path)
+    except run_files.RunFileError as e:
+      return RunDir(run.name, path, INVALID, str(e))
     mismatch = flag_mismatch(run.flags, recorded_flags(hparams))
     if mismatch:
       return RunDir(run.name, path, MISMATCH, f"{hp_path}: {mismatch}",
@@ -136,12 +143,10 @@ def read_run(root: str, run: spec.Run) -> RunDir:
     return RunDir(run.name, path, INVALID, f"{hp_path}: missing (cannot "
                   "check the run's configuration)")
   try:
-    summary = _read_json(sm_path)
-  except (OSError, ValueError) as e:
-    return RunDir(run.name, path, INVALID, f"{sm_path}: unreadable ({e})",
-                  hparams=hparams)
-  if not isinstance(summary, dict) or not isinstance(
-      summary.get("methods"), dict):
+    summary = read_record(sm_path)
+  except run_files.RunFileError as e:
+    return RunDir(run.name, path, INVALID, str(e), hparams=hparams)
+  if not isinstance(summary.get("methods"), dict):
     return RunDir(run.name, path, INVALID, f"{sm_path}: no 'methods' object",
                   hparams=hparams)
   return RunDir(run.name, path, FINISHED, "", summary, hparams)
@@ -202,19 +207,22 @@ def centralized_accuracy(run: RunDir) -> Tuple[Optional[float], str, str]:
   return float(acc), FINISHED, ""
 
 
-def read_metrics(run: RunDir, method: str) -> List[Dict[str, str]]:
-  """Rows of <run>/<method>/metrics.csv ([] when absent).
+def read_metrics(run: RunDir, method: str) -> List[Dict[str, object]]:
+  """Rows of <run>/<method>/metrics.csv ([] when absent from a run not
+  finished), checked and typed (`run_files.read_metrics_csv`).
 
   Raises:
-    ValueError: the file exists but has no round/test_accuracy columns.
+    RunFileError: missing from a finished run, or the file has no round/test_accuracy/cumulative_batch_budget
+      column, or is damaged (a damaged end of a finished run too: its
+      summary.json was written from rows the file no longer holds).
   """
   path = os.path.join(run.path, method, "metrics.csv")
-  if not os.path.isfile(path):
-    return []
-  with open(path, newline="") as f:
-    reader = csv.DictReader(f)
-    missing = {"round", "test_accuracy", "cumulative_batch_budget"} - set(
-        reader.fieldnames or ())
-    if missing:
-      raise ValueError(f"{path}: no column {', '.join(sorted(missing))}")
-    return list(reader)
+  if run.status == FINISHED and not os.path.isfile(path):
+    raise run_files.RunFileError(path, "missing", REMEDY)
+  metrics = run_files.read_metrics_csv(
+      path, REMEDY, required=("round", "test_accuracy",
+                              "cumulative_batch_budget"))
+  if metrics.dropped and run.status == FINISHED:
+    raise run_files.RunFileError(path, metrics.dropped.split(": ", 1)[-1],
+                                 REMEDY)
+  return metrics.rows

@@ -53,18 +53,30 @@ class Checkpoints:
       shutil.rmtree(path, ignore_errors=True)
     return removed
 
-  def load_latest(self, structure, resume_from_last_valid: bool = False):
+  def remove_after(self, version: int) -> List[int]:
+    """Deletes the checkpoints of rounds after `version`; returns those
+    rounds (the loop redoes them when metrics.csv lost their rows)."""
+    removed = [v for v in self.versions() if v > version]
+    for v in removed:
+      shutil.rmtree(self.path(v), ignore_errors=True)
+    return removed
+
+  def load_latest(self, structure, resume_from_last_valid: bool = False,
+                  max_version: Optional[int] = None):
     """(state, round) of the newest readable checkpoint, or (None, 0) if none.
 
     Args:
       structure: the state structure (e.g. `process.initialize()`).
       resume_from_last_valid: see `LoopConfig`.
+      max_version: only checkpoints of this round or earlier are read (None:
+        any).
 
     Raises:
       CheckpointError: the newest checkpoint cannot be read (and
         `resume_from_last_valid` is False), or none of them can.
     """
-    versions = self.versions()
+    versions = [v for v in self.versions()
+                if max_version is None or v <= max_version]
     unreadable = []
     for i in range(len(versions) - 1, -1, -1):
       version, path = versions[i], self.path(versions[i])

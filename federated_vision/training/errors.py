@@ -1,7 +1,11 @@
 """What stops a training run: `RunError` and its kinds (see `training_loop`).
 
 Every error's `str` is one line and its `exit_code` is what a binary exits
-with: 2 for a directory in use, 3 for divergence, 1 otherwise.
+with: 2 for a directory in use, 3 for divergence, 1 otherwise (an unreadable
+checkpoint, a damaged run file, a write that failed).
+
+TensorFlow-free: the binaries that never import it (`report_main`) raise and
+catch these too.
 """
 
 import errno
@@ -40,6 +44,20 @@ class OutputWriteError(RunError):
     self.path = path
 
 
+class RunFileError(RunError):
+  """A file a run wrote earlier (and reads back) is damaged or missing.
+
+  Attributes:
+    path: the file.
+    problem: what is wrong with it.
+  """
+
+  def __init__(self, path: str, problem: str, remedy: str):
+    super().__init__(f"{path}: {problem}; {remedy}")
+    self.path = path
+    self.problem = problem
+
+
 class DivergenceError(RunError):
   """A round produced non-finite values and `on_divergence='stop'`.
 
@@ -59,6 +77,22 @@ class DivergenceError(RunError):
     self.round_num = round_num
     self.reasons = tuple(reasons)
     self.result = result
+
+
+class AllDivergedError(DivergenceError):
+  """Every method of a run diverged under `on_divergence='continue'` (each
+  ran to its last round; summary.json marks them): exit 3 like a stopped
+  divergence, so a script never takes such a run for a result."""
+
+  def __init__(self, methods: Sequence[str]):
+    RunError.__init__(  # pylint: disable=non-parent-init-called
+        self, f"every method diverged ({', '.join(methods)}; "
+        "on_divergence='continue' ran them to the end): summary.json marks "
+        "them 'diverged' and gives no relative accuracy")
+    self.method = ",".join(methods)
+    self.round_num = None
+    self.reasons = ()
+    self.result = None
 
 
 def describe_error(error: BaseException) -> str:
