@@ -27,6 +27,7 @@ from federated_vision.reproduction import plan as plan_lib
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import report as report_lib
 from federated_vision.reproduction import results
+from federated_vision.reproduction import seeds as seeds_lib
 from federated_vision.reproduction import spec
 
 Printer = Callable[[str], None]
@@ -153,8 +154,8 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
               report_only: bool = False, echo: Printer = print,
               run_fn: Callable[[Mapping[str, object]], None] = run_one,
               execution: Optional[Mapping[str, object]] = None,
-              parallel_runs: int = 1, extra_modules: Sequence[str] = ()
-              ) -> Dict[str, str]:
+              parallel_runs: int = 1, extra_modules: Sequence[str] = (),
+              seeds: int = 1) -> Dict[str, str]:
   """Plans, runs and reports one preset (see the module docstring).
 
   `preset_name` is a registered name or a `spec.Preset` (e.g. a scaled-down
@@ -163,7 +164,8 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
   > 1 runs the unfinished runs as separate processes, that many at once
   (`experiments.parallel`; `run_fn` is then not used): a failed run does not
   stop the others, and then no report is written and the error's exit
-  status is the worst of the runs'.
+  status is the worst of the runs'. `seeds` > 1 repeats every run over
+  that many seeds (`seeds.expand`: `--seeds`); the report aggregates them.
 
   Returns:
     run name -> what happened to it ('finished', 'ran', 'dry run').
@@ -172,13 +174,7 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
     ReproduceError / PlanError / ConfigError: one line naming the preset,
       run, flag or file -- for plan and config errors before any run starts.
   """
-  if isinstance(preset_name, spec.Preset):
-    preset = preset_name
-  else:
-    try:
-      preset = presets.get_preset(preset_name)
-    except KeyError as e:
-      raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
+  preset = get_preset(preset_name, seeds)
   if dry_run:
     selected = plan_lib.select(preset, only)
     echo("\n".join(describe_runs(preset, results_root, selected, data)))
@@ -237,15 +233,22 @@ def _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
     raise error
 
 
-def get_preset(preset_name: Union[str, spec.Preset]) -> spec.Preset:
+def get_preset(preset_name: Union[str, spec.Preset], seeds: int = 1
+               ) -> spec.Preset:
   """A registered preset by name (ReproduceError naming --preset if none),
-  or `preset_name` itself when it is a `spec.Preset`."""
+  or `preset_name` itself when it is a `spec.Preset`; with `seeds` > 1 its
+  runs repeated over that many seeds (`seeds.expand`)."""
   if isinstance(preset_name, spec.Preset):
-    return preset_name
+    preset = preset_name
+  else:
+    try:
+      preset = presets.get_preset(preset_name)
+    except KeyError as e:
+      raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
   try:
-    return presets.get_preset(preset_name)
-  except KeyError as e:
-    raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
+    return seeds_lib.expand(preset, seeds)
+  except ValueError as e:
+    raise ReproduceError(str(e)) from None
 
 
 def data_flag_names() -> List[str]:

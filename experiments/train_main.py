@@ -1,18 +1,16 @@
 """Federated training experiment: several methods side by side + centralized.
 
-Default (`make run`): scikit-learn's digits over 20 Dirichlet(alpha=0.5)
-clients, FedAvg and FedAvgM, and a centralized baseline with the same model
-and input pipeline. Prints a line per round and a final table; writes
-metrics CSVs, TensorBoard summaries, accuracy PNGs, hparams.json and
-summary.json under --root_output_dir/--experiment_name (docs/experiments.md).
---estimate: the projected wall time and CPU-hours; trains nothing.
+Default (`make run`): digits over 20 Dirichlet(alpha=0.5) clients, FedAvg and
+FedAvgM, and a centralized baseline (same model and input pipeline). Writes
+metrics CSVs, TensorBoard summaries, plots, hparams.json and summary.json
+under --root_output_dir/--experiment_name (docs/experiments.md). --estimate:
+the projected cost, trains nothing; --seeds=N: N repetitions (`repeat`).
 
   .venv/bin/python -m experiments.train_main --total_rounds=5 --fedvc --imbalance_sigma=1
 
-Flags -> `experiments.config.ExperimentConfig` -> `experiments.runner.run`.
-Exit status: 0 done; 2 bad flag, directory in use or holding another
-experiment (experiment.json); 3 divergence; 1 unreadable checkpoint or
-unwritable output; 130 Ctrl-C: rerun to resume (docs/failure_modes.md).
+Flags -> `config.ExperimentConfig` -> `runner.run`. Exit status: 0 done; 2 bad
+flag or directory in use / another experiment's; 3 divergence; 1 unreadable
+checkpoint or output; 130 Ctrl-C, rerun to resume (docs/failure_modes.md).
 """
 
 import os
@@ -27,6 +25,7 @@ from experiments import cli
 from experiments import config as config_lib
 from experiments import estimate
 from experiments import flags_lib
+from experiments import repeat
 from experiments import run_record
 from experiments import runner
 from federated_vision.tasks import presence
@@ -34,6 +33,7 @@ from federated_vision.tasks import presence
 flags_lib.define_flags()
 cli.define_flags()
 estimate.define_flags()
+repeat.define_flags()
 for _module in flags_lib.key_flag_modules():
   flags.adopt_module_key_flags(_module)
 FLAGS = flags.FLAGS
@@ -42,17 +42,17 @@ FLAGS = flags.FLAGS
 def check_config():
   """runner.run's config checks, run before TensorFlow's import."""
   if not FLAGS.estimate and not FLAGS.extra_modules:  # These: in main().
-    config = config_lib.from_flags(FLAGS)
-    config_lib.validate(config)
-    presence.require(config.data)
-    run_record.check_before_run(config)  # Another experiment's directory.
+    for config in repeat.from_flags(FLAGS):
+      config_lib.validate(config)
+      presence.require(config.data)
+      run_record.check_before_run(config)  # Another experiment's directory.
 
 
 def main(argv):
   if FLAGS.estimate:  # Calibrate in a temporary directory; train nothing.
     cli.main(argv, lambda: estimate.estimate_train_main(FLAGS))
     return
-  cli.main(argv, lambda: runner.run(config_lib.from_flags(FLAGS)))
+  cli.main(argv, lambda: repeat.run_each(FLAGS, runner.run))
 
 
 if __name__ == "__main__":

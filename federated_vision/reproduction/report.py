@@ -8,6 +8,10 @@ whose run is missing, running, diverged or from another configuration says so
 instead of a number; relative accuracy is never computed from a diverged
 method or a missing/running/diverged centralized baseline. Written as
 markdown (the paper's layout) and CSV (one row per cell, raw values).
+
+With `--seeds=N` (`seeds.expand`) every cell is read once per repetition and
+shows the mean and 95% t-interval over the seeds with a number (`spread`),
+n shown, the paper's number beside it and whether it lies inside.
 """
 
 import csv
@@ -22,7 +26,9 @@ from federated_vision.evaluation import curves
 from federated_vision.reproduction import effective_lr
 from federated_vision.reproduction import published as published_lib
 from federated_vision.reproduction import results
+from federated_vision.reproduction import seeds as seeds_lib
 from federated_vision.reproduction import spec
+from federated_vision.reproduction import spread as spread_lib
 
 OK = "ok"
 NOT_REACHED = "not_reached"
@@ -60,6 +66,22 @@ class CellResult:
   unverified: Optional[published_lib.UnverifiedValue]
   ratio: Optional[Value] = None        # ours / ours at `cell.ratio_to`
   paper_ratio: Optional[float] = None  # the paper's, recomputed likewise
+  # --seeds: "ours" / "relative" / "speedup" / "ratio" -> its per-seed
+  # values (each Value above is then their mean); None: one seed.
+  spread: Optional[Mapping[str, spread_lib.Spread]] = None
+
+  @property
+  def interval(self):
+    """The 95% t-interval of ours over the seeds (None: fewer than 2)."""
+    return self.spread["ours"].interval if self.spread else None
+
+  @property
+  def paper_inside(self) -> Optional[bool]:
+    """Whether the paper's number lies in our interval (None: no interval
+    or no paper number)."""
+    if self.interval is None or self.paper is None or self.paper.value is None:
+      return None
+    return self.interval.contains(self.paper.value)
 
   @property
   def difference(self) -> Optional[float]:
@@ -231,6 +253,51 @@ def _with_ratio(r: CellResult, ref: Optional[CellResult]) -> CellResult:
   return dataclasses.replace(r, ratio=ratio, paper_ratio=paper)
 
 
+def _replica_table(table: spec.TableSpec, preset: spec.Preset, k: int
+                   ) -> spec.TableSpec:
+  """`table` with every run (cell, baseline, speedup reference) replaced by
+  its k-th repetition: each seed's cells read that seed's runs only."""
+  def name(run):
+    return seeds_lib.replicas(preset, run)[k]
+  cells = tuple(dataclasses.replace(
+      c, run=name(c.run), baseline=c.baseline and name(c.baseline),
+      speedup_reference=c.speedup_reference and (
+          name(c.speedup_reference[0]), c.speedup_reference[1]))
+                for c in table.cells)
+  return dataclasses.replace(table, cells=cells)
+
+
+def fill_seeds(table: spec.TableSpec, preset: spec.Preset, ctx: _Context,
+               lookup, n: int) -> List[CellResult]:
+  """Each cell over the n seeds: per-seed results (`fill` on each seed's
+  runs) combined into their means, with the per-seed values (`spread`)."""
+  per_seed = [{(r.cell.row, r.cell.column): r for r in
+               fill(_replica_table(table, preset, k), ctx, lookup)}
+              for k in range(n)]
+  return [_combine(table, c, [p[(c.row, c.column)] for p in per_seed])
+          for c in table.cells]
+
+
+def _combine(table, cell, per_seed: Sequence[CellResult]) -> CellResult:
+  spreads = {}
+
+  def mean(key, get) -> Optional[Value]:
+    values = [get(r) for r in per_seed]
+    if all(v is None for v in values):
+      return None
+    spreads[key] = s = spread_lib.Spread.of(values)
+    if s.n:
+      return _ok(s.mean)
+    return next(v for v in values if v is not None)  # Why none has one.
+
+  first = per_seed[0]
+  return CellResult(
+      table, cell, mean("ours", lambda r: r.ours),
+      mean("relative", lambda r: r.relative),
+      mean("speedup", lambda r: r.speedup), first.paper, first.unverified,
+      mean("ratio", lambda r: r.ratio), first.paper_ratio, spreads)
+
+
 def build_report(preset: spec.Preset, root: str,
                  published: Optional[Mapping[tuple,
                                              published_lib.PublishedValue]] = None,
@@ -249,8 +316,10 @@ def build_report(preset: spec.Preset, root: str,
   table = published_lib.PUBLISHED if published is None else published
   ctx = _Context(preset, root)
   cells = []
+  n = seeds_lib.num_seeds(preset)
   for t in preset.tables:
-    cells += fill(t, ctx, table.get)
+    cells += (fill(t, ctx, table.get) if n == 1 else
+              fill_seeds(t, preset, ctx, table.get, n))
   studies = [effective_lr.run_study(study, preset, ctx.runs)
              for study in preset.studies]
   return Report(preset, root, tuple(cells), tuple(studies))
@@ -272,12 +341,19 @@ def _status_text(v: Value) -> str:
 
 
 def ours_text(r: CellResult) -> str:
+  """Ours: the number, or over seeds 'mean ± half width (n=..)'; then
+  McMahan's speedup '(k.k×)' or Table 5's ratio '(k.k)' (their means)."""
   unit = r.cell.metric.unit
-  text = (_number(r.ours.value, unit) if r.ours.status == OK
-          else _status_text(r.ours))
+  seeds = r.spread.get("ours") if r.spread else None
+  if r.ours.status != OK:
+    text = _status_text(r.ours) + (f" ({seeds.count_text()})" if seeds else "")
+  elif seeds is not None:
+    text = seeds.text(lambda v: _number(v, unit))
+  else:
+    text = _number(r.ours.value, unit)
   if r.speedup is not None and r.speedup.status == OK:
     text += f" ({r.speedup.value:.1f}×)"
-  if r.ratio is not None:
+  if r.ratio is not None and r.ratio.status == OK:
     text += f" ({r.ratio.value:.1f})"
   return text
 
@@ -299,8 +375,11 @@ def cell_text(r: CellResult) -> str:
   text = f"{ours_text(r)} / {paper_text(r)}"
   diff = r.difference
   if diff is not None:
-    text += f" (Δ {diff:+.2f})" if r.cell.metric.unit == "%" else \
-        f" (Δ {diff:+.0f})"
+    delta = (f"Δ {diff:+.2f}" if r.cell.metric.unit == "%" else
+             f"Δ {diff:+.0f}")
+    if r.paper_inside is not None:  # Over seeds: inside our interval?
+      delta += "; paper inside" if r.paper_inside else "; paper outside"
+    text += f" ({delta})"
   if r.unverified is not None:
     text += " †"
   return text
@@ -332,6 +411,8 @@ def format_markdown(report: Report) -> str:
               f"Each cell: ours ({ours_only}). Accuracies in %." if ours_only
               else "Each cell: ours / paper (Δ = ours − paper, in the "
               "paper's unit). Accuracies in %.", ""]
+    if seeds_lib.num_seeds(p) > 1:
+      lines += [_SEEDS_NOTE.format(n=seeds_lib.num_seeds(p)), ""]
     text = ours_text if ours_only else cell_text
     lines += _grid(table.rows, table.columns,
                    lambda row, col: text(cells[(row, col)])
@@ -351,18 +432,32 @@ def format_markdown(report: Report) -> str:
   return "\n".join(lines).rstrip() + "\n"
 
 
+_SEEDS_NOTE = (
+    "Over {n} seeds (`--seeds={n}`): ours = mean ± half width of the 95% "
+    "t-interval (t_0.975,n-1 · s/√n) over the seeds with a number, n shown "
+    "(n of {n}: the footnotes say why the others have none); \"paper "
+    "inside\" / \"outside\": the paper's number in / outside that "
+    "interval.")
+
+
 def _rel_text(r: Optional[CellResult]) -> str:
   if r is None or r.relative is None:
     return ""
-  return f"{r.relative.value:.3f}" if r.relative.status == OK else \
-      _status_text(r.relative)
+  if r.relative.status != OK:
+    return _status_text(r.relative)
+  seeds = r.spread.get("relative") if r.spread else None
+  return (seeds.text(lambda v: f"{v:.3f}") if seeds is not None else
+          f"{r.relative.value:.3f}")
 
 
 def _footnotes(cells) -> List[str]:
   out, seen = [], set()
   for r in cells:
-    for v in (r.ours, r.relative, r.speedup):
-      if v is not None and v.status != OK and v.detail and v.detail not in seen:
+    values = [v for v in (r.ours, r.relative, r.speedup) if v is not None]
+    for s in (r.spread or {}).values():  # Each seed without a number.
+      values += [Value(None, st, d) for st, d in zip(s.statuses, s.details)]
+    for v in values:
+      if v.status != OK and v.detail and v.detail not in seen:
         seen.add(v.detail)
         out.append(f"- {_status_text(v)}: {v.detail}")
     if r.unverified is not None:
@@ -377,7 +472,9 @@ CSV_COLUMNS = ("preset", "table", "row", "column", "run", "method", "metric",
                "paper", "paper_text", "difference", "relative",
                "relative_status", "speedup", "ratio", "paper_ratio",
                "baseline", "paper_quote",
-               "paper_via", "unverified_value", "unverified_source")
+               "paper_via", "unverified_value", "unverified_source",
+               "n", "n_seeds", "ci_low", "ci_high", "paper_in_interval",
+               "seed_values")
 
 
 def csv_rows(report: Report) -> List[Dict[str, object]]:
@@ -405,8 +502,28 @@ def csv_rows(report: Report) -> List[Dict[str, object]]:
         "paper_quote": r.paper.quote if r.paper else "",
         "paper_via": r.paper.via if r.paper else "",
         "unverified_value": r.unverified.value if r.unverified else "",
-        "unverified_source": r.unverified.claimed_by if r.unverified else ""})
+        "unverified_source": r.unverified.claimed_by if r.unverified else "",
+        **_seed_columns(r)})
   return out
+
+
+def _seed_columns(r: CellResult) -> Dict[str, object]:
+  """n (seeds with a number), n_seeds, the 95% interval, whether the
+  paper's number is inside, and the per-seed values ('' = none);
+  one seed: n = n_seeds = 1 (0 without a number), no interval."""
+  seeds = r.spread.get("ours") if r.spread else None
+  if seeds is None:
+    one = r.ours.status == OK
+    return {"n": int(one), "n_seeds": 1, "ci_low": "", "ci_high": "",
+            "paper_in_interval": "",
+            "seed_values": _raw(r.ours.value) if one else ""}
+  interval = seeds.interval
+  return {"n": seeds.n, "n_seeds": seeds.total,
+          "ci_low": interval.low if interval else "",
+          "ci_high": interval.high if interval else "",
+          "paper_in_interval": _raw(r.paper_inside),
+          "seed_values": ";".join("" if v is None else repr(v)
+                                  for v in seeds.values)}
 
 
 def _raw(v):

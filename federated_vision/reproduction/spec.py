@@ -312,6 +312,8 @@ class Preset:
       value is ours (e.g. 'ours: the extraction lost N_VC'). Every setting a
       paper preset's runs make (`sourced_settings`) has one; data-location
       flags (`Run.data_flags`) are paths, not settings.
+    replicas_of: base run name -> the run names of its repetitions over
+      seeds, seed order (`seeds.expand`, `--seeds=N`); empty: one seed.
   """
   name: str
   paper: str
@@ -321,10 +323,14 @@ class Preset:
   studies: Tuple[StudySpec, ...] = ()
   notes: Tuple[str, ...] = ()
   sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  replicas_of: Mapping[str, Tuple[str, ...]] = dataclasses.field(
+      default_factory=dict)
 
   def __post_init__(self):
     object.__setattr__(self, "sources", types.MappingProxyType(
         dict(self.sources)))
+    object.__setattr__(self, "replicas_of", types.MappingProxyType(
+        {k: tuple(v) for k, v in self.replicas_of.items()}))
     for flag, source in self.sources.items():
       if not (isinstance(source, str) and source.strip()):
         raise ValueError(f"preset {self.name}: source of {flag!r} is empty")
@@ -333,6 +339,11 @@ class Preset:
     if dup:
       raise ValueError(f"preset {self.name}: duplicate run names {dup}")
     by_name = {r.name: r for r in self.runs}
+    for base, names in self.replicas_of.items():
+      unknown = [n for n in (base,) + tuple(names) if n not in by_name]
+      if unknown or names[:1] != (base,):
+        raise ValueError(f"preset {self.name}: repetitions of {base} must "
+                         f"start with it and be runs (unknown: {unknown})")
     for table in self.tables:
       for c in table.cells:
         self._check_cell(table, c, by_name)
