@@ -118,6 +118,56 @@ def test_real_world_run_is_scaled_from_its_twin_calibration():
   assert "-> x3200; C=100 x 4 batches of B=64 (25600 examples)" in text
 
 
+def test_fedvc_with_several_epochs_and_seeds_is_priced_exactly():
+  """FedVC, E = 3, N_VC = 256, B = 64, C = 10, --seeds=3: a client's round
+  trains E * N_VC = 768 examples (12 batches), so a round E * C * N_VC =
+  7,680; the seeds multiply the total (every earlier estimate test had
+  E = 1 and one seed: dropping E under FedVC went unnoticed)."""
+  e_local, n_vc, seeds = 3, 256, 3
+  run = config_lib.replace_fields(_table3_like(10), dict(
+      client_epochs=e_local, virtual_client_size=n_vc))
+  settings = estimate.Settings(rounds=3, scaled_rounds=2, clients=4)
+  cal = estimate.calibration_config(run, settings)
+  assert (cal.methods.client_epochs, cal.methods.virtual_client_size,
+          cal.methods.client_batch_size) == (e_local, 4, 4)
+  recorded = Calibration(
+      build=T(30.0, 40.0), warmup_excess=T(10.0, 12.0),
+      rounds={"fedavg+fedvc": T(6.0, 11.0), "fedavg+fedir+fedvc": T(7.0, 12.0)},
+      evaluation=T(0.9, 1.3), test_examples=8, train_examples=128,
+      step=cost.ZERO, seconds=120.0,
+      rounds_one={"fedavg+fedvc": T(3.0, 5.0),
+                  "fedavg+fedir+fedvc": T(4.0, 6.0)},
+      evaluation_half=T(0.6, 0.9), half_examples=4)
+  e = estimate.project_run("inat_c10", run, cal, recorded)
+  # Calibration points: 1 client and 4 clients of E x 4 = 12 examples.
+  cal_units, units = e_local * 4, 10 * e_local * n_vc
+  assert units == 7680
+  def line(small, large):
+    unit = (large - small) / (4 * cal_units - cal_units)
+    return small - cal_units * unit + units * unit
+  def ev_line(small, large):
+    unit = (large - small) / (8 - 4)
+    return small - 4 * unit + 22_690 * unit
+  wall = _reference(40.0, [line(3.0, 6.0), line(4.0, 7.0)], 5000, 250,
+                    ev_line(0.6, 0.9))
+  cpu = _reference(52.0, [line(5.0, 11.0), line(6.0, 12.0)], 5000, 250,
+                   ev_line(0.9, 1.3))
+  assert e.projection.total.wall == pytest.approx(wall, rel=1e-12)
+  assert e.projection.total.cpu == pytest.approx(cpu, rel=1e-12)
+  text = "\n".join(e.lines)
+  assert "C=10 x 12 batches of B=64 (7680 examples)" in text
+  assert f"of 3 batch(es) of B=4" in text  # E x N_VC_cal / B_cal.
+  # --seeds=3: three repetitions of that run.
+  out = []
+  estimate.report([e._replace(seeds=seeds)], "1 local worker(s)",
+                  out.append, process_startup=2.0)
+  assert e._replace(seeds=seeds).total == T(seeds * wall, seeds * cpu)
+  total = [l for l in out if l.startswith("total: ")][0]
+  assert total.startswith(f"total: {seeds} run(s), wall ")
+  assert f"({seeds * wall + 2.0:.0f} s)" in total
+  assert "per seed; x 3 seeds: wall " in out[1]
+
+
 def test_linear_fit_through_two_points_and_its_noise_fallback():
   fixed, unit = cost.linear_fit(T(3.0, 5.0), T(6.0, 11.0), 4, 16)
   assert fixed == T(2.0, 3.0) and unit == T(0.25, 0.5)
