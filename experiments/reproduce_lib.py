@@ -8,7 +8,7 @@ it before any run starts), runs every run that is not finished through
 `config.from_values` + `runner.run` (a run that was interrupted resumes from
 its checkpoint; one run name is one configuration, so a centralized baseline
 shared by several presets runs once), then writes the report
-(`report.write_report`), the studies, the sweep's HParams experiment and, for
+(`report_text.write_report`), the studies, the sweep's HParams experiment and, for
 `digits_claims`, the claim verdicts. Every preset flag is a train_main
 setting (tests/test_reproduction_presets.py); an unknown one is a
 `ConfigError` naming it, before any run starts.
@@ -26,6 +26,7 @@ from federated_vision.reproduction import hparams
 from federated_vision.reproduction import plan as plan_lib
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import report as report_lib
+from federated_vision.reproduction import report_text
 from federated_vision.reproduction import results
 from federated_vision.reproduction import seeds as seeds_lib
 from federated_vision.reproduction import spec
@@ -133,8 +134,8 @@ def run_one(flags: Mapping[str, object]) -> None:
 def write_outputs(preset: spec.Preset, root: str, echo: Printer) -> None:
   """Report, studies, HParams sweep experiment and (digits) claims."""
   rep = report_lib.build_report(preset, root)
-  paths = report_lib.write_report(rep, root)
-  echo(report_lib.format_markdown(rep))
+  paths = report_text.write_report(rep, root)
+  echo(report_text.format_markdown(rep))
   finished = [r.name for r in preset.runs
               if results.read_run(root, r).status == results.FINISHED]
   if finished:
