@@ -121,6 +121,11 @@ PAPER_TEXT = {
         "The following command reproduces the same behavior of Figure 6 from "
         "FedAvgM paper for the case of Local Epoch E=1, Reporting Fraction "
         "C=0.05, and concentration (α) = 1.",
+        "In contrast to the initial implementation found in Flower v1.5.0, "
+        "our baseline incorporates the Nesterov accelerated gradient as a "
+        "pivotal component of the momentum applied to the server model. It "
+        "is worth emphasizing that the inclusion of Nesterov momentum aligns "
+        "with the original definition of FedAvgM in the research paper.",
         # PR #2246, baselines/fedavgm/fedavgm/models.py.
         "weight_decay = 0.004",
     ),
@@ -538,3 +543,14 @@ def test_table5_trains_fedvc_and_says_how_that_was_inferred():
   line = _dry_run_line("hsu2020_table5", fed[0].name)
   assert " --methods=fedavg+fedvc " in line
   assert " --virtual_client_size=256 " in line
+
+
+def test_fedavgm_sources_say_which_momentum_and_what_is_pending():
+  """Heavy-ball today; the evidence for Nesterov and the pending switch to
+  fedavgm@nesterov are in every FedAvgM server_momentum source."""
+  for name in ("hsu2019_cifar10_alpha", "hsu2019_sensitivity",
+               "hsu2020_figure4", "hsu2020_appendix_a", "hsu2020_table2",
+               "hsu2020_table3", "hsu2020_table4", "hsu2020_table5"):
+    source = presets.get_preset(name).sources["server_momentum"]
+    assert "heavy-ball" in source and "Nesterov" in source, name
+    assert "fedavgm@nesterov" in source, name

@@ -173,6 +173,18 @@ CIFAR_BASE = {"weight_decay": CIFAR_WEIGHT_DECAY, "partition": "dirichlet",
 _CIFAR_FEDERATED_ONLY = ("server_momentum", "total_rounds", "rounds_per_eval",
                          "rounds_per_checkpoint")
 
+# Appended to every FedAvgM server_momentum source: which momentum the
+# package's fedavgm is, and what the evidence says (docs/reproduction.md,
+# "Evidence outside the papers' texts"). Pending: Nesterov momentum comes with
+# the server-optimizer components (`fedavgm@nesterov`).
+FEDAVGM_MOMENTUM_NOTE = (
+    ". FedAvgM here is heavy-ball momentum (the Hsu 2019 poster's w <- w - v, "
+    "v <- beta v + Delta w); Flower's FedAvgM baseline reads the paper as "
+    "Nesterov momentum (its README: \"the inclusion of Nesterov momentum "
+    "aligns with the original definition of FedAvgM in the research "
+    "paper\"); the paper's text was not available here. Pending: these "
+    "FedAvgM methods become fedavgm@nesterov with the server optimizers")
+
 # Sources (`spec.Preset.sources`) of the CIFAR runs' settings, from Hsu 2020's
 # text (hsu2019.py overrides those the Hsu 2019 poster states or omits).
 CIFAR_SOURCES = {
@@ -209,7 +221,8 @@ CIFAR_SOURCES = {
                             "extraction lost; we train 0.01 only (ours)",
     "server_momentum": spec.OURS + "Hsu 2020 §6.5 says \"momentum is used "
                        "for FedAvgM\" but the extraction lost its value "
-                       "(the beta symbol); 0.9. Set on FedAvgM runs only",
+                       "(the beta symbol); 0.9. Set on FedAvgM runs only"
+                       + FEDAVGM_MOMENTUM_NOTE,
     "server_learning_rate": spec.OURS + "Hsu 2020 §5.1 names a server "
                             "learning rate without a value (lost in the "
                             "extraction); 1.0 is McMahan's plain average",

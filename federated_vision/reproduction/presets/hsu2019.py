@@ -65,7 +65,8 @@ _SOURCES = {
                     + c.CIFAR_SOURCES["total_rounds"],
     "server_momentum": spec.OURS + "the poster's text names FedAvgM's beta "
                        "without a value (its figures are lost); 0.9 (Hsu 2020 "
-                       "§6.5's value is lost too). Set on FedAvgM runs only",
+                       "§6.5's value is lost too). Set on FedAvgM runs only"
+                       + c.FEDAVGM_MOMENTUM_NOTE,
     "client_epochs": spec.OURS + "the poster's text states no E (its "
                      "figures are lost) and the paper's text was not "
                      "available here; E in {1, 5} as Flower's FedAvgM "
@@ -153,7 +154,8 @@ def sensitivity() -> spec.Preset:
       "client_learning_rate": grid + f"eta in {SENSITIVITY_LRS}, "
                               + _GRID_ORIGIN,
       "server_momentum": grid + f"beta in {SENSITIVITY_MOMENTA}: 0 "
-                         "(FedAvg) and the momenta " + _GRID_ORIGIN,
+                         "(FedAvg) and the momenta " + _GRID_ORIGIN
+                         + c.FEDAVGM_MOMENTUM_NOTE,
       "clients_per_round": grid + "panels " + panels + ": the paper has four "
                            "(C, E) panels (the issue's reading); Flower's "
                            "README names one (\"for the case of Local Epoch "

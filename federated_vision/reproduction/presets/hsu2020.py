@@ -456,7 +456,8 @@ def appendix_a() -> spec.Preset:
       "algorithm": "Hsu 2020 §A.1: \"we define the effective learning rate "
                    "for FedAvgM\" (FedAvgM; beta = 0 is FedAvg)",
       "client_learning_rate": _APPENDIX_A_LOST + f"eta in {APPENDIX_A_LRS}",
-      "server_momentum": _APPENDIX_A_LOST + f"beta in {APPENDIX_A_MOMENTA}",
+      "server_momentum": _APPENDIX_A_LOST + f"beta in {APPENDIX_A_MOMENTA}"
+                         + c.FEDAVGM_MOMENTUM_NOTE,
       "clients_per_round": spec.OURS + "Hsu 2020 §A.1 varies it (\"Across "
                            "different report goals\"); Figure 8's values "
                            "were lost in the extraction; (C, E) panels "

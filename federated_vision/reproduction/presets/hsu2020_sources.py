@@ -52,7 +52,8 @@ REALWORLD_SOURCES = {
     "server_momentum": OURS + "§6.5: \"momentum is used for FedAvgM\", "
                        "without its value in the text (§5.1's beta was lost); "
                        "we use 0.9, the usual SGD momentum (set only in runs "
-                       "training FedAvgM)",
+                       "training FedAvgM)"
+                       + c.FEDAVGM_MOMENTUM_NOTE,
     "virtual_client_size": OURS + "§6.3 says \"set the virtual client "
                            "size [.]\" and §6.4.1 \"FedVC samples [.] examples "
                            f"per client\" but {_LOST}; we use N_VC = 256: 4 "
