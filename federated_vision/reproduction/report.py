@@ -22,6 +22,7 @@ from typing import Callable, List, Mapping, Optional, Sequence
 
 from federated_vision.evaluation import convergence
 from federated_vision.evaluation import curves
+from federated_vision.reproduction import comparisons as comparisons_lib
 from federated_vision.reproduction import effective_lr
 from federated_vision.reproduction import published as published_lib
 from federated_vision.reproduction import results
@@ -99,6 +100,7 @@ class Report:
   root: str
   cells: Sequence[CellResult]
   studies: Sequence["effective_lr.StudyResult"]
+  comparisons: Sequence[comparisons_lib.Result] = ()
 
 
 class _Context:
@@ -357,4 +359,22 @@ def build_report(preset: spec.Preset, root: str,
               fill_seeds(t, preset, ctx, table.get, n))
   studies = [effective_lr.run_study(study, preset, ctx.runs)
              for study in preset.studies]
-  return Report(preset, root, tuple(cells), tuple(studies))
+  compared = [compare(c, preset, ctx) for c in preset.comparisons]
+  return Report(preset, root, tuple(cells), tuple(studies), tuple(compared))
+
+
+def compare(comparison: spec.Comparison, preset: spec.Preset,
+            ctx: _Context) -> comparisons_lib.Result:
+  """A paired comparison over the preset's seeds: each side read as a cell
+  on each repetition (`comparisons.evaluate`); a rounds target not reached
+  is bounded by the repetition's --total_rounds."""
+  sides = []
+  for side in (comparison.a, comparison.b):
+    values, budgets = [], []
+    for name in seeds_lib.replicas(preset, side.run):
+      values.append(_ours(ctx, dataclasses.replace(side.cell(), run=name)))
+      budgets.append(preset.run(name).flags.get("total_rounds")
+                     if side.metric.kind in spec.ROUNDS_KINDS else None)
+    sides.append((values, budgets))
+  (va, ba), (vb, bb) = sides
+  return comparisons_lib.evaluate(comparison, va, vb, ba, bb)

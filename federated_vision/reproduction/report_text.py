@@ -16,6 +16,7 @@ import json
 import os
 from typing import Dict, List, Optional, Sequence
 
+from federated_vision.reproduction import comparisons as comparisons_lib
 from federated_vision.reproduction import effective_lr
 from federated_vision.reproduction import published as published_lib
 from federated_vision.reproduction import results
@@ -159,6 +160,7 @@ def format_markdown(report: Report) -> str:
     lines.append("")
   for study in report.studies:
     lines += effective_lr.format_markdown(study) + [""]
+  lines += comparisons_lib.markdown_lines(report.comparisons)
   if p.sources:
     lines += ["## Settings and their sources", ""] + p.source_lines()
   return "\n".join(lines).rstrip() + "\n"
@@ -266,7 +268,9 @@ def _raw(v):
 
 
 def write_report(report: Report, output_dir: str) -> Dict[str, str]:
-  """Writes <preset>.md, <preset>.csv and each study's CSV and PNG.
+  """Writes <preset>.md, <preset>.csv, <preset>_summary.json (every cell's
+  numbers and every comparison, `summary_json`) and each study's CSV and
+  PNG.
 
   Files are written to a temporary name and renamed, so a failure never
   leaves a half-written report. Returns {kind: path}.
@@ -282,10 +286,26 @@ def write_report(report: Report, output_dir: str) -> Dict[str, str]:
     writer.writeheader()
     writer.writerows(csv_rows(report))
   _atomic_write(paths["csv"], write_csv)
+  paths["summary"] = os.path.join(output_dir, f"{name}_summary.json")
+  _atomic_write(paths["summary"], lambda f: json.dump(
+      summary_json(report), f, indent=1, allow_nan=False))
   for study in report.studies:
     paths.update(effective_lr.write_study(
         study, os.path.join(output_dir, f"{name}_{study.spec.key}")))
   return paths
+
+
+def summary_json(report: Report) -> Dict[str, object]:
+  """The report as data: the seeds, every cell (`csv_rows`' values, None
+  for none) and every paired comparison (`comparisons.to_json`)."""
+  def plain(v):
+    return None if v == "" else v
+  return {"preset": report.preset.name,
+          "seeds": seeds_lib.num_seeds(report.preset),
+          "cells": [{k: plain(v) for k, v in row.items()}
+                    for row in csv_rows(report)],
+          "comparisons": [comparisons_lib.to_json(r)
+                          for r in report.comparisons]}
 
 
 def _atomic_write(path: str, write) -> None:

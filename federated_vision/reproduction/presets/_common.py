@@ -284,6 +284,17 @@ def cifar_alpha_run(dataset: str, alpha: float, clients: int = 10,
                         total_rounds=CIFAR_ROUNDS[dataset]))
 
 
+def fedavgm_vs_fedavg(key: str, claim: str, run: str, methods=(
+    "fedavgm", "fedavg"), metric: Optional[spec.Metric] = None
+                      ) -> spec.Comparison:
+  """The claim FedAvgM > FedAvg on one run (the same partition and client
+  draws per seed), final accuracy unless `metric`."""
+  metric = metric or spec.Metric(spec.FINAL_ACCURACY)
+  return spec.Comparison(
+      key, claim, spec.Side(run, metric, methods[0], "FedAvgM"),
+      spec.Side(run, metric, methods[1], "FedAvg"))
+
+
 def cifar_centralized(dataset: str) -> spec.Run:
   """The centralized baseline (Hsu 2020 §6.0.1 relative accuracy): same model,
   batch size and learning rate; no server momentum (FedAvg's one round)."""
