@@ -181,3 +181,22 @@ def test_tiny_preset_with_three_seeds_reports_mean_and_interval(tmp_path):
   again = reproduce_lib.reproduce(_tiny_preset(), root, {}, seeds=3,
                                   run_fn=ran.append, echo=out.append)
   assert not ran and set(again.values()) == {"finished"}
+
+
+def test_train_main_seeds_smoke(tmp_path, train_in_process):
+  """train_main --seeds=2: two ordinary runs, --seed=5 and --seed=6, the
+  second in <name>_seed6, each with its own partition, init and sampling."""
+  args = (f"--root_output_dir={tmp_path}", "--experiment_name=rep",
+          "--seeds=2", "--seed=5", "--total_rounds=2", "--rounds_per_eval=1",
+          "--algorithm=fedavg", "--centralized_epochs=0")
+  proc = train_in_process(*args)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  for name, seed in (("rep", 5), ("rep_seed6", 6)):
+    hparams = json.loads((tmp_path / name / "hparams.json").read_text())
+    assert hparams["seed"] == seed and hparams["experiment_name"] == name
+    summary = json.loads((tmp_path / name / "summary.json").read_text())
+    assert summary["methods"]["fedavg"]["rounds"] == 2
+  assert "[seed 2/2] --seed=6 -> " in proc.stdout
+  a = (tmp_path / "rep" / "fedavg" / "metrics.csv").read_text()
+  b = (tmp_path / "rep_seed6" / "fedavg" / "metrics.csv").read_text()
+  assert a != b  # Another seed: another partition, init and sampling.
