@@ -118,20 +118,22 @@ def verdict(differences: Sequence[Optional[float]], censored: Sequence[str],
   iv = intervals.maybe_interval(values)
   low, high = (iv.low, iv.high) if iv else (values[0], values[0])
   tag = f"n={n}" + ("" if iv else ", no interval")
-  if low > 0:
-    if any(c == unsafe_for_claim for _, c in used):
-      return INCONCLUSIVE, (f"{tag}: the paper's side, but a target not "
-                            "reached on the claimed-better side makes the "
-                            "difference a bound the wrong way")
-    return REPRODUCED, f"{tag}: the interval is on the paper's side of 0" if \
-        iv else f"{tag}: the difference is on the paper's side"
-  if high < 0:
-    if any(c == unsafe_for_opposite for _, c in used):
-      return INCONCLUSIVE, (f"{tag}: against the paper, but a target not "
-                            "reached on the claimed-worse side makes the "
-                            "difference a bound the wrong way")
-    return OPPOSITE, f"{tag}: the interval is on the other side of 0" if \
-        iv else f"{tag}: the difference is against the paper"
+  for side, holds, bound, unsafe, hint in (
+      (REPRODUCED, low > 0, "the paper's side", unsafe_for_claim,
+       "the claimed-better"),
+      (OPPOSITE, high < 0, "against the paper", unsafe_for_opposite,
+       "the claimed-worse")):
+    if not holds:
+      continue
+    if any(c == unsafe for _, c in used):
+      return INCONCLUSIVE, (f"{tag}: {bound}, but a target not reached on "
+                            f"{hint} side makes the difference a bound the "
+                            "wrong way")
+    where = ("the interval is on the paper's side of 0" if side == REPRODUCED
+             else "the interval is on the other side of 0") if iv else (
+                 "the difference is on the paper's side" if side == REPRODUCED
+                 else "the difference is against the paper")
+    return side, f"{tag}: {where}"
   return INCONCLUSIVE, f"{tag}: the interval contains 0" if iv else \
       f"{tag}: no difference"
 

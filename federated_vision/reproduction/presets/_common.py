@@ -284,6 +284,19 @@ def cifar_alpha_run(dataset: str, alpha: float, clients: int = 10,
                         total_rounds=CIFAR_ROUNDS[dataset]))
 
 
+def cifar_alpha_grid(key: Tuple[str, str], title: str,
+                     panels: Sequence[Tuple[str, int, int, str]]):
+  """(the alpha runs, their `alpha_table`) of (dataset, C, E, row prefix)
+  panels, each over the dataset's alphas against its centralized run."""
+  runs, sweeps = [], []
+  for dataset, clients, epochs, row_prefix in panels:
+    alphas = CIFAR_ALPHAS[dataset]
+    runs += [cifar_alpha_run(dataset, a, clients, epochs) for a in alphas]
+    sweeps.append((cifar_run_prefix(dataset, clients, epochs), row_prefix,
+                   alphas, f"central_{dataset}"))
+  return runs, alpha_table(key, title, sweeps)
+
+
 def fedavgm_vs_fedavg(key: str, claim: str, run: str, methods=(
     "fedavgm", "fedavg"), metric: Optional[spec.Metric] = None
                       ) -> spec.Comparison:

@@ -72,62 +72,50 @@ ELR_LRS = (0.02, 0.05, 0.1)
 ELR_MOMENTA = (0.0, 0.5)
 
 
-def _side(run: str, method: str, metric: spec.Metric, label: str
-          ) -> spec.Side:
-  return spec.Side(run, metric, method, label)
-
-
 _FINAL = spec.Metric(spec.FINAL_ACCURACY)
 _ACC_BATCH = spec.Metric(spec.METHOD_FIELD, key="acc_at_batch")
 _ROUNDS = spec.Metric(spec.ROUNDS_TO_TARGET, CLAIM4_TARGET)
 _MISSING = spec.Metric(spec.METHOD_FIELD, key="missing_class_accuracy")
 ALPHA_0, ALPHA_100 = CLAIM1_RUNS[-1], CLAIM1_RUNS[0]
-COMPARISONS = (
-    spec.Comparison(
-        "fedavgm_vs_fedavg", "Hsu 2019 (claim 1): FedAvgM > FedAvg at the "
-        "non-identical end (alpha = 0)",
-        _side(ALPHA_0, "fedavgm", _FINAL, "FedAvgM α=0"),
-        _side(ALPHA_0, "fedavg", _FINAL, "FedAvg α=0")),
-    spec.Comparison(
-        "accuracy_falls_with_emd", "Hsu 2019 (claim 1): FedAvg's accuracy "
-        "falls as EMD rises (alpha = 100 > alpha = 0)",
-        _side(ALPHA_100, "fedavg", _FINAL, "FedAvg α=100"),
-        _side(ALPHA_0, "fedavg", _FINAL, "FedAvg α=0")),
-    spec.Comparison(
-        "fedvc_vs_off", "Hsu 2020 Table 2 (claim 2): FedVC's Acc@Batch > "
-        "FedAvg's on imbalanced clients",
-        _side(CLAIM2_RUN, "fedavg+fedvc", _ACC_BATCH, "FedAvg+FedVC"),
-        _side(CLAIM2_RUN, "fedavg", _ACC_BATCH, "FedAvg")),
-    spec.Comparison(
-        "fedir_vs_off", "Hsu 2020 §6.2 (claim 3): FedIR > FedAvg on strongly "
-        "skewed clients (alpha = 0.05)",
-        _side(CLAIM3_RUN, "fedavg+fedir", _FINAL, "FedAvg+FedIR"),
-        _side(CLAIM3_RUN, "fedavg", _FINAL, "FedAvg")),
-    spec.Comparison(
-        "fedavg_vs_fedsgd_iid", "McMahan Table 2 (claim 4): FedAvg (E=5, "
-        "B=10) needs fewer rounds than FedSGD, IID",
-        _side(CLAIM4_RUNS["IID"], "fedavg", _ROUNDS, "FedAvg IID"),
-        _side(CLAIM4_RUNS["IID"], "fedsgd", _ROUNDS, "FedSGD IID"),
-        spec.LOWER),
-    spec.Comparison(
-        "fedavg_vs_fedsgd_non_iid", "McMahan Table 2 (claim 4): FedAvg "
-        "(E=5, B=10) needs fewer rounds than FedSGD, non-IID",
-        _side(CLAIM4_RUNS["non-IID"], "fedavg", _ROUNDS, "FedAvg non-IID"),
-        _side(CLAIM4_RUNS["non-IID"], "fedsgd", _ROUNDS, "FedSGD non-IID"),
-        spec.LOWER),
-    spec.Comparison(
-        "iid_vs_non_iid", "McMahan Table 2 (claim 4): IID needs fewer rounds "
-        "than pathological non-IID (FedAvg)",
-        _side(CLAIM4_RUNS["IID"], "fedavg", _ROUNDS, "FedAvg IID"),
-        _side(CLAIM4_RUNS["non-IID"], "fedavg", _ROUNDS, "FedAvg non-IID"),
-        spec.LOWER),
+_IID, _NON_IID = CLAIM4_RUNS["IID"], CLAIM4_RUNS["non-IID"]
+# (key, claim, metric, (run, method, label) of a, of b, the paper's a vs b).
+_PAIRS = (
+    ("fedavgm_vs_fedavg", "Hsu 2019 (claim 1): FedAvgM > FedAvg at the "
+     "non-identical end (alpha = 0)", _FINAL,
+     (ALPHA_0, "fedavgm", "FedAvgM α=0"), (ALPHA_0, "fedavg", "FedAvg α=0"),
+     spec.HIGHER),
+    ("accuracy_falls_with_emd", "Hsu 2019 (claim 1): FedAvg's accuracy falls "
+     "as EMD rises (alpha = 100 > alpha = 0)", _FINAL,
+     (ALPHA_100, "fedavg", "FedAvg α=100"), (ALPHA_0, "fedavg", "FedAvg α=0"),
+     spec.HIGHER),
+    ("fedvc_vs_off", "Hsu 2020 Table 2 (claim 2): FedVC's Acc@Batch > "
+     "FedAvg's on imbalanced clients", _ACC_BATCH,
+     (CLAIM2_RUN, "fedavg+fedvc", "FedAvg+FedVC"),
+     (CLAIM2_RUN, "fedavg", "FedAvg"), spec.HIGHER),
+    ("fedir_vs_off", "Hsu 2020 §6.2 (claim 3): FedIR > FedAvg on strongly "
+     "skewed clients (alpha = 0.05)", _FINAL,
+     (CLAIM3_RUN, "fedavg+fedir", "FedAvg+FedIR"),
+     (CLAIM3_RUN, "fedavg", "FedAvg"), spec.HIGHER),
+    ("iid_vs_non_iid", "McMahan Table 2 (claim 4): IID needs fewer rounds "
+     "than pathological non-IID (FedAvg)", _ROUNDS,
+     (_IID, "fedavg", "FedAvg IID"), (_NON_IID, "fedavg", "FedAvg non-IID"),
+     spec.LOWER),
 ) + tuple(
-    spec.Comparison(
-        f"{m}_vs_none", f"Augenstein Fig. 1 (claim 5): {m} beats no mixing "
-        f"on the missing classes {MISSING_CLASSES}",
-        _side(CLAIM5_RUNS[m], f"fedavg+{m}", _MISSING, m),
-        _side(CLAIM5_RUNS["none"], "fedavg+none", _MISSING, "no mixing"))
+    (f"fedavg_vs_fedsgd_{part}", "McMahan Table 2 (claim 4): FedAvg (E=5, "
+     f"B=10) needs fewer rounds than FedSGD, {label}", _ROUNDS,
+     (run, "fedavg", f"FedAvg {label}"), (run, "fedsgd", f"FedSGD {label}"),
+     spec.LOWER)
+    for part, label, run in (("iid", "IID", _IID),
+                             ("non_iid", "non-IID", _NON_IID))) + tuple(
+    (f"{m}_vs_none", f"Augenstein Fig. 1 (claim 5): {m} beats no mixing on "
+     f"the missing classes {MISSING_CLASSES}", _MISSING,
+     (CLAIM5_RUNS[m], f"fedavg+{m}", m),
+     (CLAIM5_RUNS["none"], "fedavg+none", "no mixing"), spec.HIGHER)
     for m in ("parallel", "example_transfer", "gradient_transfer"))
+COMPARISONS = tuple(
+    spec.Comparison(key, claim, spec.Side(a[0], metric, a[1], a[2]),
+                    spec.Side(b[0], metric, b[1], b[2]), better)
+    for key, claim, metric, a, b, better in _PAIRS)
 
 
 def _run(name: str, **flags) -> spec.Run:

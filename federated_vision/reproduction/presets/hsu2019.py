@@ -92,17 +92,11 @@ _GRID_ORIGIN = ("as Flower's FedAvgM baseline README runs \"Figure 6 from "
 
 
 def cifar10_alpha() -> spec.Preset:
-  runs, sweeps = [], []
-  for epochs in EPOCHS:
-    for clients in c.CIFAR_REPORT_GOALS:
-      runs += [c.cifar_alpha_run("cifar10", a, clients, epochs)
-               for a in c.CIFAR10_ALPHAS]
-      sweeps.append((c.cifar_run_prefix("cifar10", clients, epochs),
-                     row_prefix(clients, epochs), c.CIFAR10_ALPHAS,
-                     "central_cifar10"))
-  table = c.alpha_table(
+  runs, table = c.cifar_alpha_grid(
       (PAPER, "cifar10_alpha"), "CIFAR-10 accuracy over alpha, FedAvg vs "
-      "FedAvgM, per reporting fraction C and local epochs E", sweeps)
+      "FedAvgM, per reporting fraction C and local epochs E",
+      [("cifar10", k, e, row_prefix(k, e)) for e in EPOCHS
+       for k in c.CIFAR_REPORT_GOALS])
   return spec.Preset(
       "hsu2019_cifar10_alpha", PAPER,
       "CIFAR-10 over K = 100 clients of 500 examples with Dirichlet(alpha) "

@@ -22,18 +22,13 @@ def figure4() -> spec.Preset:
   """Hsu 2020 §6.1 Figure 4: FedAvg and FedAvgM accuracy vs EMD on CIFAR,
   for every report goal C of `_common.CIFAR_REPORT_GOALS` (§6.1: "Using
   more clients per round (larger report goal) is also beneficial")."""
-  runs, sweeps = [], []
-  for dataset, label in (("cifar10", "CIFAR-10"), ("cifar100", "CIFAR-100")):
-    for clients in c.CIFAR_REPORT_GOALS:
-      runs += [c.cifar_alpha_run(dataset, a, clients)
-               for a in c.CIFAR_ALPHAS[dataset]]
-      sweeps.append((c.cifar_run_prefix(dataset, clients, 1),
-                     f"{label}, C = {clients},", c.CIFAR_ALPHAS[dataset],
-                     f"central_{dataset}"))
-  runs += [c.cifar_centralized("cifar10"), c.cifar_centralized("cifar100")]
-  table = c.alpha_table(
+  runs, table = c.cifar_alpha_grid(
       (PAPER, "figure4"), "Figure 4: accuracy vs EMD on CIFAR, per report "
-      "goal C (figure data)", sweeps)
+      "goal C (figure data)",
+      [(dataset, k, 1, f"{label}, C = {k},") for dataset, label in (
+          ("cifar10", "CIFAR-10"), ("cifar100", "CIFAR-100"))
+       for k in c.CIFAR_REPORT_GOALS])
+  runs += [c.cifar_centralized("cifar10"), c.cifar_centralized("cifar100")]
   return spec.Preset(
       "hsu2020_figure4", PAPER,
       "FedAvg and FedAvgM accuracy against the partition's EMD on CIFAR-10/100 "
