@@ -15,11 +15,12 @@ from federated_vision.reproduction import presets
 from federated_vision.reproduction import report
 from federated_vision.reproduction import report_text
 from federated_vision.reproduction import seeds as seeds_lib
+from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import digits_claims as dc
 from tests.reproduction_helpers import finished_run
 
-HIGHER, LOWER = spec.HIGHER, spec.LOWER
+HIGHER, LOWER = claim_spec.HIGHER, claim_spec.LOWER
 T2 = 4.302652730  # t_{0.975, 2}
 
 
@@ -66,9 +67,9 @@ def test_a_target_not_reached_is_a_bound_used_one_way_only():
   # Neither reached: that pair says nothing and is left out.
   diffs, cut = cmp.pairs(never, never, budgets, budgets)
   assert diffs == (None, None, None)
-  r = cmp.evaluate(spec.Comparison(
-      "k", "c", spec.Side("r", spec.Metric(spec.ROUNDS_TO_TARGET, 0.9), "a"),
-      spec.Side("r", spec.Metric(spec.ROUNDS_TO_TARGET, 0.9), "b"), LOWER),
+  r = cmp.evaluate(claim_spec.Comparison(
+      "k", "c", claim_spec.Side("r", spec.Metric(spec.ROUNDS_TO_TARGET, 0.9), "a"),
+      claim_spec.Side("r", spec.Metric(spec.ROUNDS_TO_TARGET, 0.9), "b"), LOWER),
       never, never, budgets, budgets)
   assert r.verdict == cmp.CANNOT_CHECK
   assert r.why == "no seed has both numbers (not reached in 60 rounds)"

@@ -1,4 +1,4 @@
-"""The papers' claims as paired comparisons over seeds (`spec.Comparison`).
+"""The papers' claims as paired comparisons over seeds (`claim_spec`).
 
 Seed k of side a and seed k of side b are one pair (the same repetition:
 for two methods of one run, the same partition, initial weights and client
@@ -25,7 +25,7 @@ import dataclasses
 from typing import Optional, Sequence, Tuple
 
 from federated_vision.reproduction import intervals
-from federated_vision.reproduction import spec
+from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spread as spread_lib
 
 REPRODUCED = "reproduced"
@@ -49,7 +49,7 @@ class Result:
     verdict: REPRODUCED, OPPOSITE, INCONCLUSIVE or CANNOT_CHECK.
     why: one line saying what the verdict rests on.
   """
-  spec: spec.Comparison
+  spec: claim_spec.Comparison
   a: spread_lib.Spread
   b: spread_lib.Spread
   differences: Tuple[Optional[float], ...]
@@ -67,7 +67,8 @@ class Result:
     return sum(self.numbers) / len(self.numbers) if self.numbers else None
 
 
-def _with_budget(value, budget: Optional[float]) -> Tuple[Optional[float], bool]:
+def _with_budget(value, budget: Optional[float]
+                 ) -> Tuple[Optional[float], bool]:
   """(the number, whether it is a budget standing in for 'not reached')."""
   if value is not None and value.status == spread_lib.OK:
     return float(value.value), False
@@ -102,8 +103,8 @@ def pairs(values_a: Sequence, values_b: Sequence,
 def verdict(differences: Sequence[Optional[float]], censored: Sequence[str],
             better: str) -> Tuple[str, str]:
   """(verdict, why) of per-seed differences a - b for a claim that a is
-  `better` (spec.HIGHER: a > b; spec.LOWER: a < b)."""
-  sign = 1.0 if better == spec.HIGHER else -1.0
+  `better` (claim_spec.HIGHER: a > b; claim_spec.LOWER: a < b)."""
+  sign = 1.0 if better == claim_spec.HIGHER else -1.0
   used = [(d, c) for d, c in zip(differences, censored) if d is not None]
   if not used:
     return CANNOT_CHECK, "no seed has both numbers"
@@ -138,7 +139,7 @@ def verdict(differences: Sequence[Optional[float]], censored: Sequence[str],
       f"{tag}: no difference"
 
 
-def evaluate(comparison: spec.Comparison, values_a: Sequence,
+def evaluate(comparison: claim_spec.Comparison, values_a: Sequence,
              values_b: Sequence, budgets_a: Sequence[Optional[float]] = (),
              budgets_b: Sequence[Optional[float]] = ()) -> Result:
   """The comparison's `Result` from each side's per-seed `report.Value`s
@@ -204,8 +205,8 @@ def markdown_lines(results: Sequence[Result]) -> list:
   return out + [""]
 
 
-def _direction(c: spec.Comparison) -> str:
-  return "> 0" if c.better == spec.HIGHER else "< 0"
+def _direction(c: claim_spec.Comparison) -> str:
+  return "> 0" if c.better == claim_spec.HIGHER else "< 0"
 
 
 def to_json(r: Result) -> dict:
@@ -220,7 +221,8 @@ def to_json(r: Result) -> dict:
             "method": r.spec.b.method, "values": list(r.b.values),
             "statuses": list(r.b.statuses)},
       "unit": r.spec.a.metric.unit,
-      "paper_direction": "a > b" if r.spec.better == spec.HIGHER else "a < b",
+      "paper_direction": ("a > b" if r.spec.better == claim_spec.HIGHER
+                          else "a < b"),
       "differences": list(r.differences), "censored": list(r.censored),
       "n": len(r.numbers), "n_seeds": len(r.differences),
       "mean": r.mean, "ci_low": iv.low if iv else None,

@@ -27,6 +27,7 @@ from federated_vision.reproduction import effective_lr
 from federated_vision.reproduction import published as published_lib
 from federated_vision.reproduction import results
 from federated_vision.reproduction import seeds as seeds_lib
+from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 from federated_vision.reproduction import spread as spread_lib
 
@@ -363,7 +364,7 @@ def build_report(preset: spec.Preset, root: str,
   return Report(preset, root, tuple(cells), tuple(studies), tuple(compared))
 
 
-def compare(comparison: spec.Comparison, preset: spec.Preset,
+def compare(comparison: claim_spec.Comparison, preset: spec.Preset,
             ctx: _Context) -> comparisons_lib.Result:
   """A paired comparison over the preset's seeds: each side read as a cell
   on each repetition (`comparisons.evaluate`); a rounds target not reached

@@ -8,6 +8,7 @@ configuration and its results are reused across presets.
 import itertools
 from typing import Optional, Sequence, Tuple
 
+from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 
 # Data-location flags (paths and how to read them) passed through from the
@@ -299,13 +300,13 @@ def cifar_alpha_grid(key: Tuple[str, str], title: str,
 
 def fedavgm_vs_fedavg(key: str, claim: str, run: str, methods=(
     "fedavgm", "fedavg"), metric: Optional[spec.Metric] = None
-                      ) -> spec.Comparison:
+                      ) -> claim_spec.Comparison:
   """The claim FedAvgM > FedAvg on one run (the same partition and client
   draws per seed), final accuracy unless `metric`."""
   metric = metric or spec.Metric(spec.FINAL_ACCURACY)
-  return spec.Comparison(
-      key, claim, spec.Side(run, metric, methods[0], "FedAvgM"),
-      spec.Side(run, metric, methods[1], "FedAvg"))
+  return claim_spec.Comparison(
+      key, claim, claim_spec.Side(run, metric, methods[0], "FedAvgM"),
+      claim_spec.Side(run, metric, methods[1], "FedAvg"))
 
 
 def cifar_centralized(dataset: str) -> spec.Run:
@@ -342,108 +343,6 @@ def alpha_table(key: Tuple[str, str], title: str,
                                    baseline))
   return spec.TableSpec(key, title, tuple(rows), ("EMD", "FedAvg", "FedAvgM"),
                         tuple(cells))
-
-
-# ---------------------------------------------------------------------- MNIST
-# McMahan et al. 2017: K = 100 clients, IID (600 examples each) or
-# pathological non-IID (200 label-sorted shards of 300, 2 per client).
-MCMAHAN_TARGETS = {"mnist_2nn": 0.97, "mnist_cnn": 0.99}
-# Budgets above the largest published round count (2NN 4278, CNN 1181).
-MCMAHAN_ROUNDS = {"mnist_2nn": 5000, "mnist_cnn": 2000}
-MCMAHAN_LR = {"mnist_2nn": 0.1, "mnist_cnn": 0.1}
-MCMAHAN_PARTITIONS = {"IID": "iid", "non-IID": "shards"}
-
-_MCMAHAN_PARTITION_QUOTE = (
-    "McMahan 2017 §3: \"IID, where the data is shuffled, and then "
-    "partitioned into 100 clients each receiving 600 examples, and Non-IID, "
-    "where we first sort the data by digit label, divide it into 200 shards "
-    "of size 300, and assign each of 100 clients 2 shards.\"")
-# Sources of McMahan's MNIST runs (`mcmahan_run`); Tables 1-2 add theirs.
-MCMAHAN_SOURCES = {
-    "dataset": "McMahan 2017 §3: \"The first two are for the MNIST digit "
-               "recognition task\"",
-    "model": "McMahan 2017 §3: \"A simple multilayer-perceptron with "
-             "2-hidden layers with 200 units each using ReLu activations "
-             "[...] which we refer to as the MNIST 2NN. 2) A CNN with two 5x5 "
-             "convolution layers (the first with 32 channels, the second with "
-             "64, each followed with 2x2 max pooling), a fully connected "
-             "layer with 512 units and ReLu activation, and a final softmax "
-             "output layer\" (mnist_2nn, mnist_cnn)",
-    "partition": _MCMAHAN_PARTITION_QUOTE + " (iid, shards)",
-    "num_clients": _MCMAHAN_PARTITION_QUOTE,
-    "examples_per_client": _MCMAHAN_PARTITION_QUOTE + " (IID runs only; "
-                           "shards fix the client size)",
-    "algorithm": "McMahan 2017 §2: \"at one endpoint of this algorithm "
-                 "family, we can take [...] which corresponds exactly to "
-                 "FedSGD\" (B = ∞, E = 1); every other (E, B) is "
-                 "FedAvg (\"We term this approach FederatedAveraging (or "
-                 "FedAvg)\"); fedsgd for E = 1, B = ∞, else fedavg",
-    "client_learning_rate": spec.OURS + "McMahan 2017 §3 tunes it per "
-                            "setting (\"training over a sufficiently wide "
-                            "grid of learning rates (typically 11-13 values "
-                            "[...])\", \"the best performing rate selected "
-                            "individually\") and prints no chosen rate; we "
-                            "train 0.1 for every (C, E, B), the rate of §2's "
-                            "Figure 1 (\"a fixed learning rate of 0.1\")",
-    "server_learning_rate": "McMahan 2017 §2: \"the server then takes a "
-                            "weighted average of the resulting models\" "
-                            "(server learning rate 1.0)",
-    "target_accuracy": "McMahan 2017 §3: \"We report the number of "
-                       "communication rounds necessary to achieve a target "
-                       "test-set accuracy.\" The targets, 97% (2NN) and 99% "
-                       "(CNN), as the transcription published.py cites reads "
-                       "Tables 1-2 (lost in this extraction)",
-    "total_rounds": spec.OURS + "the paper reports rounds to the target, "
-                    "not its budget; 2NN 5,000 / CNN 2,000 exceed every "
-                    "published count (at most 4,278 / 1,181)",
-    "rounds_per_eval": spec.OURS + "§3 interpolates rounds-to-target between "
-                       "evaluated points (\"using linear interpolation "
-                       "between the discrete points forming the curve\") "
-                       "without a cadence; every round",
-    "rounds_per_checkpoint": spec.OURS + "operational (resuming); not a "
-                             "setting of the paper",
-    "centralized_epochs": spec.OURS + "0: Tables 1-2 compare no centralized "
-                          "baseline",
-    "weight_decay": spec.OURS + "McMahan 2017 states no weight decay; 0",
-}
-
-
-def mcmahan_run(model: str, partition: str, c: float, e: int,
-                b: Optional[int]) -> spec.Run:
-  """McMahan's (C, E, B) on MNIST; b=None is B = inf. E = 1, B = inf is
-  FedSGD (McMahan 2017 §2), trained as --algorithm=fedsgd; else FedAvg.
-  No server momentum: neither algorithm reads it."""
-  fedsgd = e == 1 and b is None
-  flags = {"dataset": "mnist", "model": model, "partition": partition,
-           "num_clients": 100,
-           "algorithm": ("fedsgd",) if fedsgd else ("fedavg",),
-           "client_fraction": c,
-           "client_learning_rate": MCMAHAN_LR[model],
-           "server_learning_rate": 1.0,
-           "target_accuracy": MCMAHAN_TARGETS[model],
-           "total_rounds": MCMAHAN_ROUNDS[model], "rounds_per_eval": 1,
-           "rounds_per_checkpoint": 50}
-  if not fedsgd:  # FedSGD is E = 1, B = inf by definition: it reads neither.
-    flags.update(client_epochs=e, client_batch_size=0 if b is None else b)
-  if model == "mnist_cnn":  # The 2NN has no weight decay to set.
-    flags.update(NO_WEIGHT_DECAY)
-  if partition == "iid":  # Shards fix the client size (2 x 300).
-    flags["examples_per_client"] = 600
-  name = (f"mnist_{model.split('_')[1]}_{partition}_C{number(c)}_E{e}_"
-          f"B{'inf' if b is None else b}")
-  return federated(name, TFDS_DATA, **flags)
-
-
-def mcmahan_cell(row: str, column: str, run: spec.Run,
-                 reference: spec.Run) -> spec.CellSpec:
-  """Rounds to the target of the run's one method (fedavg or fedsgd), with
-  the speedup over `reference`'s."""
-  target = run.flags["target_accuracy"]
-  (method,) = run.methods()
-  (reference_method,) = reference.methods()
-  return spec.CellSpec(row, column, run.name,
-                       spec.Metric(spec.ROUNDS_TO_TARGET, target), method,
-                       speedup_reference=(reference.name, reference_method))
 
 
 def unique_runs(runs) -> Tuple[spec.Run, ...]:

@@ -10,6 +10,7 @@ setting's source (the paper's §3 setup, or ours with the reason) is in
 `SOURCES`.
 """
 
+from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common as c
 
@@ -131,17 +132,17 @@ def figure1() -> spec.Preset:
                         if m not in ("none", "oracle")))
 
 
-def _mixing_comparison(mixing: str) -> spec.Comparison:
+def _mixing_comparison(mixing: str) -> claim_spec.Comparison:
   """Each strategy beats no mixing on the class the clients lack (the
   server's unsmiling portraits), per seed."""
   metric = spec.Metric(spec.METHOD_FIELD, key="accuracy_unsmiling")
-  return spec.Comparison(
+  return claim_spec.Comparison(
       f"{mixing}_vs_none", "Augenstein §3 (Figure 1): mixing the centralized "
       "data in beats no mixing on the unsmiling portraits the federated "
       f"clients lack ({mixing})",
-      spec.Side(f"celeba_mixing_{mixing}", metric, f"fedavg+{mixing}",
+      claim_spec.Side(f"celeba_mixing_{mixing}", metric, f"fedavg+{mixing}",
                 mixing.replace("_", " ")),
-      spec.Side("celeba_mixing_none", metric, "fedavg+none", "no mixing"))
+      claim_spec.Side("celeba_mixing_none", metric, "fedavg+none", "no mixing"))
 
 
 PRESETS = (figure1,)

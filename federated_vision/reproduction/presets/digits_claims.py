@@ -27,6 +27,7 @@ Plus `digits_effective_lr`: a small effective-learning-rate sweep (2 alpha x
 95% t-interval and whether the paper's direction is reproduced).
 """
 
+from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common as c
 
@@ -83,38 +84,38 @@ _PAIRS = (
     ("fedavgm_vs_fedavg", "Hsu 2019 (claim 1): FedAvgM > FedAvg at the "
      "non-identical end (alpha = 0)", _FINAL,
      (ALPHA_0, "fedavgm", "FedAvgM α=0"), (ALPHA_0, "fedavg", "FedAvg α=0"),
-     spec.HIGHER),
+     claim_spec.HIGHER),
     ("accuracy_falls_with_emd", "Hsu 2019 (claim 1): FedAvg's accuracy falls "
      "as EMD rises (alpha = 100 > alpha = 0)", _FINAL,
      (ALPHA_100, "fedavg", "FedAvg α=100"), (ALPHA_0, "fedavg", "FedAvg α=0"),
-     spec.HIGHER),
+     claim_spec.HIGHER),
     ("fedvc_vs_off", "Hsu 2020 Table 2 (claim 2): FedVC's Acc@Batch > "
      "FedAvg's on imbalanced clients", _ACC_BATCH,
      (CLAIM2_RUN, "fedavg+fedvc", "FedAvg+FedVC"),
-     (CLAIM2_RUN, "fedavg", "FedAvg"), spec.HIGHER),
+     (CLAIM2_RUN, "fedavg", "FedAvg"), claim_spec.HIGHER),
     ("fedir_vs_off", "Hsu 2020 §6.2 (claim 3): FedIR > FedAvg on strongly "
      "skewed clients (alpha = 0.05)", _FINAL,
      (CLAIM3_RUN, "fedavg+fedir", "FedAvg+FedIR"),
-     (CLAIM3_RUN, "fedavg", "FedAvg"), spec.HIGHER),
+     (CLAIM3_RUN, "fedavg", "FedAvg"), claim_spec.HIGHER),
     ("iid_vs_non_iid", "McMahan Table 2 (claim 4): IID needs fewer rounds "
      "than pathological non-IID (FedAvg)", _ROUNDS,
      (_IID, "fedavg", "FedAvg IID"), (_NON_IID, "fedavg", "FedAvg non-IID"),
-     spec.LOWER),
+     claim_spec.LOWER),
 ) + tuple(
     (f"fedavg_vs_fedsgd_{part}", "McMahan Table 2 (claim 4): FedAvg (E=5, "
      f"B=10) needs fewer rounds than FedSGD, {label}", _ROUNDS,
      (run, "fedavg", f"FedAvg {label}"), (run, "fedsgd", f"FedSGD {label}"),
-     spec.LOWER)
+     claim_spec.LOWER)
     for part, label, run in (("iid", "IID", _IID),
                              ("non_iid", "non-IID", _NON_IID))) + tuple(
     (f"{m}_vs_none", f"Augenstein Fig. 1 (claim 5): {m} beats no mixing on "
      f"the missing classes {MISSING_CLASSES}", _MISSING,
      (CLAIM5_RUNS[m], f"fedavg+{m}", m),
-     (CLAIM5_RUNS["none"], "fedavg+none", "no mixing"), spec.HIGHER)
+     (CLAIM5_RUNS["none"], "fedavg+none", "no mixing"), claim_spec.HIGHER)
     for m in ("parallel", "example_transfer", "gradient_transfer"))
 COMPARISONS = tuple(
-    spec.Comparison(key, claim, spec.Side(a[0], metric, a[1], a[2]),
-                    spec.Side(b[0], metric, b[1], b[2]), better)
+    claim_spec.Comparison(key, claim, claim_spec.Side(a[0], metric, a[1], a[2]),
+                    claim_spec.Side(b[0], metric, b[1], b[2]), better)
     for key, claim, metric, a, b, better in _PAIRS)
 
 

@@ -15,6 +15,7 @@ import types
 from typing import Dict, Mapping, Sequence, Tuple
 
 from federated_vision.reproduction import published_hsu2020 as pub
+from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common as c
 from federated_vision.reproduction.presets import hsu2020_cifar as cifar
@@ -175,12 +176,12 @@ def table2() -> spec.Preset:
                          tuple(cells))
   batch = spec.Metric(spec.ACC_AT_BATCH, pub.ACC_BATCHES[-1])
   comparisons = tuple(
-      spec.Comparison(
+      claim_spec.Comparison(
           f"fedvc_vs_off_{run.name}", src.H + "§6.3: \"FedVC consistently "
           "yields superior accuracy on both FedAvg and FedAvgM\" (Acc@Batch "
           f"50k, {run.flags['inat_split']}, {run.flags['methods'][0]})",
-          spec.Side(run.name, batch, run.flags["methods"][1], "FedVC on"),
-          spec.Side(run.name, batch, run.flags["methods"][0], "FedVC off"))
+          claim_spec.Side(run.name, batch, run.flags["methods"][1], "FedVC on"),
+          claim_spec.Side(run.name, batch, run.flags["methods"][0], "FedVC off"))
       for run in runs)
   return _preset(
       "hsu2020_table2",
@@ -304,21 +305,21 @@ def table4() -> spec.Preset:
     mode = "two_layers" if two_layers else "all_layers"
     for clients in (10, 50, 100):
       name = (f"landmarks_{{}}_c{clients}_fedir_off_on_{mode}_r5000").format
-      comparisons.append(spec.Comparison(
+      comparisons.append(claim_spec.Comparison(
           f"fedavgm_vs_fedavg_c{clients}_{mode}", src.H + "§6.4.2: \"While "
           "FedAvgM gives the most significant improvements in all runs\" "
           f"(Acc@Round 5k, C = {clients}, {mode.replace('_', ' ')})",
-          spec.Side(name("fedavgm"), round5k, "fedavgm", "FedAvgM"),
-          spec.Side(name("fedavg"), round5k, "fedavg", "FedAvg")))
+          claim_spec.Side(name("fedavgm"), round5k, "fedavgm", "FedAvgM"),
+          claim_spec.Side(name("fedavg"), round5k, "fedavg", "FedAvg")))
     for algorithm in ("fedavg", "fedavgm"):
       run = f"landmarks_{algorithm}_c10_fedir_off_on_{mode}_r5000"
-      comparisons.append(spec.Comparison(
+      comparisons.append(claim_spec.Comparison(
           f"fedir_vs_off_{algorithm}_c10_{mode}", src.H + "§6.4.2: \"FedIR "
           "further improves the convergence speed and accuracy especially "
           "when the report goal is small\" (Acc@Round 5k, C = 10, "
           f"{algorithm}, {mode.replace('_', ' ')})",
-          spec.Side(run, round5k, f"{algorithm}+fedir", "FedIR on"),
-          spec.Side(run, round5k, algorithm, "FedIR off")))
+          claim_spec.Side(run, round5k, f"{algorithm}+fedir", "FedIR on"),
+          claim_spec.Side(run, round5k, algorithm, "FedIR off")))
   return _preset(
       "hsu2020_table4",
       "FedIR off/on for FedAvg and FedAvgM on Landmarks-User-160k, C in "

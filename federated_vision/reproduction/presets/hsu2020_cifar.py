@@ -7,6 +7,7 @@ its section, or "ours:" and why) plus each preset's own.
 
 from typing import Tuple
 
+from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common as c
 
@@ -44,7 +45,7 @@ def figure4() -> spec.Preset:
       comparisons=_figure4_comparisons())
 
 
-def _figure4_comparisons() -> Tuple[spec.Comparison, ...]:
+def _figure4_comparisons() -> Tuple[claim_spec.Comparison, ...]:
   """§6.1's two claims at alpha = 0: FedAvgM > FedAvg, and more clients per
   round (C = 40 vs 5) better."""
   final = spec.Metric(spec.FINAL_ACCURACY)
@@ -56,12 +57,12 @@ def _figure4_comparisons() -> Tuple[spec.Comparison, ...]:
         "alpha = 0, C = 10)", run))
     big, small = (f"{c.cifar_run_prefix(dataset, k, 1)}_alpha_0"
                   for k in (40, 5))
-    out.append(spec.Comparison(
+    out.append(claim_spec.Comparison(
         f"report_goal_40_vs_5_{dataset}", "Hsu 2020 §6.1: \"Using more "
         "clients per round (larger report goal ) is also beneficial\" "
-        f"({dataset}, FedAvg, alpha = 0)", spec.Side(big, final, "fedavg",
+        f"({dataset}, FedAvg, alpha = 0)", claim_spec.Side(big, final, "fedavg",
                                                     "C = 40"),
-        spec.Side(small, final, "fedavg", "C = 5")))
+        claim_spec.Side(small, final, "fedavg", "C = 5")))
   return tuple(out)
 
 
