@@ -23,6 +23,7 @@ from federated_vision.reproduction import spread as spread_lib
 
 # t_{0.975, df} as printed in standard tables (e.g. NIST/SEMATECH
 # e-Handbook of Statistical Methods, table 1.3.6.7.2, 3 decimals).
+T975_2 = 4.302652730  # t_{0.975, 2}, scipy.stats.t.ppf(0.975, 2).
 PRINTED_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447,
                 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228, 15: 2.131,
                 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000,
@@ -200,3 +201,43 @@ def test_train_main_seeds_smoke(tmp_path, train_in_process):
   a = (tmp_path / "rep" / "fedavg" / "metrics.csv").read_text()
   b = (tmp_path / "rep_seed6" / "fedavg" / "metrics.csv").read_text()
   assert a != b  # Another seed: another partition, init and sampling.
+
+
+def test_paper_number_inside_or_outside_our_interval(tmp_path):
+  """Hsu 2020 Table 3 over 3 seeds: the cell shows mean ± half width (n=3),
+  the paper's printed number, and whether it lies in our interval; a seed
+  without a number is left out and said (n=2 of 3)."""
+  from federated_vision.reproduction import report  # pylint: disable=g-import-not-at-top
+  from federated_vision.reproduction import report_text  # pylint: disable=g-import-not-at-top
+  from tests.reproduction_helpers import finished_run  # pylint: disable=g-import-not-at-top
+  p = seeds_lib.expand(presets.get_preset("hsu2020_table3"), 3)
+  (table,) = p.tables
+  row = "FedAvg, FedVC ✓, FedIR ✗, C = 10"  # The paper: 31.3, 39.7, 43.9.
+  run = next(c.run for c in table.cells if c.row == row)
+  root = str(tmp_path)
+  at_5k = [0.42, 0.44, 0.46]  # Acc@Round 5k per seed: 44 ± 4.97 ∋ 43.9.
+  at_1k = [0.20, 0.21, 0.22]  # 21 ± 2.48: 31.3 outside.
+  for name, a1, a5 in zip(seeds_lib.replicas(p, run), at_1k, at_5k):
+    curve = [(1000, a1), (2500, 0.35), (5000, a5)]
+    finished_run(root, p.run(name), {"fedavg+fedvc": curve,
+                                     "fedavg+fedir+fedvc": curve})
+  rep = report.build_report(p, root)
+  cells = {c.cell.column: c for c in rep.cells if c.cell.row == row}
+  c5 = cells["Acc@Round 5k"]
+  half = T975_2 * 2.0 / math.sqrt(3)
+  assert c5.interval.half_width == pytest.approx(half)
+  assert c5.paper_inside is True and cells["Acc@Round 1k"].paper_inside is False
+  text = report_text.cell_text(c5)
+  assert text == (f"44.00 ± {half:.2f} (n=3) / 43.9 (Δ +0.10; paper inside)")
+  assert report_text.cell_text(cells["Acc@Round 1k"]).endswith(
+      "/ 31.3 (Δ -10.30; paper outside)")
+  # The third seed's run goes missing: n=2 of 3, the footnote names it.
+  import shutil  # pylint: disable=g-import-not-at-top
+  shutil.rmtree(os.path.join(root, seeds_lib.replicas(p, run)[2]))
+  rep = report.build_report(p, root)
+  c5 = next(c for c in rep.cells if (c.cell.row, c.cell.column) == (
+      row, "Acc@Round 5k"))
+  assert (c5.spread["ours"].n, c5.spread["ours"].total) == (2, 3)
+  assert report_text.ours_text(c5).endswith("(n=2 of 3)")
+  md = report_text.format_markdown(rep)
+  assert f"no directory {root}/{run}_seed2" in md

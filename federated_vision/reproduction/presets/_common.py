@@ -116,7 +116,8 @@ def centralized(name: str, epochs: int, data: Sequence[str] = (),
 # client learning rate 0.01, batch 32 (Landmarks) / 64 (others). The sources
 # of every value are `presets/hsu2020_sources.py`'s REALWORLD_SOURCES.
 INAT_SPLITS = {"User-120k": "user_120k", "Geo-3k": "geo_3k"}
-REALWORLD_TRAINING = {"weight_decay": MOBILENET_WEIGHT_DECAY, "client_epochs": 1,
+REALWORLD_TRAINING = {"weight_decay": MOBILENET_WEIGHT_DECAY,
+                      "client_epochs": 1,
                       "client_learning_rate": 0.01,
                       "model": "mobilenet_v2_gn", "mobilenet_alpha": 1.0,
                       "gn_groups": 32}
