@@ -142,6 +142,9 @@ def write_outputs(preset: spec.Preset, root: str, echo: Printer) -> None:
     hparams.write_sweep(root, finished, write_sessions=False)
   if preset.name == "digits_claims":
     lines = [v.line for v in claims.check_digits_claims(root)]
+    if seeds_lib.num_seeds(preset) > 1:  # The comparisons cover the seeds.
+      lines.insert(0, "Verdicts of the first seed's runs (--seed as the "
+                   "preset sets it); every seed: the paired comparisons.")
     path = os.path.join(root, "digits_claims_verdicts.txt")
     with open(path, "w") as f:
       f.write("\n".join(lines) + "\n")
