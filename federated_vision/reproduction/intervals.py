@@ -8,7 +8,7 @@ A report cell over n seeds shows the mean of its n values and the two-sided
 
 (the interval a reader computes from n independent repetitions whose spread
 is unknown). A paired comparison (method A vs B over the same seeds) is the
-same interval over the per-seed differences A_k - B_k.
+same interval over the per-seed differences A_k - B_k (`comparisons`).
 
 t_{0.975, df}: `T_975` is the table for df = 1..30 (values of
 scipy.stats.t.ppf(0.975, df), scipy 1.9.3, rounded to 9 digits; the test
@@ -93,17 +93,3 @@ def t_interval(values: Sequence[float]) -> Interval:
 def maybe_interval(values: Sequence[float]) -> Optional[Interval]:
   """`t_interval`, or None for fewer than 2 values."""
   return t_interval(values) if len(values) >= 2 else None
-
-
-def paired_differences(a: Sequence[Optional[float]],
-                       b: Sequence[Optional[float]]) -> list:
-  """[a_k - b_k] over the seeds k where both are numbers (None elsewhere
-  leaves that seed out).
-
-  Raises:
-    ValueError: the sequences differ in length (not the same seeds).
-  """
-  if len(a) != len(b):
-    raise ValueError(f"paired values need the same seeds, got {len(a)} and "
-                     f"{len(b)}")
-  return [x - y for x, y in zip(a, b) if x is not None and y is not None]
