@@ -60,6 +60,7 @@ from federated_vision import tasks
 from federated_vision.errors import ConfigError
 from federated_vision.evaluation import cost
 from federated_vision.methods import names as method_names
+from federated_vision.reproduction import seeds as seeds_lib
 from federated_vision.tasks import presence
 
 Printer = Callable[[str], None]
@@ -240,9 +241,16 @@ def calibration_config(config: config_lib.ExperimentConfig, s: Settings
 
 # -------------------------------------------------------------- projection
 class Estimate(NamedTuple):
+  """A run's projection; `seeds` repetitions of it (`--seeds`) cost
+  `seeds` times as much (`total`)."""
   name: str
   projection: cost.Projection
   lines: List[str]
+  seeds: int = 1
+
+  @property
+  def total(self) -> cost.Timing:
+    return self.projection.total.scaled(self.seeds)
 
 
 def _method_config(config, method_name: str):
@@ -401,13 +409,18 @@ def report(estimates: List[Estimate], workers: str, echo: Printer = print,
   echo(f"cost estimate ({workers}); {FORMULA}")
   total = cost.ZERO
   for e in estimates:
-    echo(f"run {e.name}: wall {cost.duration(e.projection.total.wall)}, "
-         f"{cost.hours(e.projection.total.cpu)} CPU")
+    one = e.projection.total
+    seeds = (f" per seed; x {e.seeds} seeds: wall "
+             f"{cost.duration(e.total.wall)}, {cost.hours(e.total.cpu)} CPU"
+             if e.seeds > 1 else "")
+    echo(f"run {e.name}: wall {cost.duration(one.wall)}, "
+         f"{cost.hours(one.cpu)} CPU{seeds}")
     for line in e.lines:
       echo(line)
-    total = total + e.projection.total
+    total = total + e.total
   total = total + cost.Timing(process_startup, process_startup)
-  echo(f"total: {len(estimates)} run(s), wall {cost.duration(total.wall)} "
+  runs = sum(e.seeds for e in estimates)
+  echo(f"total: {runs} run(s), wall {cost.duration(total.wall)} "
        f"({total.wall:.0f} s), {cost.hours(total.cpu)} CPU "
        f"(imports {process_startup:.1f} s once; runs one after another)")
   if started:
@@ -447,17 +460,22 @@ def estimate_train_main(flag_values, echo: Printer = print) -> None:
   config = run_config(values)
   est = Estimator(settings_from_flags(flag_values), echo)
   e = est.estimate(config.output.experiment_name, config)
-  report([e], describe_workers(config.execution), echo, imports, started)
+  seeds = flag_values["seeds"].value if "seeds" in flag_values else 1
+  report([e._replace(seeds=seeds)], describe_workers(config.execution), echo,
+         imports, started)
 
 
 def estimate_preset(preset, runs, data: Mapping[str, object],
                     execution: Mapping[str, object], settings: Settings,
                     echo: Printer = print) -> List[Estimate]:
   """`reproduce --estimate`: every run of `runs` (a preset's selection),
-  with the data flags given (`data`) and the workers (`execution`)."""
+  with the data flags given (`data`) and the workers (`execution`). The
+  repetitions of one run over seeds (`--seeds`, `seeds.expand`) are
+  projected once and counted as many times as they are selected."""
   started, imports = time.perf_counter(), calib.process_age()
   configs = []
-  for run in runs:  # Every config checked before the first calibration.
+  copies = {r.name: n for r, n in seeds_lib.group_by_base(preset, runs)}
+  for run in (r for r in runs if r.name in copies):  # Checked first.
     values = dict(run.flag_dict(), **{n: data[n] for n in run.data_flags
                                       if data.get(n) not in (None, "", [])},
                   **execution, experiment_name=run.name)
@@ -465,9 +483,11 @@ def estimate_preset(preset, runs, data: Mapping[str, object],
       configs.append((run.name, run_config(values)))
     except ConfigError as e:
       raise ConfigError(f"run {run.name}: {e}", e.field) from None
-  echo(f"preset {preset.name}: estimating {len(configs)} run(s)")
+  echo(f"preset {preset.name}: estimating {len(configs)} run(s)"
+       f"{f' x their seeds ({len(runs)} runs)' if len(runs) > len(configs) else ''}")
   est = Estimator(settings, echo)
-  out = [est.estimate(name, config) for name, config in configs]
+  out = [est.estimate(name, config)._replace(seeds=copies[name])
+         for name, config in configs]
   workers = describe_workers(configs[0][1].execution) if configs else ""
   report(out, workers, echo, imports, started)
   return out

@@ -58,10 +58,10 @@ def grouped_help(flag_values: flags.FlagValues, doc: Optional[str],
   key = flag_values.get_key_flags_for_module(program)
   # flags_components: generated after a binary that takes every config flag
   # (--dataset among them) adopted its key flags; estimate: --estimate and its
-  # settings (estimate.define_flags).
+  # settings (estimate.define_flags); repeat: --seeds.
   adopted_config = config_module and any(f.name == "dataset" for f in key)
   for module in ((["experiments.flags_components"] if adopted_config else [])
-                 + ["experiments.estimate"]):
+                 + ["experiments.estimate", "experiments.repeat"]):
     key += [f for f in flag_values.get_flags_for_module(module)
             if f not in key]
   sections = getattr(config_module, "SECTIONS", {}) if config_module else {}

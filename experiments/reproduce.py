@@ -4,7 +4,7 @@
       [--dry_run] [--only=run_glob,...] [--report_only]
       [--results_root=DIR (default: --root_output_dir, i.e. output)]
       [--local_workers=N] [--workers=host:port,...] [--parallel_runs=N]
-      [--estimate]
+      [--estimate] [--seeds=N]
 
 Plans the preset's runs (a missing data flag or file, or data not on this
 machine, stops it before any run starts; --report_only reads finished runs
@@ -13,7 +13,10 @@ runs, skipping finished ones), then writes <results_root>/<preset>.md/.csv,
 the studies' tables and contours, TensorBoard HParams for the sweep and, for
 --preset=digits_claims, one verdict line per claim. --estimate prints each
 run's projected wall time and CPU-hours (calibrated per run shape, on the
-synthetic twin where the data are not here) and trains nothing. A preset
+synthetic twin where the data are not here) and trains nothing. --seeds=N
+repeats every run over N seeds (`reproduction.seeds`; each an ordinary
+resumable run) and shows every cell as its mean and 95% t-interval over
+them, and each paired comparison's difference (--estimate: x N). A preset
 fixes its runs' settings: only the flags below are read (data location,
 output root, TFF workers); any other setting flag is refused. Logic:
 `experiments.reproduce_lib`; presets: `federated_vision.reproduction`.
@@ -31,6 +34,7 @@ from experiments import cli
 from experiments import estimate
 from experiments import flags_lib
 from experiments import parallel
+from experiments import repeat
 from experiments import reproduce_lib
 from federated_vision.reproduction import plan
 from federated_vision.reproduction import presets
@@ -38,6 +42,7 @@ from federated_vision.reproduction import presets
 flags_lib.define_flags()  # The data-location flags, named as in train_main.
 cli.define_flags()
 estimate.define_flags()
+repeat.define_flags()
 flags.DEFINE_string("preset", None, "Preset name: "
                     f"{' | '.join(presets.preset_names())} (--dry_run lists "
                     "its runs).")
@@ -55,6 +60,7 @@ flags.DEFINE_integer("parallel_runs", 1, parallel.FLAG_HELP, lower_bound=1)
 for _name in reproduce_lib.read_flag_names():  # --help lists these.
   flags.declare_key_flag(_name)
 flags.adopt_module_key_flags(cli)  # --extra_modules.
+flags.declare_key_flag("seeds")
 FLAGS = flags.FLAGS
 
 
@@ -65,7 +71,7 @@ def main(argv):
       if FLAGS.dry_run or FLAGS.report_only:
         cli.fail("--estimate: not with --dry_run or --report_only")
       try:
-        preset = reproduce_lib.get_preset(FLAGS.preset)
+        preset = reproduce_lib.get_preset(FLAGS.preset, FLAGS.seeds)
         estimate.estimate_preset(
             preset, plan.select(preset, FLAGS.only),
             reproduce_lib.given_data(FLAGS),
@@ -81,7 +87,7 @@ def main(argv):
           FLAGS.only, FLAGS.dry_run, FLAGS.report_only,
           execution=reproduce_lib.execution_settings(FLAGS),
           parallel_runs=FLAGS.parallel_runs,
-          extra_modules=FLAGS.extra_modules)
+          extra_modules=FLAGS.extra_modules, seeds=FLAGS.seeds)
     except (plan.PlanError, reproduce_lib.ReproduceError) as e:
       cli.fail(str(e))
   cli.main(argv, body, tff_runtime=_trains())
@@ -122,7 +128,7 @@ def _check_plan() -> None:
     return  # Those paths check in main() (extra modules may add presets).
   try:
     planned = plan.plan(
-        reproduce_lib.get_preset(FLAGS.preset),
+        reproduce_lib.get_preset(FLAGS.preset, FLAGS.seeds),
         reproduce_lib.output_root(FLAGS), reproduce_lib.given_data(FLAGS),
         FLAGS.only)
     reproduce_lib.check_runnable(planned)

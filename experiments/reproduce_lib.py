@@ -8,7 +8,7 @@ it before any run starts), runs every run that is not finished through
 `config.from_values` + `runner.run` (a run that was interrupted resumes from
 its checkpoint; one run name is one configuration, so a centralized baseline
 shared by several presets runs once), then writes the report
-(`report.write_report`), the studies, the sweep's HParams experiment and, for
+(`report_text.write_report`), the studies, the sweep's HParams experiment and, for
 `digits_claims`, the claim verdicts. Every preset flag is a train_main
 setting (tests/test_reproduction_presets.py); an unknown one is a
 `ConfigError` naming it, before any run starts.
@@ -26,7 +26,9 @@ from federated_vision.reproduction import hparams
 from federated_vision.reproduction import plan as plan_lib
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import report as report_lib
+from federated_vision.reproduction import report_text
 from federated_vision.reproduction import results
+from federated_vision.reproduction import seeds as seeds_lib
 from federated_vision.reproduction import spec
 
 Printer = Callable[[str], None]
@@ -132,14 +134,17 @@ def run_one(flags: Mapping[str, object]) -> None:
 def write_outputs(preset: spec.Preset, root: str, echo: Printer) -> None:
   """Report, studies, HParams sweep experiment and (digits) claims."""
   rep = report_lib.build_report(preset, root)
-  paths = report_lib.write_report(rep, root)
-  echo(report_lib.format_markdown(rep))
+  paths = report_text.write_report(rep, root)
+  echo(report_text.format_markdown(rep))
   finished = [r.name for r in preset.runs
               if results.read_run(root, r).status == results.FINISHED]
   if finished:
     hparams.write_sweep(root, finished, write_sessions=False)
   if preset.name == "digits_claims":
     lines = [v.line for v in claims.check_digits_claims(root)]
+    if seeds_lib.num_seeds(preset) > 1:  # The comparisons cover the seeds.
+      lines.insert(0, "Verdicts of the first seed's runs (--seed as the "
+                   "preset sets it); every seed: the paired comparisons.")
     path = os.path.join(root, "digits_claims_verdicts.txt")
     with open(path, "w") as f:
       f.write("\n".join(lines) + "\n")
@@ -153,8 +158,8 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
               report_only: bool = False, echo: Printer = print,
               run_fn: Callable[[Mapping[str, object]], None] = run_one,
               execution: Optional[Mapping[str, object]] = None,
-              parallel_runs: int = 1, extra_modules: Sequence[str] = ()
-              ) -> Dict[str, str]:
+              parallel_runs: int = 1, extra_modules: Sequence[str] = (),
+              seeds: int = 1) -> Dict[str, str]:
   """Plans, runs and reports one preset (see the module docstring).
 
   `preset_name` is a registered name or a `spec.Preset` (e.g. a scaled-down
@@ -163,7 +168,8 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
   > 1 runs the unfinished runs as separate processes, that many at once
   (`experiments.parallel`; `run_fn` is then not used): a failed run does not
   stop the others, and then no report is written and the error's exit
-  status is the worst of the runs'.
+  status is the worst of the runs'. `seeds` > 1 repeats every run over
+  that many seeds (`seeds.expand`: `--seeds`); the report aggregates them.
 
   Returns:
     run name -> what happened to it ('finished', 'ran', 'dry run').
@@ -172,13 +178,7 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
     ReproduceError / PlanError / ConfigError: one line naming the preset,
       run, flag or file -- for plan and config errors before any run starts.
   """
-  if isinstance(preset_name, spec.Preset):
-    preset = preset_name
-  else:
-    try:
-      preset = presets.get_preset(preset_name)
-    except KeyError as e:
-      raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
+  preset = get_preset(preset_name, seeds)
   if dry_run:
     selected = plan_lib.select(preset, only)
     echo("\n".join(describe_runs(preset, results_root, selected, data)))
@@ -237,15 +237,22 @@ def _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
     raise error
 
 
-def get_preset(preset_name: Union[str, spec.Preset]) -> spec.Preset:
+def get_preset(preset_name: Union[str, spec.Preset], seeds: int = 1
+               ) -> spec.Preset:
   """A registered preset by name (ReproduceError naming --preset if none),
-  or `preset_name` itself when it is a `spec.Preset`."""
+  or `preset_name` itself when it is a `spec.Preset`; with `seeds` > 1 its
+  runs repeated over that many seeds (`seeds.expand`)."""
   if isinstance(preset_name, spec.Preset):
-    return preset_name
+    preset = preset_name
+  else:
+    try:
+      preset = presets.get_preset(preset_name)
+    except KeyError as e:
+      raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
   try:
-    return presets.get_preset(preset_name)
-  except KeyError as e:
-    raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
+    return seeds_lib.expand(preset, seeds)
+  except ValueError as e:
+    raise ReproduceError(str(e)) from None
 
 
 def data_flag_names() -> List[str]:

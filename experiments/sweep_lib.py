@@ -18,6 +18,7 @@ import sys
 from federated_vision.experiment import config as config_lib
 from experiments import flags_lib
 from experiments import parallel
+from experiments import repeat
 from federated_vision.experiment import runner
 from federated_vision.experiment import sweeps
 from federated_vision.errors import ConfigError, show
@@ -69,14 +70,19 @@ def plan(f):
   command_line = config_lib.replace_fields(config_lib.ExperimentConfig(),
                                            {n: f[n].value for n in names})
   rows = []
-  for pt in points:
-    config = sweeps.point_config(command_line, sweep, pt, explicit, exp_dir)
-    config_lib.validate(config, explicit)
-    out = config.output_dir
-    status = point_status(out)
-    if status is None:
-      status = presence.missing_data(config.data)
-    rows.append((pt, config, out, status))
+  n = f["seeds"].value if "seeds" in f else 1
+  for pt in points:  # --seeds: each point's repetitions (`repeat`).
+    first = sweeps.point_config(command_line, sweep, pt, explicit, exp_dir)
+    for k, config in enumerate(repeat.configs(first, n)):
+      point = pt if k == 0 else sweeps.Point(
+          config.output.experiment_name,
+          dict(pt.flags, seed=config.training.seed))
+      config_lib.validate(config, explicit)
+      out = config.output_dir
+      status = point_status(out)
+      if status is None:
+        status = presence.missing_data(config.data)
+      rows.append((point, config, out, status))
   return sweep, exp_dir, rows
 
 

@@ -3,13 +3,11 @@
 Every point is an ordinary `train_main` run (`runner.run` on the point's
 config) writing summary.json, hparams.json, <method>/metrics.csv, the
 partition report and plots to <root_output_dir>/<experiment_name>/<point>/.
-<experiment_name> defaults to the sweep's name. Points whose summary.json
-exists are skipped, so an interrupted sweep resumes when started again (a
-point cut short resumes from its last checkpoint). Grids: federated_vision/experiment/sweeps.py.
-
-Precedence: a point's grid axes > flags given on the command line > the
-sweep's base values > flag defaults. Giving an axis flag (e.g. --alpha for an
-alpha sweep) on the command line is an error.
+<experiment_name> defaults to the sweep's name. Points with a summary.json are
+skipped: a rerun resumes (a point cut short from its checkpoint). Grids: federated_vision/experiment/sweeps.py.
+--seeds=N: each point N times (<point>_seed<s>, `repeat`). Precedence: a
+point's axes > command-line flags > the sweep's base > flag defaults; giving
+an axis flag (e.g. --alpha for an alpha sweep) on the command line is an error.
 
   .venv/bin/python -m experiments.sweep_main --sweep=hsu2019_cifar10 --dry_run
   .venv/bin/python -m experiments.sweep_main --sweep=hsu2019_cifar10 \\
@@ -27,11 +25,13 @@ from absl import flags
 from experiments import cli
 from experiments import flags_lib
 from experiments import parallel
+from experiments import repeat
 from experiments import sweep_lib
 from federated_vision.experiment import sweeps
 
 flags_lib.define_flags()
 cli.define_flags()
+repeat.define_flags()
 flags.DEFINE_string("sweep", None, f"The grid to run: "
                     f"{' | '.join(sweeps.SWEEP_NAMES)}.")
 flags.DEFINE_bool("dry_run", False, "Print the planned runs and exit.")

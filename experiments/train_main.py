@@ -1,17 +1,14 @@
 """Federated training experiment: several methods side by side + centralized.
 
-Default (`make run`): scikit-learn's digits over 20 Dirichlet(alpha=0.5)
-clients, FedAvg and FedAvgM, and a centralized baseline with the same model
-and input pipeline. Prints a line per round and a final table; writes
-metrics CSVs, TensorBoard summaries, accuracy PNGs, hparams.json and
-summary.json under --root_output_dir/--experiment_name (docs/experiments.md).
---estimate: the projected wall time and CPU-hours; trains nothing.
+Default (`make run`): digits over 20 Dirichlet(alpha=0.5) clients, FedAvg and
+FedAvgM, and a centralized baseline (same model and input pipeline). Writes
+metrics CSVs, TensorBoard summaries, plots, hparams.json and summary.json
+under --root_output_dir/--experiment_name (docs/experiments.md). --estimate:
+the projected cost, trains nothing; --seeds=N: N repetitions (`repeat`).
 
-  .venv/bin/python -m experiments.train_main --total_rounds=5 --fedvc
-Flags -> `experiment.config.checked_flags` (once) -> `experiment.runner.run`.
-Exit status: 0 done; 2 bad flag, directory in use or holding another
-experiment (experiment.json); 3 divergence; 1 unreadable checkpoint or
-unwritable output; 130 Ctrl-C: rerun to resume (docs/failure_modes.md).
+Flags -> `repeat.checked_flags` (validated once) -> `runner.run`. Exit: 0
+done; 2 bad flag or directory in use / another experiment's; 3 divergence; 1
+unreadable checkpoint or output; 130 Ctrl-C, rerun to resume (failure_modes).
 """
 
 import os
@@ -24,7 +21,7 @@ from absl import flags
 from experiments import cli
 from experiments import estimate
 from experiments import flags_lib
-from federated_vision.experiment import config as config_lib
+from experiments import repeat
 from federated_vision.experiment import run_record
 from federated_vision.experiment import runner
 from federated_vision.tasks import presence
@@ -32,27 +29,30 @@ from federated_vision.tasks import presence
 flags_lib.define_flags()
 cli.define_flags()
 estimate.define_flags()
+repeat.define_flags()
 for _module in flags_lib.key_flag_modules():
   flags.adopt_module_key_flags(_module)
 FLAGS = flags.FLAGS
-_CHECKED = []  # (config, resolved) of the command line, validated once.
+_CHECKED = []  # (repetitions, resolved) of the command line, checked once.
 
 
 def check_config():
-  """The config, validated once before TensorFlow's import; main runs it."""
+  """The config (and its --seeds repetitions), validated once before
+  TensorFlow's import; main runs them."""
   if not FLAGS.estimate:  # --estimate validates its calibrations in main().
-    config, resolved = config_lib.checked_flags(FLAGS)
-    presence.require(config.data)
-    run_record.check_before_run(config)  # Another experiment's directory.
-    _CHECKED[:] = [(config, resolved)]
+    replicas, resolved = repeat.checked_flags(FLAGS)
+    presence.require(replicas[0].data)
+    for config in replicas:  # Another experiment's directory.
+      run_record.check_before_run(config)
+    _CHECKED[:] = [(replicas, resolved)]
 
 
 def main(argv):
   if FLAGS.estimate:  # Calibrate in a temporary directory; train nothing.
     cli.main(argv, lambda: estimate.estimate_train_main(FLAGS))
     return
-  cli.main(argv, lambda: runner.run(*(_CHECKED.pop() if _CHECKED
-                                     else config_lib.checked_flags(FLAGS))))
+  cli.main(argv, lambda: repeat.run_each(*(_CHECKED.pop() if _CHECKED else (
+      repeat.checked_flags(FLAGS))), runner.run))
 
 
 if __name__ == "__main__":

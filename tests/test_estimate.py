@@ -118,6 +118,67 @@ def test_real_world_run_is_scaled_from_its_twin_calibration():
   assert "-> x3200; C=100 x 4 batches of B=64 (25600 examples)" in text
 
 
+# A two-point scaled calibration (rounds of 1 and of 4 clients), recorded.
+TWO_POINT = Calibration(
+    build=T(30.0, 40.0), warmup_excess=T(10.0, 12.0),
+    rounds={"fedavg+fedvc": T(6.0, 11.0), "fedavg+fedir+fedvc": T(7.0, 12.0)},
+    evaluation=T(0.9, 1.3), test_examples=8, train_examples=128,
+    step=cost.ZERO, seconds=120.0,
+    rounds_one={"fedavg+fedvc": T(3.0, 5.0),
+                "fedavg+fedir+fedvc": T(4.0, 6.0)},
+    evaluation_half=T(0.6, 0.9), half_examples=4)
+
+
+def _two_point_projection(run, cal_units: float, units: float):
+  """(the estimate of `run` from TWO_POINT, the reference wall and CPU
+  seconds): each round on the line through 1 x and 4 x `cal_units`
+  examples, at the run's `units` examples; an evaluation on the line
+  through 4 and 8 test examples, at 22,690."""
+  cal = estimate.calibration_config(
+      run, estimate.Settings(rounds=3, scaled_rounds=2, clients=4))
+  e = estimate.project_run("inat_c10", run, cal, TWO_POINT)
+  def line(small, large, u_small=cal_units, u_large=4 * cal_units, at=units):
+    unit = (large - small) / (u_large - u_small)
+    return small - u_small * unit + at * unit
+  ev = lambda small, large: line(small, large, 4, 8, 22_690)
+  wall = _reference(40.0, [line(3.0, 6.0), line(4.0, 7.0)], 5000, 250,
+                    ev(0.6, 0.9))
+  cpu = _reference(52.0, [line(5.0, 11.0), line(6.0, 12.0)], 5000, 250,
+                   ev(0.9, 1.3))
+  return e, wall, cpu
+
+
+def test_fedvc_with_several_epochs_and_seeds_is_priced_exactly():
+  """FedVC, E = 3, N_VC = 256, B = 64, C = 10, --seeds=3: a client's round
+  trains E * N_VC = 768 examples (12 batches), so a round E * C * N_VC =
+  7,680; the seeds multiply the total (every earlier estimate test had
+  E = 1 and one seed: dropping E under FedVC went unnoticed)."""
+  e_local, n_vc, seeds = 3, 256, 3
+  run = config_lib.replace_fields(_table3_like(10), dict(
+      client_epochs=e_local, virtual_client_size=n_vc))
+  cal = estimate.calibration_config(run, estimate.Settings(
+      rounds=3, scaled_rounds=2, clients=4))
+  assert (cal.methods.client_epochs, cal.methods.virtual_client_size,
+          cal.methods.client_batch_size) == (e_local, 4, 4)
+  # Calibration points: 1 client and 4 clients of E x 4 = 12 examples; the
+  # run: C x E x N_VC.
+  e, wall, cpu = _two_point_projection(run, e_local * 4, 10 * e_local * n_vc)
+  assert e.projection.total.wall == pytest.approx(wall, rel=1e-12)
+  assert e.projection.total.cpu == pytest.approx(cpu, rel=1e-12)
+  text = "\n".join(e.lines)
+  assert "C=10 x 12 batches of B=64 (7680 examples)" in text
+  assert f"of 3 batch(es) of B=4" in text  # E x N_VC_cal / B_cal.
+  # --seeds=3: three repetitions of that run.
+  out = []
+  estimate.report([e._replace(seeds=seeds)], "1 local worker(s)",
+                  out.append, process_startup=2.0)
+  assert e._replace(seeds=seeds).total == T(seeds * wall, seeds * cpu)
+  total = [l for l in out if l.startswith("total: ")][0]
+  assert total.startswith(f"total: {seeds} run(s), wall ")
+  assert f"({seeds * wall + 2.0:.0f} s)" in total
+  assert "per seed; x 3 seeds: wall " in out[1]
+
+
 def test_linear_fit_through_two_points_and_its_noise_fallback():
   fixed, unit = cost.linear_fit(T(3.0, 5.0), T(6.0, 11.0), 4, 16)
   assert fixed == T(2.0, 3.0) and unit == T(0.25, 0.5)
@@ -130,29 +191,8 @@ def test_linear_fit_through_two_points_and_its_noise_fallback():
 
 
 def test_two_point_calibration_extrapolates_the_line():
-  settings = estimate.Settings(rounds=3, scaled_rounds=2, clients=4)
-  c10 = _table3_like(10)
-  cal = estimate.calibration_config(c10, settings)
-  recorded = Calibration(
-      build=T(30.0, 40.0), warmup_excess=T(10.0, 12.0),
-      rounds={"fedavg+fedvc": T(6.0, 11.0), "fedavg+fedir+fedvc": T(7.0, 12.0)},
-      evaluation=T(0.9, 1.3), test_examples=8, train_examples=128,
-      step=cost.ZERO, seconds=120.0,
-      rounds_one={"fedavg+fedvc": T(3.0, 5.0),
-                  "fedavg+fedir+fedvc": T(4.0, 6.0)},
-      evaluation_half=T(0.6, 0.9), half_examples=4)
-  e = estimate.project_run("inat_c10", c10, cal, recorded)
   # Points at 1 x 4 and 4 x 4 examples; the run: 10 x 4 x 64 = 2560.
-  def line(small, large):
-    unit = (large - small) / (16 - 4)
-    return small - 4 * unit + 2560 * unit
-  def ev_line(small, large):
-    unit = (large - small) / (8 - 4)
-    return small - 4 * unit + 22_690 * unit
-  wall = _reference(40.0, [line(3.0, 6.0), line(4.0, 7.0)], 5000, 250,
-                    ev_line(0.6, 0.9))
-  cpu = _reference(52.0, [line(5.0, 11.0), line(6.0, 12.0)], 5000, 250,
-                   ev_line(0.9, 1.3))
+  e, wall, cpu = _two_point_projection(_table3_like(10), 4, 2560)
   assert e.projection.total.wall == pytest.approx(wall, rel=1e-12)
   assert e.projection.total.cpu == pytest.approx(cpu, rel=1e-12)
   assert "(2560 examples)" in "\n".join(e.lines)

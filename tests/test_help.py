@@ -43,14 +43,15 @@ def test_train_main_help_is_grouped_by_section():
   where = config_lib.field_sections()
   listed = [n for names in groups.values() for n in names]
   assert len(listed) == len(set(listed))  # each flag once
-  assert set(listed) == set(where) | {"extra_modules"} | set(ESTIMATE_FLAGS)
+  assert set(listed) == set(where) | {"extra_modules", "seeds"} | set(
+      ESTIMATE_FLAGS)
   for title, names in groups.items():
     section = title.split(":")[0]
     for name in names:
       assert where.get(name, "train_main.py") == section, (name, title)
     assert names == sorted(names)
   assert groups["train_main.py: this binary"] == [*ESTIMATE_FLAGS,
-                                                   "extra_modules"]
+                                                   "extra_modules", "seeds"]
   assert proc.stdout.startswith("Federated training experiment")
   # The partition help matches the digits task's partitions.
   assert tasks.get_task("digits").partitions == (
@@ -101,7 +102,7 @@ def test_reproduce_help_lists_exactly_the_flags_it_reads():
   own = groups.pop("reproduce.py: this binary")
   assert own == sorted(["dry_run", *ESTIMATE_FLAGS, "extra_modules", "only",
                         "parallel_runs", "preset", "report_only",
-                        "results_root"])
+                        "results_root", "seeds"])
   where = config_lib.field_sections()
   listed = [n for names in groups.values() for n in names]
   assert sorted(listed) == reproduce_lib.read_flag_names()

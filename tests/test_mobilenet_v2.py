@@ -281,11 +281,18 @@ def test_pretrained_weights_errors(pretrained, tmp_path):
   assert all(np.array_equal(a, w.numpy()) for a, w in zip(before, model.weights))
 
 
-def test_weight_decay_on_every_kernel_not_on_gn(small):
-  kernels = [w for w in small.weights if _kind(w) in ("kernel", "depthwise_kernel")]
-  assert len(kernels) == 53 == len(small.losses)
-  expected = 1e-4 * sum(float(tf.reduce_sum(k * k)) for k in kernels)
-  assert float(tf.add_n(small.losses)) == pytest.approx(expected, rel=1e-4)
+def test_weight_decay_on_conv_and_dense_kernels_not_depthwise_or_gn(small):
+  """slim's MobileNet training_scope: conv2d (and the 1x1-conv logits)
+  decayed with wd * l2_loss, separable (depthwise) convs not."""
+  decayed = [w for w in small.weights if _kind(w) == "kernel"]
+  depthwise = [w for w in small.weights if _kind(w) == "depthwise_kernel"]
+  assert len(decayed) == 53 - 17 == len(small.losses) and len(depthwise) == 17
+  expected = 1e-4 * sum(float(np.sum(k.numpy().astype(np.float64) ** 2)) / 2
+                        for k in decayed)
+  assert float(tf.add_n(small.losses)) == pytest.approx(expected, rel=1e-5)
+  for layer in small.layers:
+    if isinstance(layer, tf.keras.layers.DepthwiseConv2D):
+      assert layer.depthwise_regularizer is None, layer.name
 
 
 def test_no_weight_decay_and_seed_reproducible(small, small_bottleneck_last2):

@@ -64,15 +64,48 @@ def test_seed_makes_initialisation_reproducible():
   assert not np.array_equal(a[0], c[0])
 
 
-def test_weight_decay_is_l2_on_every_kernel():
+def _half_sum_of_squares(kernels):
+  """numpy reference of tf.nn.l2_loss summed: sum(w**2) / 2 per kernel."""
+  return sum(float(np.sum(k.numpy().astype(np.float64) ** 2)) / 2
+             for k in kernels)
+
+
+def test_cifar_weight_decay_is_the_tutorials_on_the_two_dense_layers():
+  """TF CIFAR-10 tutorial: local3 / local4 wd * l2_loss, no conv, no
+  softmax_linear, no bias."""
   wd = 4e-3
   model = cifar.create_cifar_cnn(weight_decay=wd, seed=0)
-  kernels = [w for w in model.trainable_weights if "kernel" in w.name]
-  assert len(kernels) == 5 and len(model.losses) == 5
-  expected = wd * sum(float(tf.reduce_sum(k * k)) for k in kernels)
-  assert float(tf.add_n(model.losses)) == pytest.approx(expected, rel=1e-5)
+  dense = [l for l in model.layers if isinstance(l, tf.keras.layers.Dense)]
+  assert [l.units for l in dense] == [384, 192, 10]
+  decayed = [l.kernel for l in dense[:2]]
+  assert len(model.losses) == 2
+  assert float(tf.add_n(model.losses)) == pytest.approx(
+      wd * _half_sum_of_squares(decayed), rel=1e-6)
+  for layer in model.layers:  # Only the two hidden Dense layers regularize.
+    assert (getattr(layer, "kernel_regularizer", None) is not None) == (
+        layer in dense[:2]), layer.name
   assert cifar.create_cifar_cnn(weight_decay=0.0).losses == []
-  assert len(mnist.create_cnn(weight_decay=wd).losses) == 4
+
+
+def test_weight_decay_zero_builds_todays_models_bit_identical():
+  """--weight_decay=0: no regularizer anywhere, same weights as always."""
+  for build in (lambda **k: cifar.create_cifar_cnn(seed=3, **k),
+                lambda **k: mnist.create_cnn(seed=3, **k)):
+    plain, zero = build(), build(weight_decay=0.0)
+    assert zero.losses == [] and plain.losses == []
+    assert all(np.array_equal(a, b) for a, b in
+               zip(plain.get_weights(), zero.get_weights()))
+    assert all(getattr(l, "kernel_regularizer", None) is None
+               for l in zero.layers)
+
+
+def test_mnist_cnn_weight_decay_on_every_kernel():
+  wd = 1e-3
+  model = mnist.create_cnn(weight_decay=wd, seed=1)
+  kernels = [w for w in model.trainable_weights if "kernel" in w.name]
+  assert len(kernels) == 4 == len(model.losses)
+  assert float(tf.add_n(model.losses)) == pytest.approx(
+      wd * _half_sum_of_squares(kernels), rel=1e-6)
 
 
 def test_argument_validation():
@@ -100,7 +133,17 @@ def test_tff_model_fn_wraps_cifar_cnn_with_regularization():
   batch = {"x": tf.zeros([2, 24, 24, 3]), "y": tf.constant([0, 1], tf.int32)}
   out = model.forward_pass(batch, training=False)
   assert out.predictions.shape == (2, 10)
-  # All-zero input: loss = CE(logits of biases = 0) = log(10) + L2 term.
-  l2 = 1e-3 * sum(float(tf.reduce_sum(v * v))
-                  for v in model.trainable_variables if len(v.shape) > 1)
-  assert float(out.loss) == pytest.approx(np.log(10) + l2, rel=1e-4)
+  # All-zero input: loss = CE(logits of biases = 0) = log(10) + the decay
+  # of the two hidden dense kernels (from_keras_model adds model.losses to
+  # the batch loss the clients minimise).
+  dense = [v for v in model.trainable_variables if len(v.shape) == 2]
+  l2 = 1e-3 * _half_sum_of_squares(dense[:2])
+  assert float(out.loss) == pytest.approx(np.log(10) + l2, rel=1e-5)
+  # ... and the clients' gradient holds the decay's: on the zero input the
+  # 384-unit kernel's inputs are all 0 (ReLU of zero convolutions with zero
+  # biases), so its gradient is d/dw (wd * |w|^2 / 2) = wd * w alone.
+  with tf.GradientTape() as tape:
+    loss = model.forward_pass(batch, training=True).loss
+  grad = tape.gradient(loss, dense[0])
+  np.testing.assert_allclose(grad.numpy(), 1e-3 * dense[0].numpy(),
+                             rtol=1e-5, atol=1e-9)

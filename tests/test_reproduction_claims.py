@@ -107,7 +107,8 @@ def test_check_digits_claims_from_run_directories(tmp_path):
                                          "missing")
   # Our own claims have no published numbers: cells show ours alone.
   from federated_vision.reproduction import report  # pylint: disable=g-import-not-at-top
-  md = report.format_markdown(report.build_report(p, root))
+  from federated_vision.reproduction import report_text  # pylint: disable=g-import-not-at-top
+  md = report_text.format_markdown(report.build_report(p, root))
   assert "| α = 0 | 1.800 | 40.00 | 80.00 |" in md
   assert "Each cell: ours (our own checks" in md
   assert "not transcribed" not in md and " / " not in md.split("## ")[1]

@@ -10,6 +10,7 @@ import pytest
 from federated_vision.reproduction import effective_lr as elr
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import report
+from federated_vision.reproduction import report_text
 from tests.reproduction_helpers import centralized_run
 from tests.reproduction_helpers import finished_run
 
@@ -81,7 +82,7 @@ def test_digits_sweep_writes_contour_png_and_grouped_table(tmp_path):
     finished_run(root, p.run(name), {"fedavgm": [(10, 0.4), (20, acc[name])]})
   centralized_run(root, p.run("central_digits"), 0.8)
   rep = report.build_report(p, root)
-  paths = report.write_report(rep, str(tmp_path / "out"))
+  paths = report_text.write_report(rep, str(tmp_path / "out"))
   with open(paths["effective_lr_png"], "rb") as f:
     assert f.read(8) == PNG_MAGIC
   with open(paths["effective_lr_csv"], newline="") as f:

@@ -19,6 +19,7 @@ from federated_vision.reproduction import presets
 from federated_vision.reproduction import published
 from federated_vision.reproduction import published_hsu2020
 from federated_vision.reproduction import report
+from federated_vision.reproduction import report_text
 from federated_vision.reproduction import spec
 
 # The paper's printed table rows, verbatim from its text (Table 1's rows
@@ -84,6 +85,9 @@ FedAvgM | scratch | 100 | 977 (1.0) | 3733 (3.8) | 20k |
 """
 
 TABLES = ("table1", "table2", "table3", "table4", "table5")
+# Table 1's columns (the ✓ / ✗ one is unnamed in the extraction's header).
+T1_COLUMNS = ("Clients", "✓/✗ (name lost)", "Classes", "Examples",
+              "Centralized Accuracy")
 OURS = spec.OURS
 
 
@@ -101,7 +105,8 @@ def parse_printed():
   out = {}
   for line in T1_PRINTED.splitlines():
     c = _cells(line)
-    out[("table1", c[0], "Centralized Accuracy")] = c[-1]
+    assert len(c) == 6
+    out.update({("table1", c[0], col): v for col, v in zip(T1_COLUMNS, c[1:])})
   rounds = ("Acc@Round 1k", "Acc@Round 2.5k", "Acc@Round 5k")
   batches = ("Acc@Batch 10k", "Acc@Batch 25k", "Acc@Batch 50k")
   data = None
@@ -161,7 +166,7 @@ def _hsu2020_published():
 def test_printed_tables_parse_to_every_cell():
   per_table = {t: sum(1 for k in PRINTED if k[0] == t) for t in TABLES}
   # Tables 2-4 with their printed "Centralized" row.
-  assert per_table == {"table1": 5, "table2": 48 + 1, "table3": 24 + 1,
+  assert per_table == {"table1": 5 * 5, "table2": 48 + 1, "table3": 24 + 1,
                        "table4": 72 + 2, "table5": 24}
 
 
@@ -171,7 +176,12 @@ def test_package_numbers_equal_the_printed_tables():
   for key, printed in PRINTED.items():
     v = pub[key]
     assert v.text == printed, key
-    if printed.endswith("k"):  # Table 5: not reached within 50k / 20k rounds.
+    if key[0] == "table1" and key[2] != "Centralized Accuracy":
+      number = printed.replace(",", "")
+      assert v.value == (float(number) if number.isdigit() else None), key
+      assert v.unit == ("" if key[2].startswith("✓/✗") else "count"), key
+      assert v.not_reached_within is None
+    elif printed.endswith("k"):  # Table 5: not reached within 50k / 20k rounds.
       assert v.value is None and v.not_reached_within == int(printed[:-1]) * 1000
       assert v.unit == "rounds"
     else:
@@ -201,7 +211,7 @@ def test_table5_printed_ratios_are_the_rounds_ratios():
 
 
 @pytest.mark.parametrize("name, method_cells, centralized_cells", [
-    ("hsu2020_table1", 0, 5), ("hsu2020_table2", 48, 1),
+    ("hsu2020_table1", 0, 5 * 5), ("hsu2020_table2", 48, 1),
     ("hsu2020_table3", 24, 1), ("hsu2020_table4", 72, 2),
     ("hsu2020_table5", 24, 0)])
 def test_every_preset_cell_has_exactly_one_published_value(
@@ -311,30 +321,49 @@ def _grid(markdown, title):
 
 
 @pytest.mark.parametrize("name, count", [
-    ("hsu2020_table1", 5), ("hsu2020_table2", 48 + 1),
+    ("hsu2020_table1", 5 * 5), ("hsu2020_table2", 48 + 1),
     ("hsu2020_table3", 24 + 1), ("hsu2020_table4", 72 + 2),
     ("hsu2020_table5", 24)])
 def test_report_without_results_prints_every_published_cell(
     name, count, tmp_path):
   p = presets.get_preset(name)
   (table,) = p.tables
-  md = report.format_markdown(report.build_report(p, str(tmp_path)))
+  md = report_text.format_markdown(report.build_report(p, str(tmp_path)))
   cells = _grid(md, table.title)
   filled = {k: t for k, t in cells.items() if t}
   assert len(filled) == count
   for (row, col), text in filled.items():
     printed = PRINTED[(table.key[1], row, col)]
     ours, paper = text.split(" / ", 1)
-    assert ours == "not run"
-    if table.key[1] != "table5":
-      assert paper == printed
+    assert ours == ("—" if col.startswith("✓/✗") else "not run")
+    if not printed.endswith("k"):  # Table 5's "50k": not reached (below).
+      assert paper == printed + (" ‡" if (row, col) == T5_INCONSISTENT else "")
   assert "not transcribed" not in md
   assert "(Δ +" not in md and "(Δ -" not in md  # No difference without ours.
 
 
-def test_table5_report_recomputes_ratios_and_says_not_reached(tmp_path):
+T5_INCONSISTENT = ("Geo-3k, FedAvgM, pretrained, C = 100",
+                   "Rounds@90% relative accuracy")
+
+
+def test_report_groups_table1_as_the_paper(tmp_path):
+  p = presets.get_preset("hsu2020_table1")
+  md = report_text.format_markdown(report.build_report(p, str(tmp_path)))
+  lines = md.splitlines()
+  header = next(l for l in lines if l.startswith("| | Clients"))
+  assert header == ("| | Clients | ✓/✗ (name lost) | Classes | Examples | "
+                    "Centralized Accuracy |")
+  i = lines.index(header)
+  assert [l.split(" | ")[0] for l in lines[i + 2:i + 9]] == [
+      "| **Synthetic**", "| CIFAR-10", "| CIFAR-100", "| **Real-World**",
+      "| iNaturalist Geo Splits", "| iNaturalist-User-120k",
+      "| Landmarks-User-160k"]
+
+
+def test_table5_report_prints_the_paper_and_notes_its_one_bad_ratio(
+    tmp_path):
   p = presets.get_preset("hsu2020_table5")
-  md = report.format_markdown(report.build_report(p, str(tmp_path)))
+  md = report_text.format_markdown(report.build_report(p, str(tmp_path)))
   cells = _grid(md, p.tables[0].title)
   col = "Rounds@{}% relative accuracy".format
   for (row, column), text in cells.items():
@@ -345,10 +374,15 @@ def test_table5_report_recomputes_ratios_and_says_not_reached(tmp_path):
       continue
     rounds = float(printed.split()[0])
     first = float(PRINTED[("table5", row, col(10))].split()[0])
-    assert paper == f"{rounds:.0f} ({rounds / first:.1f})"
-  # The one printed ratio that disagrees with its rounds: recomputed.
-  assert cells[("Geo-3k, FedAvgM, pretrained, C = 100", col(90))] == (
-      "not run / 420 (7.0)")
+    if (row, column) != T5_INCONSISTENT:  # Printed = recomputed.
+      assert paper == printed == f"{rounds:.0f} ({rounds / first:.1f})"
+  # The one printed ratio that disagrees with its rounds: as printed, marked,
+  # and the ratio of its rounds in a note (as McMahan Table 1's speedup).
+  assert cells[T5_INCONSISTENT] == "not run / 420 (6.9) ‡"
+  assert ("- ‡ (Geo-3k, FedAvgM, pretrained, C = 100, Rounds@90% relative "
+          "accuracy): the paper prints \"420 (6.9)\"; its printed rounds give "
+          "420 / 60 = 7.0 (its rounds over its Rounds@10% relative accuracy "
+          "rounds); ours are recomputed from rounds.") in md
   assert cells[("Geo-3k, FedAvg, scratch, C = 100", col(50))] == (
       "not run / not reached within 20k rounds")
 
@@ -357,7 +391,7 @@ def test_report_lists_every_setting_with_its_source(tmp_path):
   """The report ends with each setting of the preset and where it comes
   from, so a reader sees which values are the paper's and which are ours."""
   p = presets.get_preset("hsu2020_table3")
-  md = report.format_markdown(report.build_report(p, str(tmp_path)))
+  md = report_text.format_markdown(report.build_report(p, str(tmp_path)))
   section = md.split("## Settings and their sources\n\n", 1)[1]
   lines = section.strip().splitlines()
   assert len(lines) == len(p.settings())

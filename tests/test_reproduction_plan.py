@@ -10,7 +10,7 @@ from tests.reproduction_helpers import finished_run
 
 def test_missing_data_flag_or_file_is_named_before_running(tmp_path):
   p = presets.get_preset("hsu2020_table5")
-  with pytest.raises(plan.PlanError, match=r"run inat_geo_3k_fedavg_c10_r50000 "
+  with pytest.raises(plan.PlanError, match=r"run inat_geo_3k_fedavg_c10_fedvc_r50000 "
                      r"needs --split_csv \(data is never downloaded\)"):
     plan.plan(p, str(tmp_path), {})
   split = tmp_path / "split.csv"
@@ -25,22 +25,22 @@ def test_missing_data_flag_or_file_is_named_before_running(tmp_path):
   # The scratch runs alone need no weights.
   planned = plan.plan(p, str(tmp_path), data, only=["*scratch*"])
   assert [r.run.name for r in planned] == [
-      "inat_geo_3k_fedavg_c10_scratch_r50000",
-      "inat_geo_3k_fedavg_c100_scratch_r20000",
-      "inat_geo_3k_fedavgm_c10_scratch_r50000",
-      "inat_geo_3k_fedavgm_c100_scratch_r20000", "central_inat_scratch"]
+      "inat_geo_3k_fedavg_c10_fedvc_scratch_r50000",
+      "inat_geo_3k_fedavg_c100_fedvc_scratch_r20000",
+      "inat_geo_3k_fedavgm_c10_fedvc_scratch_r50000",
+      "inat_geo_3k_fedavgm_c100_fedvc_scratch_r20000", "central_inat_scratch"]
   weights = tmp_path / "w.h5"
   weights.write_text("w")
   data["pretrained_weights"] = str(weights)
   planned = plan.plan(p, str(tmp_path / "out"), data)
   by = {r.run.name: r for r in planned}
-  scratch = by["inat_geo_3k_fedavg_c10_scratch_r50000"].flags
+  scratch = by["inat_geo_3k_fedavg_c10_fedvc_scratch_r50000"].flags
   assert "pretrained_weights" not in scratch
-  pre = by["inat_geo_3k_fedavg_c10_r50000"].flags
+  pre = by["inat_geo_3k_fedavg_c10_fedvc_r50000"].flags
   assert pre["pretrained_weights"] == str(weights)
-  assert pre["experiment_name"] == "inat_geo_3k_fedavg_c10_r50000"
+  assert pre["experiment_name"] == "inat_geo_3k_fedavg_c10_fedvc_r50000"
   assert pre["root_output_dir"] == str(tmp_path / "out")
-  assert pre["methods"] == ["fedavg"] and pre["inat_split"] == "geo_3k"
+  assert pre["methods"] == ["fedavg+fedvc"] and pre["inat_split"] == "geo_3k"
   assert {r.status for r in planned} == {"missing"}
 
 

@@ -23,6 +23,7 @@ from federated_vision.reproduction.presets import hsu2019
 
 PRESETS = ("hsu2020_figure4", "hsu2020_appendix_a", "hsu2019_cifar10_alpha",
            "hsu2019_sensitivity", "mcmahan2017_table1", "mcmahan2017_table2",
+           "mcmahan2017_table4",
            "augenstein_figure1")
 CITATIONS = {"hsu2020": "Hsu 2020", "hsu2019": "Hsu 2019",
              "mcmahan2017": "McMahan 2017", "augenstein2021": "Augenstein"}
@@ -55,6 +56,10 @@ PAPER_TEXT = {
         "linear classifier. This model is not the state-of-the-art on the "
         "CIFAR datasets, but is sufficient to show the relative performance "
         "for our investigation. Weight decay is set to .",
+        "During training, the image is randomly cropped then resized to a "
+        "target input size of 299299 (iNaturalist) or 224224 (Landmarks) "
+        "with scale and aspect ratio augmentation similar to [29]. A weight "
+        "decay of is applied.",
         "Unless otherwise stated, the client learning rate is 0.01 and "
         "momentum is used for FedAvgM. The learning rate is kept constant "
         "without decay for simplicity. The client batch size is 32 for "
@@ -70,6 +75,13 @@ PAPER_TEXT = {
         "respectively.",
         "Across different report goals , a larger enables good performance "
         "over a wider range of .",
+        "As shown in Table 2, FedVC consistently yields superior accuracy on "
+        "both FedAvg and FedAvgM.",
+        "The result in Figure 5 shows a consistent improvement on the "
+        "Landmarks-User-160k dataset over the FedAvg baseline. While FedAvgM "
+        "gives the most significant improvements in all runs, FedIR further "
+        "improves the convergence speed and accuracy especially when the "
+        "report goal is small (Figure 7).",
         "The number of local epochs does not affect the choice of "
         "hyperparameters much in our experiments (see last two rows of "
         "Figure 8).",
@@ -89,6 +101,44 @@ PAPER_TEXT = {
         r"weights by $w \leftarrow w - v$, where $v \leftarrow \beta v + "
         r"\Delta w$.",
         "Hyperparam Sensitivity",
+        # The arXiv abstract (published.py's _HSU2019_ABSTRACT).
+        "Experiments on CIFAR-10 demonstrate improved classification "
+        "performance over a range of non-identicalness, with classification "
+        "accuracy improved from 30.1% to 76.9% in the most skewed settings.",
+    ),
+    # Public sources outside the papers, verbatim (docs/reproduction.md,
+    # "Evidence outside the papers' texts").
+    "tensorflow/models": (
+        # tutorials/image/cifar10/cifar10.py at 05a434d.
+        "kernel = _variable_with_weight_decay('weights', shape=[5, 5, 3, 64], "
+        "stddev=5e-2, wd=0.0)",
+        "weights = _variable_with_weight_decay('weights', shape=[dim, 384], "
+        "stddev=0.04, wd=0.004)",
+        "weights = _variable_with_weight_decay('weights', shape=[384, 192], "
+        "stddev=0.04, wd=0.004)",
+        # research/slim/nets/mobilenet/mobilenet.py at 02c04f4.
+        "def training_scope(is_training=True, weight_decay=0.00004, "
+        "stddev=0.09, dropout_keep_prob=0.8, bn_decay=0.997):",
+        "slim.arg_scope([slim.conv2d], weights_regularizer=slim.l2_regularizer"
+        "(weight_decay)), slim.arg_scope([slim.separable_conv2d], "
+        "weights_regularizer=None) as s:",
+    ),
+    "Flower": (
+        # adap/flower baselines/fedavgm/fedavgm/conf/base.yaml at 0cb7993.
+        "reporting_fraction: 0.05  # values used in the paper 0.05, 0.1, 0.2 "
+        "(not used for Figure 5), 0.4",
+        "local_epochs: 1   # in the paper it is used 1 or 5",
+        # baselines/fedavgm/README.md at 5deae2c.
+        "The following command reproduces the same behavior of Figure 6 from "
+        "FedAvgM paper for the case of Local Epoch E=1, Reporting Fraction "
+        "C=0.05, and concentration (α) = 1.",
+        "In contrast to the initial implementation found in Flower v1.5.0, "
+        "our baseline incorporates the Nesterov accelerated gradient as a "
+        "pivotal component of the momentum applied to the server model. It "
+        "is worth emphasizing that the inclusion of Nesterov momentum aligns "
+        "with the original definition of FedAvgM in the research paper.",
+        # PR #2246, baselines/fedavgm/fedavgm/models.py.
+        "weight_decay = 0.004",
     ),
     "McMahan 2017": (
         "Thus, at one endpoint of this algorithm family, we can take "
@@ -280,8 +330,13 @@ def _alphas(runs, dataset):
 def test_hsu2020_figure4_is_the_papers_cifar_experiment():
   p = presets.get_preset("hsu2020_figure4")
   fed = _federated(p)
+  # §6.1's report-goal axis: every alpha for every C (Hsu 2019's fractions).
   for dataset in ("cifar10", "cifar100"):
-    assert _alphas(fed, dataset) == HSU2020_ALPHAS[dataset]
+    for clients in (5, 10, 20, 40):
+      assert _alphas([r for r in fed if r.flags["clients_per_round"] ==
+                      clients], dataset) == HSU2020_ALPHAS[dataset]
+  assert {r.flags["client_epochs"] for r in fed} == {1}
+  assert len(fed) == 2 * 4 * 8
   for r in fed:
     f = r.flags
     assert f["total_rounds"] == HSU2020_ROUNDS[f["dataset"]], r.name
@@ -329,20 +384,31 @@ def test_hsu2019_presets_are_the_posters_population_and_methods():
   assert {(r.flags["dataset"], r.flags["num_clients"],
            r.flags["examples_per_client"]) for r in fed} == {
                ("cifar10", 100, 500)}
-  assert _alphas(fed, "cifar10") == HSU2020_ALPHAS["cifar10"]
+  assert _alphas(fed, "cifar10") == HSU2020_ALPHAS["cifar10"] * 8
   assert {r.methods() for r in fed} == {("fedavg", "fedavgm")}
+  # Hsu 2019's report goals and epochs (as Flower reads the paper).
+  assert {(r.flags["clients_per_round"], r.flags["client_epochs"])
+          for r in fed} == {(k, e) for k in (5, 10, 20, 40) for e in (1, 5)}
   # Same runs as Hsu 2020 Figure 4's CIFAR-10 (one name, one config).
   figure4 = {r.name: r for r in presets.get_preset("hsu2020_figure4").runs}
-  assert all(figure4[r.name] == r for r in fed)
+  assert all(figure4[r.name] == r for r in fed
+             if r.flags["client_epochs"] == 1)
   s = presets.get_preset("hsu2019_sensitivity")
   fed = _federated(s)
-  assert len(fed) == len(hsu2019.SENSITIVITY_LRS) * len(
+  assert len(fed) == 4 * len(hsu2019.SENSITIVITY_LRS) * len(
       hsu2019.SENSITIVITY_MOMENTA)
   # beta = 0 (FedAvg's update) is on the grid beside FedAvgM's momenta.
   assert {r.flags["server_momentum"] for r in fed} == set(
       hsu2019.SENSITIVITY_MOMENTA) and 0.0 in hsu2019.SENSITIVITY_MOMENTA
-  assert {(r.flags["alpha"], r.flags["clients_per_round"]) for r in fed} == {
-      (1.0, 5)}
+  # Four (C, E) panels, each the whole eta x beta grid; one is Flower's
+  # (E = 1, C = 0.05).
+  assert {(r.flags["alpha"], r.flags["clients_per_round"],
+           r.flags["client_epochs"]) for r in fed} == {
+               (1.0, 5, 1), (1.0, 40, 1), (1.0, 5, 5), (1.0, 40, 5)}
+  assert s.studies[0].panel_flags == ("clients_per_round", "client_epochs")
+  assert "Flower" in s.sources["client_learning_rate"] and (
+      "Figure 6 from FedAvgM paper" in s.sources["client_learning_rate"])
+  assert "first version" not in s.sources["client_learning_rate"]
 
 
 def test_mcmahan_presets_are_the_papers_runs():
@@ -430,10 +496,15 @@ def _dry_run_line(preset_name: str, run_name: str) -> str:
 
 
 def test_dry_run_shows_the_papers_values():
-  line = _dry_run_line("hsu2020_figure4", "cifar100_alpha_0.5")
+  line = _dry_run_line("hsu2020_figure4", "cifar100_c10_e1_alpha_0.5")
   for flag in ("--total_rounds=20000", "--client_learning_rate=0.01",
                "--client_batch_size=64", "--num_clients=100",
-               "--examples_per_client=500", "--algorithm=fedavg,fedavgm"):
+               "--examples_per_client=500", "--algorithm=fedavg,fedavgm",
+               "--weight_decay=0.004", "--clients_per_round=10"):
+    assert f" {flag} " in line, flag
+  line = _dry_run_line("hsu2019_cifar10_alpha", "cifar10_c5_e1_alpha_0")
+  for flag in ("--clients_per_round=5", "--client_epochs=1", "--alpha=0",
+               "--weight_decay=0.004"):
     assert f" {flag} " in line, flag
   line = _dry_run_line("augenstein_figure1", "celeba_mixing_parallel")
   for flag in ("--clients_per_round=100", "--total_rounds=5000",
@@ -443,3 +514,68 @@ def test_dry_run_shows_the_papers_values():
   for flag in ("--algorithm=fedsgd", "--client_fraction=0.1",
                "--partition=shards", "--target_accuracy=0.99"):
     assert f" {flag} " in line, flag
+
+
+# ---------------------------------------- issue 28: the settings it changed
+def test_weight_decay_is_each_models_public_source():
+  """CIFAR runs 0.004 (the TF tutorial's two dense layers), MobileNetV2 runs
+  4e-5 (slim's training scope), each source naming the file and the layers;
+  the centralized baselines the same (one model)."""
+  cifar, mobilenet = set(), set()
+  for run in presets.all_runs().values():
+    model = run.flags.get("model")
+    if model == "cifar_cnn":
+      cifar.add(run.flags["weight_decay"])
+    elif model == "mobilenet_v2_gn":
+      mobilenet.add(run.flags["weight_decay"])
+  assert cifar == {0.004} and mobilenet == {4e-5}
+  cifar_source = presets.get_preset("hsu2020_figure4").sources["weight_decay"]
+  assert "tutorials/image/cifar10/cifar10.py" in cifar_source
+  assert "shape=[dim, 384], stddev=0.04, wd=0.004" in cifar_source
+  assert "two hidden fully-connected layers" in cifar_source
+  table3 = presets.get_preset("hsu2020_table3").sources["weight_decay"]
+  assert "research/slim/nets/mobilenet/mobilenet.py" in table3
+  assert "weight_decay=0.00004" in table3 and "depthwise" in table3
+  t1 = presets.get_preset("hsu2020_table1")
+  assert set(t1.settings()["weight_decay"]) == {0.004, 4e-5}
+  assert "cifar_cnn runs" in t1.sources["weight_decay"] and (
+      "mobilenet_v2_gn runs" in t1.sources["weight_decay"])
+  assert "0.05 is the CIFAR presets'" not in t1.sources["client_learning_rate"]
+  assert "0.01 is the CIFAR presets'" in t1.sources["client_learning_rate"]
+
+
+def test_table5_trains_fedvc_and_says_how_that_was_inferred():
+  p = presets.get_preset("hsu2020_table5")
+  fed = _federated(p)
+  assert {r.methods() for r in fed} == {("fedavg+fedvc",), ("fedavgm+fedvc",)}
+  assert {r.flags["virtual_client_size"] for r in fed} == {256}
+  source = p.sources["methods"]
+  assert "inferred" in source and "48.7" in source and "4912 (29.8)" in source
+  line = _dry_run_line("hsu2020_table5", fed[0].name)
+  assert " --methods=fedavg+fedvc " in line
+  assert " --virtual_client_size=256 " in line
+
+
+def test_fedavgm_sources_say_which_momentum_and_what_is_pending():
+  """Heavy-ball today; the evidence for Nesterov and the pending switch to
+  fedavgm@nesterov are in every FedAvgM server_momentum source."""
+  for name in ("hsu2019_cifar10_alpha", "hsu2019_sensitivity",
+               "hsu2020_figure4", "hsu2020_appendix_a", "hsu2020_table2",
+               "hsu2020_table3", "hsu2020_table4", "hsu2020_table5"):
+    source = presets.get_preset(name).sources["server_momentum"]
+    assert "heavy-ball" in source and "Nesterov" in source, name
+    assert "fedavgm@nesterov" in source, name
+
+
+@pytest.mark.parametrize("name", presets.preset_names())
+def test_every_comparison_quotes_its_paper(name):
+  """A paired comparison's claim cites its paper; what it quotes is the
+  paper's text (the same check as the sources')."""
+  p = presets.get_preset(name)
+  if p.paper not in CITATIONS:  # digits: our own checks of the claims.
+    return
+  for comparison in p.comparisons:
+    problems = [q for q in source_problems(comparison.claim, p.paper)
+                if q.startswith("quote not in")]
+    assert problems == [], comparison.key
+    assert any(comparison.claim.startswith(c) for c in CITATIONS.values())

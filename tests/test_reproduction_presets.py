@@ -26,7 +26,8 @@ EXPECTED = (
     "hsu2020_table1", "hsu2020_table2", "hsu2020_table3", "hsu2020_table4",
     "hsu2020_table5", "hsu2020_figure4", "hsu2020_appendix_a",
     "hsu2019_cifar10_alpha", "hsu2019_sensitivity", "mcmahan2017_table1",
-    "mcmahan2017_table2", "augenstein_figure1", "digits_claims",
+    "mcmahan2017_table2", "mcmahan2017_table4", "augenstein_figure1",
+    "digits_claims",
     "digits_effective_lr")
 
 
@@ -109,8 +110,10 @@ def test_runs_use_known_flags_and_are_all_used(name):
 def test_one_name_one_config_across_presets():
   runs = presets.all_runs()
   # 551 + 384 (Appendix A on CIFAR-100) + 8 (beta = 0) + 8 (Hsu 2020 Tables
-  # 1-5: every row of the paper)
-  assert len(runs) == 951
+  # 1-5: every row of the paper) = 951; issue 28: Figure 4's report goals
+  # (+48), Hsu 2019's E = 5 (+32), the sensitivity study's four panels
+  # (+144), McMahan Table 4 (+14: 4 runs are Table 1's).
+  assert len(runs) == 951 + 48 + 32 + 144 + 14
   assert runs["central_cifar10"].kind == spec.CENTRALIZED
 
 
@@ -137,10 +140,10 @@ def test_describe_lists_every_run_with_its_full_config():
     assert f" {run.name}: " in line
     for k in run.flags:
       assert f"--{k}=" in line
-  scratch = next(l for l in lines if "c10_scratch_r50000:" in l)
+  scratch = next(l for l in lines if "c10_fedvc_scratch_r50000:" in l)
   assert "pretrained_weights" not in scratch
   assert "split_csv*" in scratch and "image_paths_csv," in scratch
-  pretrained = next(l for l in lines if "fedavg_c10_r50000:" in l)
+  pretrained = next(l for l in lines if "fedavg_c10_fedvc_r50000:" in l)
   assert "pretrained_weights*" in pretrained
 
 
@@ -206,9 +209,15 @@ def test_hsu2020_tables_3_4_5_layouts():
 
 
 def test_hsu2019_alpha_preset_matches_the_sweep_grid():
+  """The sweep is the preset's C = 10, E = 1 panel (the preset adds the
+  report goals C and the epochs E of its sources)."""
   p = presets.get_preset("hsu2019_cifar10_alpha")
   sweep = sweeps.SWEEPS["hsu2019_cifar10"]
   fed = [r for r in p.runs if r.kind == spec.FEDERATED]
+  assert {(r.flags["clients_per_round"], r.flags["client_epochs"])
+          for r in fed} == {(k, e) for k in (5, 10, 20, 40) for e in (1, 5)}
+  fed = [r for r in fed if r.flags["clients_per_round"] == 10
+         and r.flags["client_epochs"] == 1]
   assert [r.flags["alpha"] for r in fed] == list(sweeps.HSU2019_CIFAR10_ALPHAS)
   for run in fed:
     for k, v in sweep.base.items():
@@ -332,7 +341,7 @@ def test_every_run_on_todays_data_sets_passes_config_validation(parse,
     except Exception as e:  # pylint: disable=broad-except
       pytest.fail(f"{run.name}: {e}")
     checked += 1
-  assert checked == 951
+  assert checked == 951 + 48 + 32 + 144 + 14
 
 
 def test_validation_catches_a_bad_run(parse, data_files):

@@ -15,6 +15,7 @@ import pytest
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import published
 from federated_vision.reproduction import report
+from federated_vision.reproduction import report_text
 from tests.reproduction_helpers import centralized_run
 from tests.reproduction_helpers import finished_run
 from tests.reproduction_helpers import write_hparams
@@ -97,7 +98,7 @@ def _table3_runs(root, c100_scale=1.0):
 def test_table3_layout_has_published_and_our_numbers(tmp_path):
   p = _table3_runs(str(tmp_path / "runs"), c100_scale=1.2)
   rep = report.build_report(p, str(tmp_path / "runs"), _published_t3())
-  paths = report.write_report(rep, str(tmp_path / "out"))
+  paths = report_text.write_report(rep, str(tmp_path / "out"))
   md = open(paths["markdown"]).read()
   title = "Table 3: iNaturalist-User-120k benchmark (FedVC on)"
   cells = grid(md, title)
@@ -133,7 +134,7 @@ def test_table3_with_the_real_registry_shows_every_printed_number(tmp_path):
   rep = report.build_report(p, str(tmp_path))
   assert all(c.paper is not None and c.difference is not None
              for c in rep.cells)
-  md = report.format_markdown(rep)
+  md = report_text.format_markdown(rep)
   cells = grid(md, p.tables[0].title)
   assert "not transcribed" not in md
   assert cells[(ON100, "Acc@Round 5k")].endswith(" / 56.2 (Δ " + format(
@@ -187,7 +188,7 @@ def test_table5_rounds_to_relative_accuracy(tmp_path):
   pub[("hsu2020", "table5", T5_PRE10, T5_COLS[1])] = (
       published.PublishedValue(200.0, "200", "rounds", "q", "v"))
   rep = report.build_report(p, root, pub)
-  cells = grid(report.format_markdown(rep), table.title)
+  cells = grid(report_text.format_markdown(rep), table.title)
   for row in table.rows:
     curve = _curve(_t5_acc(row), 1000, 50)
     central = T5_CENTRAL[_t5_init(row)]
@@ -212,8 +213,13 @@ def test_table5_rounds_to_relative_accuracy(tmp_path):
       "not reached / not reached within 50k rounds")
   want = _rounds_to(*zip(*_curve(_t5_acc("pretrained"), 1000, 50)), 0.3)
   first = _rounds_to(*zip(*_curve(_t5_acc("pretrained"), 1000, 50)), 0.06)
+  # The paper's cell as printed (here "200"); its ratio is recomputed for
+  # the CSV and for the note of a print that disagrees with it.
   assert cells[(T5_PRE10, T5_COLS[1])] == (
-      f"{want:.0f} ({want / first:.1f}) / 200 (1.2) (Δ {want - 200:+.0f})")
+      f"{want:.0f} ({want / first:.1f}) / 200 (Δ {want - 200:+.0f})")
+  cell = next(c for c in rep.cells if (c.cell.row, c.cell.column) == (
+      T5_PRE10, T5_COLS[1]))
+  assert cell.paper_ratio == pytest.approx(200 / 165)
 
 
 def test_statuses_missing_running_diverged(tmp_path):
@@ -239,7 +245,7 @@ def test_statuses_missing_running_diverged(tmp_path):
   assert off.relative.status == "missing"  # No centralized run yet.
   assert "central_inat_pretrained" in off.relative.detail
   assert by[(OFF100, "Acc@Round 1k")].ours.status == "running"
-  md = report.format_markdown(rep)
+  md = report_text.format_markdown(rep)
   cells = grid(md, p.tables[0].title)
   assert cells[(ON10, "Acc@Round 5k")] == "diverged / 47.0"
   assert cells[(ON100, "Acc@Round 1k")] == "running / 51.3"
@@ -331,7 +337,7 @@ def test_mcmahan_speedups_next_to_the_paper(tmp_path):
       finished_run(root, p.run(c.run),
                    {c.method: [(1, 0.5), (reached[c.row], 0.99)]})
   rep = report.build_report(p, root)
-  cells = grid(report.format_markdown(rep), table.title)
+  cells = grid(report_text.format_markdown(rep), table.title)
   assert cells[("FedSGD E=1 B=∞", "IID")] == "626 (1.0×) / 626 (Δ +0)"
   assert cells[("FedAvg E=5 B=∞", "IID")] == "179 (3.5×) / 179 (3.5×) (Δ +0)"
   assert cells[("FedAvg E=1 B=50", "IID")] == "70 (8.9×) / 65 (9.6×) (Δ +5)"
@@ -340,3 +346,47 @@ def test_mcmahan_speedups_next_to_the_paper(tmp_path):
            ("FedAvg E=1 B=50", "IID"))
   assert c.speedup.value == 626 / 70
   assert cells[("FedSGD E=1 B=∞", "non-IID")] == "not run / 483"
+  # Table 2's Shakespeare rows: said to be out of scope, not left out.
+  md = report_text.format_markdown(rep)
+  assert ("| Shakespeare LSTM (rows of Table 2) | out of scope: no "
+          "Shakespeare task | out of scope: no Shakespeare task |") in md
+
+
+def test_mcmahan_table1_inconsistent_speedup_as_printed_with_a_note(
+    tmp_path):
+  """McMahan Table 1's "18 (3.1x)" (50 / 18 = 2.8x) is treated as Hsu 2020
+  Table 5's "420 (6.9)": the print as printed, marked, the value of its
+  printed rounds in a note."""
+  p = presets.get_preset("mcmahan2017_table1")
+  rep = report.build_report(p, str(tmp_path))
+  md = report_text.format_markdown(rep)
+  cells = grid(md, "Table 1: CNN, E = 5, rounds to 99%")
+  assert cells[("C = 0.5", "IID, B = 10")] == "not run / 18 (3.1×) ‡"
+  assert cells[("C = 0.1", "IID, B = 10")] == "not run / 18 (2.8×)"
+  assert ("- ‡ (C = 0.5, IID, B = 10): the paper prints \"18 (3.1×)\"; its "
+          "printed rounds give 50 / 18 = 2.8× (its reference's rounds over "
+          "its rounds); ours are recomputed from rounds.") in md
+  assert md.count("‡ (") == 1
+
+
+def test_hsu2020_table1_reads_clients_classes_examples_of_the_run(tmp_path):
+  """Table 1's data columns: the centralized run's hparams.json partition
+  (the runner records num_clients / num_classes / num_examples)."""
+  p = presets.get_preset("hsu2020_table1")
+  root = str(tmp_path)
+  run = p.run("central_cifar10")
+  centralized_run(root, run, 0.8)
+  write_hparams(os.path.join(root, run.name), run.flags, partition_stats={
+      "num_clients": 100, "num_classes": 10, "num_examples": 50_000})
+  md = report_text.format_markdown(report.build_report(p, root))
+  assert ("| CIFAR-10 | 100 / 100 (Δ +0) | — / ✗ | 10 / 10 (Δ +0) | 50,000 / "
+          "50,000 (Δ +0) | 80.00 / 86.16% (Δ -6.16) |") in md
+  # A run recorded before num_classes existed: says so, no number.
+  write_hparams(os.path.join(root, run.name), run.flags, partition_stats={
+      "num_clients": 100, "num_examples": 50_000})
+  rep = report.build_report(p, root)
+  c = next(c for c in rep.cells if (c.cell.row, c.cell.column) == (
+      "CIFAR-10", "Classes"))
+  assert c.ours.status == report.UNAVAILABLE
+  assert c.ours.detail.endswith("hparams.json: partition_stats.num_classes "
+                                "is None")

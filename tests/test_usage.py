@@ -245,6 +245,23 @@ def test_fedsgd_reads_no_local_b_or_e_but_the_baseline_reads_b():
   assert {"client_batch_size", "client_epochs"} <= set(no_baseline)
 
 
+@pytest.mark.parametrize("variant", ["fedir", "fedprox", "fedvc"])
+def test_noinclude_plain_is_read_beside_every_variant(variant):
+  """--<variant> --noinclude_plain trains only the variant's methods: the
+  rule must name every variant (a rule forgetting --fedvc refused
+  `--fedvc --noinclude_plain`, and no test gave it)."""
+  values = {variant: True, "include_plain": False}
+  config = config_lib.from_values(values, list(values))  # Not refused.
+  assert "include_plain" not in usage.unused_fields(config)
+  assert [m.name for m in config.methods.expand()] == [
+      f"fedavg+{variant}", f"fedavgm+{variant}"]
+  assert usage.recorded_flat(config)["include_plain"] is False
+  # Without any variant it is refused, naming the flag.
+  with pytest.raises(ConfigError, match="--include_plain: not used: without "
+                     "--fedir, --fedprox or --fedvc"):
+    config_lib.from_values({"include_plain": True}, ["include_plain"])
+
+
 def test_methods_read_the_union_of_their_components():
   m = methods_lib.MethodConfig("fedavgm", ("fedir", "fedvc"))
   assert method_usage.fields_read(m) == {

@@ -150,7 +150,8 @@ def hparams(exp: Experiment) -> dict:
           "examples_per_client_min": s["examples_per_client"]["min"],
           "examples_per_client_max": s["examples_per_client"]["max"],
           "classes_per_client_mean": s["classes_per_client"]["mean"],
-          "emd": s["emd"], "emd_reference": s.get("emd_reference")},
+          "emd": s["emd"], "emd_reference": s.get("emd_reference"),
+          "num_classes": int(exp.fed_data.num_classes)},
       method_settings={m.name: dict(m.settings) for m in exp.methods})
   flags = usage.recorded_flat(exp.config)
   clash = sorted(set(flags) & set(extras))

@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 import tensorflow as tf
 
 from federated_vision.models import precision
+from federated_vision.models import weight_decay as weight_decay_lib
 
 MNIST_INPUT_SHAPE = (28, 28, 1)
 TWO_NN_PARAMS = 199_210  # McMahan et al. 2017, 10 classes, 28x28 input.
@@ -40,9 +41,8 @@ def _init(seed: Optional[int], layer: int):
 
 
 def _regularizer(weight_decay: float):
-  if not weight_decay >= 0:
-    raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
-  return tf.keras.regularizers.l2(weight_decay) if weight_decay > 0 else None
+  """`weight_decay.regularizer`: wd * sum(w**2) / 2 per kernel, None for 0."""
+  return weight_decay_lib.regularizer(weight_decay)
 
 
 def create_2nn(num_classes: int = 10,
@@ -92,8 +92,9 @@ def create_cnn(num_classes: int = 10,
   Args:
     num_classes: output logits.
     input_shape: shape of one image, (28, 28, 1) for MNIST.
-    weight_decay: L2 coefficient on every kernel (Keras `l2`: adds
-      weight_decay * sum(w**2) to the loss); 0 for none, as in the paper.
+    weight_decay: wd of `weight_decay.L2Loss` (the loss gains wd *
+      sum(w**2) / 2) on every kernel (ours: McMahan et al. state none, and
+      0 is the presets'); 0 builds no regularizer.
     seed: seed of the kernel initialisers, None for random.
     mixed_precision: "float32", or "bfloat16" (layers compute in bfloat16,
       variables and the classifier float32; `precision.layer_dtypes`).

@@ -52,6 +52,7 @@ import numpy as np
 import tensorflow as tf
 
 from federated_vision.models import mobilenet_ops
+from federated_vision.models import weight_decay as weight_decay_lib
 
 DEFAULT_INPUT_SHAPE = (224, 224, 3)
 LANDMARKS_BOTTLENECK_DIM = 64  # Hsu et al. 2020, Landmarks-User-160k.
@@ -142,7 +143,10 @@ class _Builder:
 
   def __init__(self, groups, weight_decay, seed):
     self.groups = groups
-    self.reg = tf.keras.regularizers.l2(weight_decay) if weight_decay > 0 else None
+    # slim's MobileNet training_scope: standard convolutions (and the
+    # classifier, a 1x1 conv there, a Dense here) are decayed, depthwise
+    # convolutions are not (`weight_decay` module docstring).
+    self.reg = weight_decay_lib.regularizer(weight_decay)
     self.seed = seed
     self.count = 0
 
@@ -160,8 +164,7 @@ class _Builder:
   def depthwise(self, x, strides, name):
     return tf.keras.layers.DepthwiseConv2D(
         3, strides=strides, padding="same" if strides == 1 else "valid",
-        use_bias=False, depthwise_initializer=self.init(),
-        depthwise_regularizer=self.reg, name=name)(x)
+        use_bias=False, depthwise_initializer=self.init(), name=name)(x)
 
   def norm(self, x, name):
     channels = int(x.shape[-1])
@@ -374,8 +377,13 @@ def create_mobilenet_v2_gn(
       trainable (see `trainable_units`; a conv and its GN count as one layer).
       k=2 trains [bottleneck, logits] with a bottleneck, else [Conv_1 +
       Conv_1_bn, logits]. None: everything trainable.
-    weight_decay: L2 coefficient (Keras `l2`) on every conv, depthwise and
-      dense kernel; 0 for none. GN gamma/beta are not decayed.
+    weight_decay: wd of `weight_decay.L2Loss` (wd * sum(w**2) / 2) on every
+      standard convolution kernel (stem, 1x1 expansions and projections,
+      Conv_1) and the dense kernels (bottleneck, logits), not on depthwise
+      kernels, biases or GN gamma/beta: slim's MobileNet training_scope
+      (`slim.conv2d` regularized, `slim.separable_conv2d` not; its logits are
+      a 1x1 `slim.conv2d`; the bottleneck is Hsu 2020's, decayed like the
+      logits: ours). 0 builds no regularizer.
     seed: seed of the Glorot-uniform initialisers (distinct per layer), None
       for random.
 

@@ -7,28 +7,36 @@ centralized run, and McMahan's speedup where the cell has a reference. A cell
 whose run is missing, running, diverged or from another configuration says so
 instead of a number; relative accuracy is never computed from a diverged
 method or a missing/running/diverged centralized baseline. Written as
-markdown (the paper's layout) and CSV (one row per cell, raw values).
+markdown (the paper's layout) and CSV (one row per cell, raw values) by
+`report_text`.
+
+With `--seeds=N` (`seeds.expand`) every cell is read once per repetition and
+shows the mean and 95% t-interval over the seeds with a number (`spread`),
+n shown, the paper's number beside it and whether it lies inside.
 """
 
-import csv
 import dataclasses
 import math
-import os
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, List, Mapping, Optional, Sequence
 
 
 from federated_vision.evaluation import convergence
 from federated_vision.evaluation import curves
+from federated_vision.reproduction import comparisons as comparisons_lib
 from federated_vision.reproduction import effective_lr
 from federated_vision.reproduction import published as published_lib
 from federated_vision.reproduction import results
+from federated_vision.reproduction import seeds as seeds_lib
+from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
+from federated_vision.reproduction import spread as spread_lib
 from federated_vision.training import run_files
 
 OK = "ok"
 NOT_REACHED = "not_reached"
 UNAVAILABLE = "unavailable"
 NOT_TRANSCRIBED = "n/a (not transcribed)"
+PAPER_ONLY = "paper only"  # A column that shows the paper's text alone.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +69,24 @@ class CellResult:
   unverified: Optional[published_lib.UnverifiedValue]
   ratio: Optional[Value] = None        # ours / ours at `cell.ratio_to`
   paper_ratio: Optional[float] = None  # the paper's, recomputed likewise
+  # The paper's speedup recomputed from its printed rounds (McMahan).
+  paper_speedup: Optional[float] = None
+  # --seeds: "ours" / "relative" / "speedup" / "ratio" -> its per-seed
+  # values (each Value above is then their mean); None: one seed.
+  spread: Optional[Mapping[str, spread_lib.Spread]] = None
+
+  @property
+  def interval(self):
+    """The 95% t-interval of ours over the seeds (None: fewer than 2)."""
+    return self.spread["ours"].interval if self.spread else None
+
+  @property
+  def paper_inside(self) -> Optional[bool]:
+    """Whether the paper's number lies in our interval (None: no interval
+    or no paper number)."""
+    if self.interval is None or self.paper is None or self.paper.value is None:
+      return None
+    return self.interval.contains(self.paper.value)
 
   @property
   def difference(self) -> Optional[float]:
@@ -76,6 +102,7 @@ class Report:
   root: str
   cells: Sequence[CellResult]
   studies: Sequence["effective_lr.StudyResult"]
+  comparisons: Sequence[comparisons_lib.Result] = ()
 
 
 class _Context:
@@ -141,6 +168,10 @@ def _ours(ctx: _Context, cell: spec.CellSpec) -> Value:
     acc, status, detail = results.centralized_accuracy(run)
     return _ok(100 * acc) if status == results.FINISHED else Value(
         None, status, detail)
+  if kind == spec.PAPER_ONLY:
+    return Value(None, PAPER_ONLY)
+  if kind == spec.RUN_FIELD:
+    return _run_field(run, cell.metric.key)
   if kind == spec.EMD:
     if run.status != results.FINISHED:
       return Value(None, run.status, run.detail)
@@ -177,6 +208,20 @@ def _ours(ctx: _Context, cell: spec.CellSpec) -> Value:
                  f"{cell.run}/{cell.method}: {str(e).splitlines()[0]}")
 
 
+def _run_field(run: results.RunDir, key: str) -> Value:
+  """A count at the dotted path `key` of a finished run's hparams.json."""
+  if run.status != results.FINISHED:
+    return Value(None, run.status, run.detail)
+  value = run.hparams
+  for part in key.split("."):
+    value = value.get(part) if isinstance(value, dict) else None
+  if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+      not math.isfinite(value):
+    return Value(None, UNAVAILABLE, f"{run.path}/hparams.json: {key} is "
+                 f"{value!r}")
+  return _ok(value)
+
+
 def _relative(ctx, cell: spec.CellSpec, ours: Value) -> Optional[Value]:
   """ours / our centralized accuracy, for accuracy cells with a baseline."""
   if cell.baseline is None or cell.metric.kind not in spec.ACCURACY_KINDS or \
@@ -208,15 +253,29 @@ def fill(table: spec.TableSpec, ctx: _Context,
          lookup: Callable[[tuple], Optional[published_lib.PublishedValue]],
          ) -> List[CellResult]:
   out = {}
+  reference_keys = {(c.run, c.method): table.key + (c.row, c.column)
+                    for c in table.cells}
   for cell in table.cells:
     ours = _ours(ctx, cell)
     key = table.key + (cell.row, cell.column)
     out[cell.row, cell.column] = CellResult(
         table, cell, ours, _relative(ctx, cell, ours),
         _speedup(ctx, cell, ours), lookup(key),
-        published_lib.UNVERIFIED.get(key))
+        published_lib.UNVERIFIED.get(key),
+        paper_speedup=_paper_speedup(
+            lookup(key), cell.speedup_reference and lookup(
+                reference_keys.get(cell.speedup_reference))))
   return [_with_ratio(r, out.get((r.cell.row, r.cell.ratio_to)))
           for r in out.values()]
+
+
+def _paper_speedup(paper, reference) -> Optional[float]:
+  """The paper's reference rounds / its rounds (McMahan's "(k.kx)",
+  recomputed from the printed rounds)."""
+  if paper is None or reference is None or not paper.value or \
+      reference.value is None:
+    return None
+  return reference.value / paper.value
 
 
 def _with_ratio(r: CellResult, ref: Optional[CellResult]) -> CellResult:
@@ -230,6 +289,52 @@ def _with_ratio(r: CellResult, ref: Optional[CellResult]) -> CellResult:
   paper = (p.value / q.value if p and q and p.value is not None and
            q.value else None)
   return dataclasses.replace(r, ratio=ratio, paper_ratio=paper)
+
+
+def _replica_table(table: spec.TableSpec, preset: spec.Preset, k: int
+                   ) -> spec.TableSpec:
+  """`table` with every run (cell, baseline, speedup reference) replaced by
+  its k-th repetition: each seed's cells read that seed's runs only."""
+  def name(run):
+    return seeds_lib.replicas(preset, run)[k]
+  cells = tuple(dataclasses.replace(
+      c, run=name(c.run), baseline=c.baseline and name(c.baseline),
+      speedup_reference=c.speedup_reference and (
+          name(c.speedup_reference[0]), c.speedup_reference[1]))
+                for c in table.cells)
+  return dataclasses.replace(table, cells=cells)
+
+
+def fill_seeds(table: spec.TableSpec, preset: spec.Preset, ctx: _Context,
+               lookup, n: int) -> List[CellResult]:
+  """Each cell over the n seeds: per-seed results (`fill` on each seed's
+  runs) combined into their means, with the per-seed values (`spread`)."""
+  per_seed = [{(r.cell.row, r.cell.column): r for r in
+               fill(_replica_table(table, preset, k), ctx, lookup)}
+              for k in range(n)]
+  return [_combine(table, c, [p[(c.row, c.column)] for p in per_seed])
+          for c in table.cells]
+
+
+def _combine(table, cell, per_seed: Sequence[CellResult]) -> CellResult:
+  spreads = {}
+
+  def mean(key, get) -> Optional[Value]:
+    values = [get(r) for r in per_seed]
+    if all(v is None for v in values):
+      return None
+    spreads[key] = s = spread_lib.Spread.of(values)
+    if s.n:
+      return _ok(s.mean)
+    return next(v for v in values if v is not None)  # Why none has one.
+
+  first = per_seed[0]
+  return CellResult(
+      table, cell, mean("ours", lambda r: r.ours),
+      mean("relative", lambda r: r.relative),
+      mean("speedup", lambda r: r.speedup), first.paper, first.unverified,
+      mean("ratio", lambda r: r.ratio), first.paper_ratio,
+      first.paper_speedup, spreads)
 
 
 def build_report(preset: spec.Preset, root: str,
@@ -250,193 +355,28 @@ def build_report(preset: spec.Preset, root: str,
   table = published_lib.PUBLISHED if published is None else published
   ctx = _Context(preset, root)
   cells = []
+  n = seeds_lib.num_seeds(preset)
   for t in preset.tables:
-    cells += fill(t, ctx, table.get)
+    cells += (fill(t, ctx, table.get) if n == 1 else
+              fill_seeds(t, preset, ctx, table.get, n))
   studies = [effective_lr.run_study(study, preset, ctx.runs)
              for study in preset.studies]
-  return Report(preset, root, tuple(cells), tuple(studies))
+  compared = [compare(c, preset, ctx) for c in preset.comparisons]
+  return Report(preset, root, tuple(cells), tuple(studies), tuple(compared))
 
 
-# ------------------------------------------------------------------ formatting
-def _number(v: float, unit: str) -> str:
-  if unit == "rounds":
-    return f"{v:.0f}"
-  return f"{v:.2f}" if unit == "%" else f"{v:.3f}"
-
-
-def _status_text(v: Value) -> str:
-  if v.status == NOT_REACHED:
-    return "not reached"
-  if v.status == results.MISSING:
-    return "not run"
-  return "n/a" if v.status == UNAVAILABLE else v.status
-
-
-def ours_text(r: CellResult) -> str:
-  unit = r.cell.metric.unit
-  text = (_number(r.ours.value, unit) if r.ours.status == OK
-          else _status_text(r.ours))
-  if r.speedup is not None and r.speedup.status == OK:
-    text += f" ({r.speedup.value:.1f}×)"
-  if r.ratio is not None:
-    text += f" ({r.ratio.value:.1f})"
-  return text
-
-
-def paper_text(r: CellResult) -> str:
-  if r.paper is None:
-    return ("" if r.table.key[0] in published_lib.NO_PRINTED_NUMBERS
-            else NOT_TRANSCRIBED)
-  if r.paper.not_reached_within is not None:
-    return f"not reached within {r.paper.text} rounds"
-  if r.cell.ratio_to is not None and r.paper.value is not None:
-    ratio = "" if r.paper_ratio is None else f" ({r.paper_ratio:.1f})"
-    return f"{r.paper.value:.0f}{ratio}"
-  return r.paper.text.replace("x)", "×)")
-
-
-def cell_text(r: CellResult) -> str:
-  """'ours / paper (Δ ...)' as the markdown cell shows it."""
-  text = f"{ours_text(r)} / {paper_text(r)}"
-  diff = r.difference
-  if diff is not None:
-    text += f" (Δ {diff:+.2f})" if r.cell.metric.unit == "%" else \
-        f" (Δ {diff:+.0f})"
-  if r.unverified is not None:
-    text += " †"
-  return text
-
-
-def _grid(rows: Sequence[str], columns: Sequence[str], text) -> List[str]:
-  out = ["| | " + " | ".join(columns) + " |",
-         "|---|" + "|".join("---" for _ in columns) + "|"]
-  for row in rows:
-    out.append(f"| {row} | " + " | ".join(text(row, c) for c in columns) + " |")
-  return out
-
-
-def format_markdown(report: Report) -> str:
-  """The preset's tables in the papers' layouts, then footnotes and studies."""
-  p = report.preset
-  lines = [f"# {p.name}", "", p.description, "",
-           f"Paper: {published_lib.PAPERS[p.paper]}", "",
-           f"Results: `{report.root}`", ""]
-  for note in p.notes:
-    lines.append(f"- {note}")
-  if p.notes:
-    lines.append("")
-  for table in p.tables:
-    cells = {(r.cell.row, r.cell.column): r for r in report.cells
-             if r.table is table}
-    ours_only = published_lib.NO_PRINTED_NUMBERS.get(table.key[0])
-    lines += [f"## {table.title}", "",
-              f"Each cell: ours ({ours_only}). Accuracies in %." if ours_only
-              else "Each cell: ours / paper (Δ = ours − paper, in the "
-              "paper's unit). Accuracies in %.", ""]
-    text = ours_text if ours_only else cell_text
-    lines += _grid(table.rows, table.columns,
-                   lambda row, col: text(cells[(row, col)])
-                   if (row, col) in cells else "")
-    if any(r.relative is not None for r in cells.values()):
-      lines += ["", "Relative accuracy (ours / our centralized run):", ""]
-      lines += _grid(table.rows, table.columns, lambda row, col: _rel_text(
-          cells.get((row, col))))
-    notes = _footnotes(cells.values())
-    if notes:
-      lines += [""] + notes
-    lines.append("")
-  for study in report.studies:
-    lines += effective_lr.format_markdown(study) + [""]
-  if p.sources:
-    lines += ["## Settings and their sources", ""] + p.source_lines()
-  return "\n".join(lines).rstrip() + "\n"
-
-
-def _rel_text(r: Optional[CellResult]) -> str:
-  if r is None or r.relative is None:
-    return ""
-  return f"{r.relative.value:.3f}" if r.relative.status == OK else \
-      _status_text(r.relative)
-
-
-def _footnotes(cells) -> List[str]:
-  out, seen = [], set()
-  for r in cells:
-    for v in (r.ours, r.relative, r.speedup):
-      if v is not None and v.status != OK and v.detail and v.detail not in seen:
-        seen.add(v.detail)
-        out.append(f"- {_status_text(v)}: {v.detail}")
-    if r.unverified is not None:
-      u = r.unverified
-      out.append(f"- † ({r.cell.row}, {r.cell.column}): {u.value:g}{u.unit} "
-                 f"quoted by {u.claimed_by}; not used.")
-  return out
-
-
-CSV_COLUMNS = ("preset", "table", "row", "column", "run", "method", "metric",
-               "metric_arg", "unit", "ours", "ours_status", "ours_detail",
-               "paper", "paper_text", "difference", "relative",
-               "relative_status", "speedup", "ratio", "paper_ratio",
-               "baseline", "paper_quote",
-               "paper_via", "unverified_value", "unverified_source")
-
-
-def csv_rows(report: Report) -> List[Dict[str, object]]:
-  """One row per cell with raw values ('' = none)."""
-  out = []
-  for r in report.cells:
-    rel, sp = r.relative, r.speedup
-    out.append({
-        "preset": report.preset.name, "table": "/".join(r.table.key),
-        "row": r.cell.row, "column": r.cell.column, "run": r.cell.run,
-        "method": r.cell.method or "", "metric": r.cell.metric.kind,
-        "metric_arg": r.cell.metric.arg if r.cell.metric.arg is not None
-        else (r.cell.metric.key or ""),
-        "unit": r.cell.metric.unit, "ours": _raw(r.ours.value),
-        "ours_status": r.ours.status, "ours_detail": r.ours.detail,
-        "paper": _raw(r.paper.value) if r.paper else "",
-        "paper_text": paper_text(r),
-        "difference": _raw(r.difference),
-        "relative": _raw(rel.value) if rel else "",
-        "relative_status": rel.status if rel else "",
-        "speedup": _raw(sp.value) if sp else "",
-        "ratio": _raw(r.ratio.value) if r.ratio else "",
-        "paper_ratio": _raw(r.paper_ratio),
-        "baseline": r.cell.baseline or "",
-        "paper_quote": r.paper.quote if r.paper else "",
-        "paper_via": r.paper.via if r.paper else "",
-        "unverified_value": r.unverified.value if r.unverified else "",
-        "unverified_source": r.unverified.claimed_by if r.unverified else ""})
-  return out
-
-
-def _raw(v):
-  return "" if v is None else v
-
-
-def write_report(report: Report, output_dir: str) -> Dict[str, str]:
-  """Writes <preset>.md, <preset>.csv and each study's CSV and PNG.
-
-  Files are written to a temporary name and renamed, so a failure never
-  leaves a half-written report. Returns {kind: path}.
-  """
-  os.makedirs(output_dir, exist_ok=True)
-  name = report.preset.name
-  paths = {"markdown": os.path.join(output_dir, f"{name}.md"),
-           "csv": os.path.join(output_dir, f"{name}.csv")}
-  _atomic_write(paths["markdown"], lambda f: f.write(format_markdown(report)))
-
-  def write_csv(f):
-    writer = csv.DictWriter(f, CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(csv_rows(report))
-  _atomic_write(paths["csv"], write_csv)
-  for study in report.studies:
-    paths.update(effective_lr.write_study(
-        study, os.path.join(output_dir, f"{name}_{study.spec.key}")))
-  return paths
-
-
-def _atomic_write(path: str, write) -> None:
-  with run_files.atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
-    write(f)
+def compare(comparison: claim_spec.Comparison, preset: spec.Preset,
+            ctx: _Context) -> comparisons_lib.Result:
+  """A paired comparison over the preset's seeds: each side read as a cell
+  on each repetition (`comparisons.evaluate`); a rounds target not reached
+  is bounded by the repetition's --total_rounds."""
+  sides = []
+  for side in (comparison.a, comparison.b):
+    values, budgets = [], []
+    for name in seeds_lib.replicas(preset, side.run):
+      values.append(_ours(ctx, dataclasses.replace(side.cell(), run=name)))
+      budgets.append(preset.run(name).flags.get("total_rounds")
+                     if side.metric.kind in spec.ROUNDS_KINDS else None)
+    sides.append((values, budgets))
+  (va, ba), (vb, bb) = sides
+  return comparisons_lib.evaluate(comparison, va, vb, ba, bb)

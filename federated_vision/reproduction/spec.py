@@ -35,8 +35,13 @@ CENTRALIZED_ACCURACY = "centralized_accuracy"  # of a centralized run
 EMD = "emd"                                # partition's EMD non-identicalness
 METHOD_FIELD = "method_field"  # an accuracy (fraction) field of the method's
                                # summary.json entry, named by Metric.key
+RUN_FIELD = "run_field"  # a count of the run's hparams.json, Metric.key a
+                         # dotted path (e.g. "partition_stats.num_clients")
+PAPER_ONLY = "paper_only"  # the paper's printed text alone (no ours)
 METRIC_KINDS = (FINAL_ACCURACY, ACC_AT_ROUND, ACC_AT_BATCH, ROUNDS_TO_TARGET,
-                ROUNDS_TO_RELATIVE, CENTRALIZED_ACCURACY, EMD, METHOD_FIELD)
+                ROUNDS_TO_RELATIVE, CENTRALIZED_ACCURACY, EMD, METHOD_FIELD,
+                RUN_FIELD, PAPER_ONLY)
+RUN_LEVEL_KINDS = (CENTRALIZED_ACCURACY, EMD, RUN_FIELD, PAPER_ONLY)
 ACCURACY_KINDS = (FINAL_ACCURACY, ACC_AT_ROUND, ACC_AT_BATCH,
                   CENTRALIZED_ACCURACY, METHOD_FIELD)
 ROUNDS_KINDS = (ROUNDS_TO_TARGET, ROUNDS_TO_RELATIVE)
@@ -49,6 +54,11 @@ STUDY_KINDS = (CONTOUR, SENSITIVITY)
 # Prefix of a preset setting's source that is not from the paper
 # (`Preset.sources`): "ours: <why the paper does not give it>".
 OURS = "ours: "
+
+
+def spec_table(name: str) -> "TableSpec":
+  """An empty table named `name` (error messages of a cell outside one)."""
+  return TableSpec(("", name), name, (), (), ())
 
 
 def _show(value) -> str:
@@ -142,7 +152,9 @@ class Metric:
   rounds_to_relative: arg = fraction of the centralized accuracy in (0, 1].
   method_field: key = the field (e.g. a per-label accuracy the mixing runs
     write); no argument.
-  final_accuracy, centralized_accuracy, emd: no argument.
+  run_field: key = a dotted path into the run's hparams.json (a count:
+    clients, classes, examples); no argument.
+  final_accuracy, centralized_accuracy, emd, paper_only: no argument.
   """
   kind: str
   arg: Optional[float] = None
@@ -152,9 +164,10 @@ class Metric:
     if self.kind not in METRIC_KINDS:
       raise ValueError(f"Metric kind {self.kind!r} must be one of "
                        f"{METRIC_KINDS}")
-    if (self.kind == METHOD_FIELD) != bool(self.key):
+    keyed = self.kind in (METHOD_FIELD, RUN_FIELD)
+    if keyed != bool(self.key):
       raise ValueError(f"Metric {self.kind}: key={self.key!r} "
-                       f"{'required' if self.kind == METHOD_FIELD else 'not allowed'}")
+                       f"{'required' if keyed else 'not allowed'}")
     needs_arg = self.kind in (ACC_AT_ROUND, ACC_AT_BATCH) + ROUNDS_KINDS
     if needs_arg != (self.arg is not None):
       raise ValueError(f"Metric {self.kind}: arg={self.arg!r} "
@@ -167,9 +180,12 @@ class Metric:
 
   @property
   def unit(self) -> str:
-    """'%' for accuracies (papers print percent), 'rounds', or '' (EMD)."""
+    """'%' for accuracies (papers print percent), 'rounds', 'count' (a run
+    field), or '' (EMD, paper only)."""
     if self.kind in ACCURACY_KINDS:
       return "%"
+    if self.kind == RUN_FIELD:
+      return "count"
     return "rounds" if self.kind in ROUNDS_KINDS else ""
 
 
@@ -204,7 +220,7 @@ class CellSpec:
     if self.metric.kind == ROUNDS_TO_RELATIVE and self.baseline is None:
       raise ValueError(f"cell ({self.row}, {self.column}): rounds_to_relative "
                        "needs a centralized baseline run")
-    run_level = self.metric.kind in (CENTRALIZED_ACCURACY, EMD)
+    run_level = self.metric.kind in RUN_LEVEL_KINDS
     if run_level != (self.method is None):
       raise ValueError(f"cell ({self.row}, {self.column}): method "
                        f"{'not allowed' if run_level else 'required'} for "
@@ -227,14 +243,24 @@ class TableSpec:
     title: printed above the table.
     rows, columns: the layout, in the paper's order.
     cells: every filled cell (a (row, column) without a cell is blank).
+    groups: (label, rows) of the paper's row groups (e.g. Hsu 2020 Table
+      1's "Synthetic" / "Real-World"), printed above their first row.
+    omitted_rows: (label, why) of the paper's rows no run fills, printed
+      with the reason (e.g. McMahan Table 2's Shakespeare LSTM: no
+      Shakespeare task): never left out silently.
   """
   key: Tuple[str, str]
   title: str
   rows: Tuple[str, ...]
   columns: Tuple[str, ...]
   cells: Tuple[CellSpec, ...]
+  groups: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+  omitted_rows: Tuple[Tuple[str, str], ...] = ()
 
   def __post_init__(self):
+    grouped = [r for _, rows in self.groups for r in rows]
+    if self.groups and sorted(grouped) != sorted(self.rows):
+      raise ValueError(f"table {self.key}: groups must hold every row once")
     seen = set()
     for c in self.cells:
       if c.row not in self.rows or c.column not in self.columns:
@@ -301,6 +327,11 @@ class Preset:
       value is ours (e.g. 'ours: the extraction lost N_VC'). Every setting a
       paper preset's runs make (`sourced_settings`) has one; data-location
       flags (`Run.data_flags`) are paths, not settings.
+    replicas_of: base run name -> the run names of its repetitions over
+      seeds, seed order (`seeds.expand`, `--seeds=N`); empty: one seed.
+    comparisons: the papers' claims as paired comparisons over the seeds
+      (`claim_spec.Comparison`, evaluated by `comparisons`): the report's
+      differences, intervals and verdicts.
   """
   name: str
   paper: str
@@ -310,10 +341,15 @@ class Preset:
   studies: Tuple[StudySpec, ...] = ()
   notes: Tuple[str, ...] = ()
   sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  replicas_of: Mapping[str, Tuple[str, ...]] = dataclasses.field(
+      default_factory=dict)
+  comparisons: Tuple["claim_spec.Comparison", ...] = ()
 
   def __post_init__(self):
     object.__setattr__(self, "sources", types.MappingProxyType(
         dict(self.sources)))
+    object.__setattr__(self, "replicas_of", types.MappingProxyType(
+        {k: tuple(v) for k, v in self.replicas_of.items()}))
     for flag, source in self.sources.items():
       if not (isinstance(source, str) and source.strip()):
         raise ValueError(f"preset {self.name}: source of {flag!r} is empty")
@@ -322,9 +358,21 @@ class Preset:
     if dup:
       raise ValueError(f"preset {self.name}: duplicate run names {dup}")
     by_name = {r.name: r for r in self.runs}
+    for base, names in self.replicas_of.items():
+      unknown = [n for n in (base,) + tuple(names) if n not in by_name]
+      if unknown or names[:1] != (base,):
+        raise ValueError(f"preset {self.name}: repetitions of {base} must "
+                         f"start with it and be runs (unknown: {unknown})")
     for table in self.tables:
       for c in table.cells:
         self._check_cell(table, c, by_name)
+    keys = [c.key for c in self.comparisons]
+    if len(keys) != len(set(keys)):
+      raise ValueError(f"preset {self.name}: duplicate comparison keys")
+    for comparison in self.comparisons:
+      for side in (comparison.a, comparison.b):
+        self._check_cell(spec_table(f"comparison {comparison.key}"),
+                         side.cell(), by_name)
     for study in self.studies:
       for name in study.runs + ((study.baseline,) if study.baseline else ()):
         if name not in by_name:

@@ -37,7 +37,8 @@ class ModelConfig:
 
   Attributes:
     model: registry name, or None for the task's default model.
-    weight_decay: L2 kernel regularisation (0 = none).
+    weight_decay: wd * sum(w**2) / 2 per kernel the model decays
+      (`federated_vision.models.weight_decay`; 0 = no regularizer).
     mobilenet_alpha: mobilenet_v2_gn width multiplier.
     gn_groups: mobilenet_v2_gn maximum GroupNorm groups per layer.
     bottleneck_dim: mobilenet_v2_gn bottleneck width; None = the task's

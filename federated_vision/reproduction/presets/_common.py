@@ -8,6 +8,7 @@ configuration and its results are reused across presets.
 import itertools
 from typing import Optional, Sequence, Tuple
 
+from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 
 # Data-location flags (paths and how to read them) passed through from the
@@ -35,6 +36,35 @@ COMMON = {"seed": 0}
 # Only where the model reads a weight decay (cifar_cnn, mnist_cnn,
 # mobilenet_v2_gn; tasks.models): a run sets nothing it does not read.
 NO_WEIGHT_DECAY = {"weight_decay": 0.0}
+# The public sources' weight decays (wd * tf.nn.l2_loss(w) on the layers each
+# decays: `federated_vision.models.weight_decay`); sources below.
+CIFAR_WEIGHT_DECAY = 0.004    # TF CIFAR-10 tutorial, its two dense layers.
+MOBILENET_WEIGHT_DECAY = 4e-5  # slim's MobileNet training_scope.
+TF_TUTORIAL = ("tensorflow/models tutorials/image/cifar10/cifar10.py (the TF "
+               "CIFAR-10 tutorial)")
+SLIM_MOBILENET = ("tensorflow/models research/slim/nets/mobilenet/"
+                  "mobilenet.py")
+# Sources of the two weight decays (each model's runs; `spec.Preset.sources`).
+CIFAR_WEIGHT_DECAY_SOURCE = (
+    spec.OURS + "cifar_cnn runs: the paper's value was lost (Hsu 2020 §6.5: "
+    "\"Weight decay is set to\" [.]); 0.004 on the two hidden "
+    "fully-connected layers is the weight decay of the model's origin, "
+    + TF_TUTORIAL + ", whose local3 and local4 are \"_variable_with_weight_"
+    "decay('weights', shape=[dim, 384], stddev=0.04, wd=0.004)\" and "
+    "\"_variable_with_weight_decay('weights', shape=[384, 192], "
+    "stddev=0.04, wd=0.004)\" while conv1, conv2 and softmax_linear have "
+    "\"wd=0.0\" (wd * tf.nn.l2_loss; McMahan 2017 §3 names that model), "
+    "and Flower's FedAvgM baseline's (\"weight_decay = 0.004\")")
+MOBILENET_WEIGHT_DECAY_SOURCE = (
+    spec.OURS + "mobilenet_v2_gn runs: the paper's value was lost (Hsu 2020 "
+    "§6.5: \"A weight decay of [.] is applied.\"); 4e-5 is MobileNetV2's "
+    "standard training scope, " + SLIM_MOBILENET + ": \"def training_scope("
+    "is_training=True, weight_decay=0.00004,\" with \"slim.arg_scope("
+    "[slim.conv2d], weights_regularizer=slim.l2_regularizer(weight_decay))"
+    "\" and \"slim.arg_scope([slim.separable_conv2d], weights_regularizer="
+    "None)\": every standard convolution and the classifier decayed, the "
+    "depthwise convolutions not (the Landmarks bottleneck, decayed like "
+    "the classifier: ours)")
 
 # Sources (`spec.Preset.sources`) of the COMMON settings; a preset merges
 # these with its own: dict(COMMON_SOURCES, **its_sources).
@@ -86,7 +116,8 @@ def centralized(name: str, epochs: int, data: Sequence[str] = (),
 # client learning rate 0.01, batch 32 (Landmarks) / 64 (others). The sources
 # of every value are `presets/hsu2020_sources.py`'s REALWORLD_SOURCES.
 INAT_SPLITS = {"User-120k": "user_120k", "Geo-3k": "geo_3k"}
-REALWORLD_TRAINING = {**NO_WEIGHT_DECAY, "client_epochs": 1,
+REALWORLD_TRAINING = {"weight_decay": MOBILENET_WEIGHT_DECAY,
+                      "client_epochs": 1,
                       "client_learning_rate": 0.01,
                       "model": "mobilenet_v2_gn", "mobilenet_alpha": 1.0,
                       "gn_groups": 32}
@@ -133,7 +164,8 @@ CIFAR_ALPHAS = {"cifar10": CIFAR10_ALPHAS, "cifar100": CIFAR100_ALPHAS}
 # CIFAR-10/100 respectively."
 CIFAR_ROUNDS = {"cifar10": 10_000, "cifar100": 20_000}
 CIFAR_CENTRALIZED_EPOCHS = 100
-CIFAR_BASE = {**NO_WEIGHT_DECAY, "partition": "dirichlet", "num_clients": 100,
+CIFAR_BASE = {"weight_decay": CIFAR_WEIGHT_DECAY, "partition": "dirichlet",
+              "num_clients": 100,
               "examples_per_client": 500, "model": "cifar_cnn",
               "clients_per_round": 10, "client_epochs": 1,
               "client_batch_size": 64, "client_learning_rate": 0.01,
@@ -142,6 +174,18 @@ CIFAR_BASE = {**NO_WEIGHT_DECAY, "partition": "dirichlet", "num_clients": 100,
               "rounds_per_checkpoint": 50}
 _CIFAR_FEDERATED_ONLY = ("server_momentum", "total_rounds", "rounds_per_eval",
                          "rounds_per_checkpoint")
+
+# Appended to every FedAvgM server_momentum source: which momentum the
+# package's fedavgm is, and what the evidence says (docs/reproduction.md,
+# "Evidence outside the papers' texts"). Pending: Nesterov momentum comes with
+# the server-optimizer components (`fedavgm@nesterov`).
+FEDAVGM_MOMENTUM_NOTE = (
+    ". FedAvgM here is heavy-ball momentum (the Hsu 2019 poster's w <- w - v, "
+    "v <- beta v + Delta w); Flower's FedAvgM baseline reads the paper as "
+    "Nesterov momentum (its README: \"the inclusion of Nesterov momentum "
+    "aligns with the original definition of FedAvgM in the research "
+    "paper\"); the paper's text was not available here. Pending: these "
+    "FedAvgM methods become fedavgm@nesterov with the server optimizers")
 
 # Sources (`spec.Preset.sources`) of the CIFAR runs' settings, from Hsu 2020's
 # text (hsu2019.py overrides those the Hsu 2019 poster states or omits).
@@ -179,14 +223,24 @@ CIFAR_SOURCES = {
                             "extraction lost; we train 0.01 only (ours)",
     "server_momentum": spec.OURS + "Hsu 2020 §6.5 says \"momentum is used "
                        "for FedAvgM\" but the extraction lost its value "
-                       "(the beta symbol); 0.9. Set on FedAvgM runs only",
+                       "(the beta symbol); 0.9. Set on FedAvgM runs only"
+                       + FEDAVGM_MOMENTUM_NOTE,
     "server_learning_rate": spec.OURS + "Hsu 2020 §5.1 names a server "
                             "learning rate without a value (lost in the "
                             "extraction); 1.0 is McMahan's plain average",
-    "clients_per_round": spec.OURS + "Hsu 2020 §6.1 compares report goals "
+    "clients_per_round": spec.OURS + "Hsu 2020 §6.1 varies the report goal "
                          "(\"Using more clients per round (larger report "
-                         "goal [...]) is also beneficial\"); their values "
-                         "are in Figure 4, which the extraction lost; 10",
+                         "goal [...]) is also beneficial for training but "
+                         "has diminishing returns.\") with values in "
+                         "Figure 4, which the extraction lost; the axis is "
+                         "C in " + "{5, 10, 20, 40} of 100" + ", Hsu 2019's "
+                         "reporting fractions, which §6.1 follows (\"We "
+                         "follow the protocol described in [11]\"), as "
+                         + "Flower's FedAvgM baseline reads that paper "
+                         "(conf/base.yaml: \"values used in the paper 0.05, "
+                         "0.1, 0.2 (not used for Figure 5), 0.4\"; Hsu "
+                         "2019's own text was not available here). The "
+                         "centralized runs' 10 is unused",
     "client_epochs": spec.OURS + "Hsu 2020 states no E for Figure 4 (§A.1's "
                      "E values are Figure 8's panels, lost in the "
                      "extraction); 1",
@@ -205,18 +259,55 @@ CIFAR_SOURCES = {
                           "stated (Hsu 2020 §6.0.1: \"The centralized "
                           "training baseline uses the same configurations "
                           "and hyperparameters\"): 100",
-    "weight_decay": spec.OURS + "Hsu 2020 §6.5: \"Weight decay is set to\" "
-                    "a value the extraction lost; 0",
+    "weight_decay": CIFAR_WEIGHT_DECAY_SOURCE,
 }
 
 
-def cifar_alpha_run(dataset: str, alpha: float) -> spec.Run:
+# The report-goal axis of the CIFAR alpha sweeps: C of K = 100 clients a
+# round (Hsu 2019's reporting fractions 0.05, 0.1, 0.2, 0.4; sources above).
+CIFAR_REPORT_GOALS = (5, 10, 20, 40)
+
+
+def cifar_run_prefix(dataset: str, clients: int, epochs: int) -> str:
+  """`<dataset>_c<C>_e<E>`: the alpha runs' name before `_alpha_<alpha>`."""
+  return f"{dataset}_c{clients}_e{epochs}"
+
+
+def cifar_alpha_run(dataset: str, alpha: float, clients: int = 10,
+                    epochs: int = 1) -> spec.Run:
   """FedAvg and FedAvgM side by side on one Dirichlet(alpha) partition
-  (Hsu 2020 Figure 4: one run, so both see the same partition and EMD)."""
-  return federated(f"{dataset}_alpha_{number(alpha)}", TFDS_DATA,
-                   **dict(CIFAR_BASE, dataset=dataset, alpha=alpha,
-                          algorithm=("fedavg", "fedavgm"),
-                          total_rounds=CIFAR_ROUNDS[dataset]))
+  (Hsu 2020 Figure 4: one run, so both see the same partition and EMD), C
+  clients a round, E local epochs."""
+  return federated(
+      f"{cifar_run_prefix(dataset, clients, epochs)}_alpha_{number(alpha)}",
+      TFDS_DATA, **dict(CIFAR_BASE, dataset=dataset, alpha=alpha,
+                        algorithm=("fedavg", "fedavgm"),
+                        clients_per_round=clients, client_epochs=epochs,
+                        total_rounds=CIFAR_ROUNDS[dataset]))
+
+
+def cifar_alpha_grid(key: Tuple[str, str], title: str,
+                     panels: Sequence[Tuple[str, int, int, str]]):
+  """(the alpha runs, their `alpha_table`) of (dataset, C, E, row prefix)
+  panels, each over the dataset's alphas against its centralized run."""
+  runs, sweeps = [], []
+  for dataset, clients, epochs, row_prefix in panels:
+    alphas = CIFAR_ALPHAS[dataset]
+    runs += [cifar_alpha_run(dataset, a, clients, epochs) for a in alphas]
+    sweeps.append((cifar_run_prefix(dataset, clients, epochs), row_prefix,
+                   alphas, f"central_{dataset}"))
+  return runs, alpha_table(key, title, sweeps)
+
+
+def fedavgm_vs_fedavg(key: str, claim: str, run: str, methods=(
+    "fedavgm", "fedavg"), metric: Optional[spec.Metric] = None
+                      ) -> claim_spec.Comparison:
+  """The claim FedAvgM > FedAvg on one run (the same partition and client
+  draws per seed), final accuracy unless `metric`."""
+  metric = metric or spec.Metric(spec.FINAL_ACCURACY)
+  return claim_spec.Comparison(
+      key, claim, claim_spec.Side(run, metric, methods[0], "FedAvgM"),
+      claim_spec.Side(run, metric, methods[1], "FedAvg"))
 
 
 def cifar_centralized(dataset: str) -> spec.Run:
@@ -253,108 +344,6 @@ def alpha_table(key: Tuple[str, str], title: str,
                                    baseline))
   return spec.TableSpec(key, title, tuple(rows), ("EMD", "FedAvg", "FedAvgM"),
                         tuple(cells))
-
-
-# ---------------------------------------------------------------------- MNIST
-# McMahan et al. 2017: K = 100 clients, IID (600 examples each) or
-# pathological non-IID (200 label-sorted shards of 300, 2 per client).
-MCMAHAN_TARGETS = {"mnist_2nn": 0.97, "mnist_cnn": 0.99}
-# Budgets above the largest published round count (2NN 4278, CNN 1181).
-MCMAHAN_ROUNDS = {"mnist_2nn": 5000, "mnist_cnn": 2000}
-MCMAHAN_LR = {"mnist_2nn": 0.1, "mnist_cnn": 0.1}
-MCMAHAN_PARTITIONS = {"IID": "iid", "non-IID": "shards"}
-
-_MCMAHAN_PARTITION_QUOTE = (
-    "McMahan 2017 §3: \"IID, where the data is shuffled, and then "
-    "partitioned into 100 clients each receiving 600 examples, and Non-IID, "
-    "where we first sort the data by digit label, divide it into 200 shards "
-    "of size 300, and assign each of 100 clients 2 shards.\"")
-# Sources of McMahan's MNIST runs (`mcmahan_run`); Tables 1-2 add theirs.
-MCMAHAN_SOURCES = {
-    "dataset": "McMahan 2017 §3: \"The first two are for the MNIST digit "
-               "recognition task\"",
-    "model": "McMahan 2017 §3: \"A simple multilayer-perceptron with "
-             "2-hidden layers with 200 units each using ReLu activations "
-             "[...] which we refer to as the MNIST 2NN. 2) A CNN with two 5x5 "
-             "convolution layers (the first with 32 channels, the second with "
-             "64, each followed with 2x2 max pooling), a fully connected "
-             "layer with 512 units and ReLu activation, and a final softmax "
-             "output layer\" (mnist_2nn, mnist_cnn)",
-    "partition": _MCMAHAN_PARTITION_QUOTE + " (iid, shards)",
-    "num_clients": _MCMAHAN_PARTITION_QUOTE,
-    "examples_per_client": _MCMAHAN_PARTITION_QUOTE + " (IID runs only; "
-                           "shards fix the client size)",
-    "algorithm": "McMahan 2017 §2: \"at one endpoint of this algorithm "
-                 "family, we can take [...] which corresponds exactly to "
-                 "FedSGD\" (B = ∞, E = 1); every other (E, B) is "
-                 "FedAvg (\"We term this approach FederatedAveraging (or "
-                 "FedAvg)\"); fedsgd for E = 1, B = ∞, else fedavg",
-    "client_learning_rate": spec.OURS + "McMahan 2017 §3 tunes it per "
-                            "setting (\"training over a sufficiently wide "
-                            "grid of learning rates (typically 11-13 values "
-                            "[...])\", \"the best performing rate selected "
-                            "individually\") and prints no chosen rate; we "
-                            "train 0.1 for every (C, E, B), the rate of §2's "
-                            "Figure 1 (\"a fixed learning rate of 0.1\")",
-    "server_learning_rate": "McMahan 2017 §2: \"the server then takes a "
-                            "weighted average of the resulting models\" "
-                            "(server learning rate 1.0)",
-    "target_accuracy": "McMahan 2017 §3: \"We report the number of "
-                       "communication rounds necessary to achieve a target "
-                       "test-set accuracy.\" The targets, 97% (2NN) and 99% "
-                       "(CNN), as the transcription published.py cites reads "
-                       "Tables 1-2 (lost in this extraction)",
-    "total_rounds": spec.OURS + "the paper reports rounds to the target, "
-                    "not its budget; 2NN 5,000 / CNN 2,000 exceed every "
-                    "published count (at most 4,278 / 1,181)",
-    "rounds_per_eval": spec.OURS + "§3 interpolates rounds-to-target between "
-                       "evaluated points (\"using linear interpolation "
-                       "between the discrete points forming the curve\") "
-                       "without a cadence; every round",
-    "rounds_per_checkpoint": spec.OURS + "operational (resuming); not a "
-                             "setting of the paper",
-    "centralized_epochs": spec.OURS + "0: Tables 1-2 compare no centralized "
-                          "baseline",
-    "weight_decay": spec.OURS + "McMahan 2017 states no weight decay; 0",
-}
-
-
-def mcmahan_run(model: str, partition: str, c: float, e: int,
-                b: Optional[int]) -> spec.Run:
-  """McMahan's (C, E, B) on MNIST; b=None is B = inf. E = 1, B = inf is
-  FedSGD (McMahan 2017 §2), trained as --algorithm=fedsgd; else FedAvg.
-  No server momentum: neither algorithm reads it."""
-  fedsgd = e == 1 and b is None
-  flags = {"dataset": "mnist", "model": model, "partition": partition,
-           "num_clients": 100,
-           "algorithm": ("fedsgd",) if fedsgd else ("fedavg",),
-           "client_fraction": c,
-           "client_learning_rate": MCMAHAN_LR[model],
-           "server_learning_rate": 1.0,
-           "target_accuracy": MCMAHAN_TARGETS[model],
-           "total_rounds": MCMAHAN_ROUNDS[model], "rounds_per_eval": 1,
-           "rounds_per_checkpoint": 50}
-  if not fedsgd:  # FedSGD is E = 1, B = inf by definition: it reads neither.
-    flags.update(client_epochs=e, client_batch_size=0 if b is None else b)
-  if model == "mnist_cnn":  # The 2NN has no weight decay to set.
-    flags.update(NO_WEIGHT_DECAY)
-  if partition == "iid":  # Shards fix the client size (2 x 300).
-    flags["examples_per_client"] = 600
-  name = (f"mnist_{model.split('_')[1]}_{partition}_C{number(c)}_E{e}_"
-          f"B{'inf' if b is None else b}")
-  return federated(name, TFDS_DATA, **flags)
-
-
-def mcmahan_cell(row: str, column: str, run: spec.Run,
-                 reference: spec.Run) -> spec.CellSpec:
-  """Rounds to the target of the run's one method (fedavg or fedsgd), with
-  the speedup over `reference`'s."""
-  target = run.flags["target_accuracy"]
-  (method,) = run.methods()
-  (reference_method,) = reference.methods()
-  return spec.CellSpec(row, column, run.name,
-                       spec.Metric(spec.ROUNDS_TO_TARGET, target), method,
-                       speedup_reference=(reference.name, reference_method))
 
 
 def unique_runs(runs) -> Tuple[spec.Run, ...]:

@@ -21,8 +21,13 @@ tile 1,438 examples into one-class clients for some client counts (20 clients
 of 71 fail: the random class choice strands examples; 60 clients of 23 fit).
 Plus `digits_effective_lr`: a small effective-learning-rate sweep (2 alpha x
 3 eta x 2 beta) for the Appendix A contour and table.
+
+`COMPARISONS`: the same claims as paired comparisons over seeds
+(`reproduce --preset=digits_claims --seeds=5`: each difference's mean,
+95% t-interval and whether the paper's direction is reproduced).
 """
 
+from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common as c
 
@@ -66,6 +71,52 @@ STRATEGY_SETTINGS = {
 ELR_ALPHAS = (0.1, 10.0)
 ELR_LRS = (0.02, 0.05, 0.1)
 ELR_MOMENTA = (0.0, 0.5)
+
+
+_FINAL = spec.Metric(spec.FINAL_ACCURACY)
+_ACC_BATCH = spec.Metric(spec.METHOD_FIELD, key="acc_at_batch")
+_ROUNDS = spec.Metric(spec.ROUNDS_TO_TARGET, CLAIM4_TARGET)
+_MISSING = spec.Metric(spec.METHOD_FIELD, key="missing_class_accuracy")
+ALPHA_0, ALPHA_100 = CLAIM1_RUNS[-1], CLAIM1_RUNS[0]
+_IID, _NON_IID = CLAIM4_RUNS["IID"], CLAIM4_RUNS["non-IID"]
+# (key, claim, metric, (run, method, label) of a, of b, the paper's a vs b).
+_PAIRS = (
+    ("fedavgm_vs_fedavg", "Hsu 2019 (claim 1): FedAvgM > FedAvg at the "
+     "non-identical end (alpha = 0)", _FINAL,
+     (ALPHA_0, "fedavgm", "FedAvgM α=0"), (ALPHA_0, "fedavg", "FedAvg α=0"),
+     claim_spec.HIGHER),
+    ("accuracy_falls_with_emd", "Hsu 2019 (claim 1): FedAvg's accuracy falls "
+     "as EMD rises (alpha = 100 > alpha = 0)", _FINAL,
+     (ALPHA_100, "fedavg", "FedAvg α=100"), (ALPHA_0, "fedavg", "FedAvg α=0"),
+     claim_spec.HIGHER),
+    ("fedvc_vs_off", "Hsu 2020 Table 2 (claim 2): FedVC's Acc@Batch > "
+     "FedAvg's on imbalanced clients", _ACC_BATCH,
+     (CLAIM2_RUN, "fedavg+fedvc", "FedAvg+FedVC"),
+     (CLAIM2_RUN, "fedavg", "FedAvg"), claim_spec.HIGHER),
+    ("fedir_vs_off", "Hsu 2020 §6.2 (claim 3): FedIR > FedAvg on strongly "
+     "skewed clients (alpha = 0.05)", _FINAL,
+     (CLAIM3_RUN, "fedavg+fedir", "FedAvg+FedIR"),
+     (CLAIM3_RUN, "fedavg", "FedAvg"), claim_spec.HIGHER),
+    ("iid_vs_non_iid", "McMahan Table 2 (claim 4): IID needs fewer rounds "
+     "than pathological non-IID (FedAvg)", _ROUNDS,
+     (_IID, "fedavg", "FedAvg IID"), (_NON_IID, "fedavg", "FedAvg non-IID"),
+     claim_spec.LOWER),
+) + tuple(
+    (f"fedavg_vs_fedsgd_{part}", "McMahan Table 2 (claim 4): FedAvg (E=5, "
+     f"B=10) needs fewer rounds than FedSGD, {label}", _ROUNDS,
+     (run, "fedavg", f"FedAvg {label}"), (run, "fedsgd", f"FedSGD {label}"),
+     claim_spec.LOWER)
+    for part, label, run in (("iid", "IID", _IID),
+                             ("non_iid", "non-IID", _NON_IID))) + tuple(
+    (f"{m}_vs_none", f"Augenstein Fig. 1 (claim 5): {m} beats no mixing on "
+     f"the missing classes {MISSING_CLASSES}", _MISSING,
+     (CLAIM5_RUNS[m], f"fedavg+{m}", m),
+     (CLAIM5_RUNS["none"], "fedavg+none", "no mixing"), claim_spec.HIGHER)
+    for m in ("parallel", "example_transfer", "gradient_transfer"))
+COMPARISONS = tuple(
+    claim_spec.Comparison(key, claim, claim_spec.Side(a[0], metric, a[1], a[2]),
+                    claim_spec.Side(b[0], metric, b[1], b[2]), better)
+    for key, claim, metric, a, b, better in _PAIRS)
 
 
 def _run(name: str, **flags) -> spec.Run:
@@ -135,7 +186,8 @@ def claims() -> spec.Preset:
       "(digits_cnn); one verdict line per claim.",
       tuple(runs), (table1, table2, table3, table4, table5),
       notes=("All settings are ours, chosen to run in minutes on 2 cores; a "
-             "claim that does not hold is reported as such.",))
+             "claim that does not hold is reported as such.",),
+      comparisons=COMPARISONS)
 
 
 def effective_lr() -> spec.Preset:

@@ -13,10 +13,7 @@ _LOST = "the text extraction lost the number"
 # Sources of the settings every real-world (iNaturalist / Landmarks) run makes.
 REALWORLD_SOURCES = {
     "seed": c.COMMON_SOURCES["seed"],
-    "weight_decay": OURS + "§6.5 says \"A weight decay of [.] is "
-                    "applied.\" (and for CIFAR \"Weight decay is set to "
-                    f"[.]\") but {_LOST}; we use 0 (none) rather than guess "
-                    "a value",
+    "weight_decay": c.MOBILENET_WEIGHT_DECAY_SOURCE,
     "fedir_target": H + "§4.1: \"we create class-balanced training and test "
                     "sets with uniform distributions\" (§4.2: the Landmarks "
                     "test split \"is well-balanced among classes\"): FedIR's "
@@ -55,7 +52,8 @@ REALWORLD_SOURCES = {
     "server_momentum": OURS + "§6.5: \"momentum is used for FedAvgM\", "
                        "without its value in the text (§5.1's beta was lost); "
                        "we use 0.9, the usual SGD momentum (set only in runs "
-                       "training FedAvgM)",
+                       "training FedAvgM)"
+                       + c.FEDAVGM_MOMENTUM_NOTE,
     "virtual_client_size": OURS + "§6.3 says \"set the virtual client "
                            "size [.]\" and §6.4.1 \"FedVC samples [.] examples "
                            f"per client\" but {_LOST}; we use N_VC = 256: 4 "
@@ -118,7 +116,10 @@ CIFAR_CENTRAL_SOURCES.update({
     "client_learning_rate": OURS + "CIFAR: Appendix A.1 footnote \"CIFAR "
                             "experiments in the main text are tuned over the "
                             "the same grid\"; the tuned value is not stated, "
-                            "0.05 is the CIFAR presets' (Figure 4's) choice",
+                            "0.01 is the CIFAR presets' (Figure 4's): §6.5's "
+                            "\"Unless otherwise stated, the client learning "
+                            "rate is 0.01\"",
+    "weight_decay": c.CIFAR_WEIGHT_DECAY_SOURCE,
     "centralized_epochs": OURS + "CIFAR centralized runs: 100 epochs "
                           "(the paper does not state the length)",
     "client_epochs": OURS + "CIFAR centralized runs: unused (their one "
