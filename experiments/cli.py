@@ -47,6 +47,11 @@ def define_flags() -> None:
                     "docs/extending.md.")
 
 
+# Called after --extra_modules were imported, before the flags are parsed
+# (a binary's help text naming what they registered).
+AFTER_EXTRA_MODULES = []
+
+
 def fail(message: str, status: int = 2) -> NoReturn:
   """Prints `<binary>: error: <message>` to stderr and exits with `status`."""
   print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
@@ -67,6 +72,8 @@ def parse_flags(argv: Sequence[str]):
       import_extra_modules(extra_modules_in(argv))
       if "dataset" in flags.FLAGS:  # The binary defines the config flags.
         flags_components.define_flags()
+      for hook in AFTER_EXTRA_MODULES:  # e.g. reproduce's --preset help.
+        hook()
     except ValueError as e:  # ConfigError too.
       fail(one_line(e))
   if help_lib.wants_help(argv):

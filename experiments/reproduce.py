@@ -43,9 +43,14 @@ flags_lib.define_flags()  # The data-location flags, named as in train_main.
 cli.define_flags()
 estimate.define_flags()
 repeat.define_flags()
-flags.DEFINE_string("preset", None, "Preset name: "
-                    f"{' | '.join(presets.preset_names())} (--dry_run lists "
-                    "its runs).")
+def _preset_help() -> str:
+  return (f"Preset name: {' | '.join(presets.preset_names())} (and any "
+          "registered by --extra_modules; --dry_run lists its runs).")
+
+
+flags.DEFINE_string("preset", None, _preset_help())
+cli.AFTER_EXTRA_MODULES.append(  # Presets of --extra_modules in --help.
+    lambda: setattr(flags.FLAGS["preset"], "help", _preset_help()))
 flags.DEFINE_bool("dry_run", False, "List the runs: the preset's base "
                   "settings once, then per run what differs; train nothing.")
 flags.DEFINE_list("only", [], "Run/report only runs matching these shell "
@@ -57,6 +62,11 @@ flags.DEFINE_string("results_root", None, "Run directories go to "
                     "Default: --root_output_dir (the output root of every "
                     "binary; giving both with different values is an error).")
 flags.DEFINE_integer("parallel_runs", 1, parallel.FLAG_HELP, lower_bound=1)
+flags.DEFINE_list("extra_methods", [], "Your methods beside the paper's: "
+                  "each table gains a row per method and compared run, "
+                  "trained with that run's settings (<run>+<method>), e.g. "
+                  "fedavg+fedvc@adam:server_learning_rate=0.01 "
+                  "(docs/extending.md).")
 for _name in reproduce_lib.read_flag_names():  # --help lists these.
   flags.declare_key_flag(_name)
 flags.adopt_module_key_flags(cli)  # --extra_modules.
@@ -71,7 +81,8 @@ def main(argv):
       if FLAGS.dry_run or FLAGS.report_only:
         cli.fail("--estimate: not with --dry_run or --report_only")
       try:
-        preset = reproduce_lib.get_preset(FLAGS.preset, FLAGS.seeds)
+        preset = reproduce_lib.get_preset(FLAGS.preset, FLAGS.seeds,
+                                          FLAGS.extra_methods)
         estimate.estimate_preset(
             preset, plan.select(preset, FLAGS.only),
             reproduce_lib.given_data(FLAGS),
@@ -87,7 +98,8 @@ def main(argv):
           FLAGS.only, FLAGS.dry_run, FLAGS.report_only,
           execution=reproduce_lib.execution_settings(FLAGS),
           parallel_runs=FLAGS.parallel_runs,
-          extra_modules=FLAGS.extra_modules, seeds=FLAGS.seeds)
+          extra_modules=FLAGS.extra_modules, seeds=FLAGS.seeds,
+          extra_methods=FLAGS.extra_methods)
     except (plan.PlanError, reproduce_lib.ReproduceError) as e:
       cli.fail(str(e))
   cli.main(argv, body, tff_runtime=_trains())
@@ -124,11 +136,12 @@ def _check_plan() -> None:
   checks them again before its first run."""
   _require_preset()
   _refuse_unread_flags()
-  if not (FLAGS.preset and _trains()) or FLAGS.estimate or FLAGS.extra_modules:
-    return  # Those paths check in main() (extra modules may add presets).
+  if not (FLAGS.preset and _trains()) or FLAGS.estimate:
+    return  # Those paths check in main().
   try:
     planned = plan.plan(
-        reproduce_lib.get_preset(FLAGS.preset, FLAGS.seeds),
+        reproduce_lib.get_preset(FLAGS.preset, FLAGS.seeds,
+                                          FLAGS.extra_methods),
         reproduce_lib.output_root(FLAGS), reproduce_lib.given_data(FLAGS),
         FLAGS.only)
     reproduce_lib.check_runnable(planned)

@@ -21,7 +21,9 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 from federated_vision.experiment import config as config_lib
 from experiments import parallel
 from federated_vision.experiment import runner
+from federated_vision.errors import ConfigError
 from federated_vision.reproduction import claims
+from federated_vision.reproduction import extra_methods as extra_methods_lib
 from federated_vision.reproduction import hparams
 from federated_vision.reproduction import plan as plan_lib
 from federated_vision.reproduction import presets
@@ -159,7 +161,8 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
               run_fn: Callable[[Mapping[str, object]], None] = run_one,
               execution: Optional[Mapping[str, object]] = None,
               parallel_runs: int = 1, extra_modules: Sequence[str] = (),
-              seeds: int = 1) -> Dict[str, str]:
+              seeds: int = 1, extra_methods: Sequence[str] = ()
+              ) -> Dict[str, str]:
   """Plans, runs and reports one preset (see the module docstring).
 
   `preset_name` is a registered name or a `spec.Preset` (e.g. a scaled-down
@@ -170,6 +173,8 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
   stop the others, and then no report is written and the error's exit
   status is the worst of the runs'. `seeds` > 1 repeats every run over
   that many seeds (`seeds.expand`: `--seeds`); the report aggregates them.
+  `extra_methods` adds a researcher's methods to the preset's tables
+  (`extra_methods.with_extra_methods`: `--extra_methods`).
 
   Returns:
     run name -> what happened to it ('finished', 'ran', 'dry run').
@@ -178,7 +183,7 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
     ReproduceError / PlanError / ConfigError: one line naming the preset,
       run, flag or file -- for plan and config errors before any run starts.
   """
-  preset = get_preset(preset_name, seeds)
+  preset = get_preset(preset_name, seeds, extra_methods)
   if dry_run:
     selected = plan_lib.select(preset, only)
     echo("\n".join(describe_runs(preset, results_root, selected, data)))
@@ -237,11 +242,18 @@ def _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
     raise error
 
 
-def get_preset(preset_name: Union[str, spec.Preset], seeds: int = 1
-               ) -> spec.Preset:
+def get_preset(preset_name: Union[str, spec.Preset], seeds: int = 1,
+               extra_methods: Sequence[str] = ()) -> spec.Preset:
   """A registered preset by name (ReproduceError naming --preset if none),
-  or `preset_name` itself when it is a `spec.Preset`; with `seeds` > 1 its
-  runs repeated over that many seeds (`seeds.expand`)."""
+  or `preset_name` itself when it is a `spec.Preset`; with
+  `extra_methods` its tables gain their rows (`extra_methods.
+  with_extra_methods`); with `seeds` > 1 its runs repeated over that many
+  seeds (`seeds.expand`).
+
+  Raises:
+    ReproduceError: no such preset.
+    ConfigError: a bad --extra_methods name.
+  """
   if isinstance(preset_name, spec.Preset):
     preset = preset_name
   else:
@@ -249,8 +261,11 @@ def get_preset(preset_name: Union[str, spec.Preset], seeds: int = 1
       preset = presets.get_preset(preset_name)
     except KeyError as e:
       raise ReproduceError(f"--preset={preset_name}: {e.args[0]}") from None
+  preset = extra_methods_lib.with_extra_methods(preset, extra_methods)
   try:
     return seeds_lib.expand(preset, seeds)
+  except ConfigError:
+    raise
   except ValueError as e:
     raise ReproduceError(str(e)) from None
 

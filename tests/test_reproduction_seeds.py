@@ -12,7 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from experiments import config as config_lib
+from federated_vision.experiment import config as config_lib
 from experiments import repeat
 from experiments import reproduce_lib
 from federated_vision.reproduction import intervals

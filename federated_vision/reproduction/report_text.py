@@ -63,10 +63,23 @@ def ours_text(r: CellResult) -> str:
   return text
 
 
+NOT_IN_PAPER = "not in the paper"
+
+
+def _ours_only(table) -> Optional[str]:
+  """Why a table has no published numbers (a paper that prints none, or a
+  researcher's own preset), else None."""
+  paper = table.key[0]
+  if paper not in published_lib.PAPERS:
+    return f"{paper} is not a paper the package carries numbers of"
+  return published_lib.NO_PRINTED_NUMBERS.get(paper)
+
+
 def paper_text(r: CellResult) -> str:
+  if r.cell.row in r.table.added_rows:
+    return NOT_IN_PAPER
   if r.paper is None:
-    return ("" if r.table.key[0] in published_lib.NO_PRINTED_NUMBERS
-            else NOT_TRANSCRIBED)
+    return "" if _ours_only(r.table) else NOT_TRANSCRIBED
   if r.paper.not_reached_within is not None:
     return f"not reached within {r.paper.text} rounds"
   text = r.paper.text.replace("x)", "×)")  # As printed.
@@ -130,7 +143,7 @@ def format_markdown(report: Report) -> str:
   """The preset's tables in the papers' layouts, then footnotes and studies."""
   p = report.preset
   lines = [f"# {p.name}", "", p.description, "",
-           f"Paper: {published_lib.PAPERS[p.paper]}", "",
+           f"Paper: {published_lib.PAPERS.get(p.paper, p.paper)}", "",
            f"Results: `{report.root}`", ""]
   for note in p.notes:
     lines.append(f"- {note}")
@@ -139,7 +152,7 @@ def format_markdown(report: Report) -> str:
   for table in p.tables:
     cells = {(r.cell.row, r.cell.column): r for r in report.cells
              if r.table is table}
-    ours_only = published_lib.NO_PRINTED_NUMBERS.get(table.key[0])
+    ours_only = _ours_only(table)
     lines += [f"## {table.title}", "",
               f"Each cell: ours ({ours_only}). Accuracies in %." if ours_only
               else "Each cell: ours / paper (Δ = ours − paper, in the "

@@ -248,6 +248,8 @@ class TableSpec:
     omitted_rows: (label, why) of the paper's rows no run fills, printed
       with the reason (e.g. McMahan Table 2's Shakespeare LSTM: no
       Shakespeare task): never left out silently.
+    added_rows: rows that are not the paper's (a researcher's own methods,
+      `extra_methods`): no published number, and the report says so.
   """
   key: Tuple[str, str]
   title: str
@@ -256,8 +258,11 @@ class TableSpec:
   cells: Tuple[CellSpec, ...]
   groups: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
   omitted_rows: Tuple[Tuple[str, str], ...] = ()
+  added_rows: Tuple[str, ...] = ()
 
   def __post_init__(self):
+    if not set(self.added_rows) <= set(self.rows):
+      raise ValueError(f"table {self.key}: added rows must be rows")
     grouped = [r for _, rows in self.groups for r in rows]
     if self.groups and sorted(grouped) != sorted(self.rows):
       raise ValueError(f"table {self.key}: groups must hold every row once")

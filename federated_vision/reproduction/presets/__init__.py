@@ -6,7 +6,9 @@
   for run in p.runs: run.name, run.flag_dict()
 
 One module per paper; each exposes PRESETS, a tuple of functions returning a
-`spec.Preset` (built on first use; they are plain data).
+`spec.Preset` (built on first use; they are plain data). A researcher's own
+preset is registered from a module passed to --extra_modules
+(`register_preset`) and is then a preset like the papers'.
 """
 
 import functools
@@ -24,7 +26,7 @@ _MODULES = (hsu2020, hsu2019, mcmahan2017, augenstein, digits_claims)
 
 
 @functools.lru_cache(maxsize=None)
-def _registry() -> Dict[str, spec.Preset]:
+def _builtins() -> Dict[str, spec.Preset]:
   out = {}
   for module in _MODULES:
     for build in module.PRESETS:
@@ -33,6 +35,36 @@ def _registry() -> Dict[str, spec.Preset]:
         raise ValueError(f"two presets named {preset.name}")
       out[preset.name] = preset
   return out
+
+
+_REGISTERED: Dict[str, spec.Preset] = {}  # register_preset's, in order.
+
+
+def _registry() -> Dict[str, spec.Preset]:
+  return {**_builtins(), **_REGISTERED}
+
+
+def register_preset(preset: spec.Preset) -> spec.Preset:
+  """Adds a preset (e.g. from a module passed to the binaries'
+  --extra_modules): `reproduce --preset=<its name>` plans, runs and reports
+  it as the papers' presets. Its runs' names must not be taken by another
+  preset's run with other settings (one run name = one configuration).
+
+  Raises:
+    ValueError: not a `spec.Preset`, its name is taken, or a run name
+      clashes.
+  """
+  if not isinstance(preset, spec.Preset):
+    raise ValueError(f"register_preset: {preset!r} is not a spec.Preset")
+  if preset.name in _registry():
+    raise ValueError(f"preset name {preset.name!r} is already registered")
+  _REGISTERED[preset.name] = preset
+  try:
+    all_runs()
+  except ValueError:
+    del _REGISTERED[preset.name]
+    raise
+  return preset
 
 
 def preset_names() -> Tuple[str, ...]:
@@ -94,4 +126,6 @@ def describe(preset: spec.Preset) -> str:
 
 
 def published_paper(preset: spec.Preset) -> str:
-  return published.PAPERS[preset.paper]
+  """The preset's paper (its key itself for a paper the package does not
+  carry, e.g. a researcher's own preset)."""
+  return published.PAPERS.get(preset.paper, preset.paper)
