@@ -15,6 +15,8 @@ way).
 import os
 import sys
 
+from absl import flags
+
 from federated_vision.experiment import config as config_lib
 from experiments import flags_lib
 from experiments import parallel
@@ -25,6 +27,16 @@ from federated_vision.errors import ConfigError, show
 from federated_vision.tasks import presence
 from federated_vision.training import run_files
 
+
+
+def sweep_help() -> str:
+  """--sweep's help: every registered sweep (also --extra_modules')."""
+  return (f"The grid to run: {' | '.join(sweeps.SWEEPS)} (and any "
+          "registered by --extra_modules: sweeps.register_sweep).")
+
+
+def update_sweep_help() -> None:
+  flags.FLAGS["sweep"].help = sweep_help()
 
 def _show(value) -> str:
   if isinstance(value, float):
@@ -46,7 +58,7 @@ def plan(f):
   """
   if f.sweep not in sweeps.SWEEPS:
     raise ConfigError(f"--sweep={f.sweep}: must be one of "
-                      f"{', '.join(sweeps.SWEEP_NAMES)}", "sweep")
+                      f"{', '.join(sweeps.SWEEPS)}", "sweep")
   sweep = sweeps.SWEEPS[f.sweep]
   names = flags_lib.config_flag_names(f)
   explicit = [n for n in names if f[n].present]

@@ -27,13 +27,12 @@ from experiments import flags_lib
 from experiments import parallel
 from experiments import repeat
 from experiments import sweep_lib
-from federated_vision.experiment import sweeps
 
 flags_lib.define_flags()
 cli.define_flags()
 repeat.define_flags()
-flags.DEFINE_string("sweep", None, f"The grid to run: "
-                    f"{' | '.join(sweeps.SWEEP_NAMES)}.")
+flags.DEFINE_string("sweep", None, sweep_lib.sweep_help())
+cli.AFTER_EXTRA_MODULES.append(sweep_lib.update_sweep_help)  # --extra_modules'.
 flags.DEFINE_bool("dry_run", False, "Print the planned runs and exit.")
 flags.DEFINE_list("only", [], "Run only the points whose name matches one of "
                   "these shell patterns (e.g. 'fedavg_*,*_alpha_0').")
@@ -56,5 +55,5 @@ def main(argv):
 
 if __name__ == "__main__":
   app.run(main, flags_parser=lambda a: cli.parse_then_import_tf(  # The plan
-      a, lambda: FLAGS.extra_modules or sweep_lib.check(FLAGS),  # checked
+      a, lambda: sweep_lib.check(FLAGS),  # checked
       needs_tf=lambda: not FLAGS.dry_run))  # before TF (none for a plan).

@@ -31,6 +31,13 @@ REMEDY = "rerun the point's command to write it again"
 COLUMNS = ("point", "dataset", "partition", "alpha", "algorithm", "status",
            "C", "clients_per_round", "E", "B", "rounds", "final_accuracy",
            "relative_accuracy", "target", "rounds_to_target", "speedup", "emd")
+# A row's method settings as recorded (summary.json's `settings`: learning
+# rates, server optimizer, each component's own options, a researcher's
+# included, read without importing any component) are columns where they
+# differ between rows (`columns`); E, B and the name have their own.
+HPARAMS = "hparams"
+_NOT_HPARAMS = ("name", "algorithm", "variants", "E", "B",
+                "clients_per_round")
 
 
 class ReportError(ConfigError):
@@ -119,8 +126,30 @@ def _rows_of_run(run_dir, name, target):
             m.get("relative_accuracy") if status == "completed" and central_ok
             and _finite(m.get("relative_accuracy")) else None),
         "target": run_target, "rounds_to_target": rtt, "speedup": None,
-        "emd": summary.get("emd")})
+        "emd": summary.get("emd"), HPARAMS: _hparams(s)})
   return rows
+
+
+def _hparams(settings) -> dict:
+  """A method's recorded settings with a single value (numbers, strings,
+  booleans, None), but the ones with a column of their own."""
+  return {k: v for k, v in settings.items() if k not in _NOT_HPARAMS
+          and (v is None or isinstance(v, (bool, int, float, str)))}
+
+
+def columns(rows) -> tuple:
+  """`COLUMNS`, then each method hyper-parameter whose value differs
+  between rows (absent from a row: '-'), in first-seen order."""
+  keys = []
+  for r in rows:
+    keys += [k for k in r.get(HPARAMS, {}) if k not in keys]
+  varying = [k for k in keys if len({repr(r.get(HPARAMS, {}).get(k))
+                                     for r in rows}) > 1]
+  return COLUMNS + tuple(varying)
+
+
+def _value(row, column):
+  return row[column] if column in COLUMNS else row.get(HPARAMS, {}).get(column)
 
 
 def gather(input_dir, target=None, reference=None):
@@ -217,8 +246,9 @@ def footnotes(rows, prefix="  - "):  # printed below `format_table`
 
 
 def format_table(rows):
-  cells = [list(COLUMNS)] + [[_cell(r[c]) for c in COLUMNS] for r in rows]
-  widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
+  cols = columns(rows)
+  cells = [list(cols)] + [[_cell(_value(r, c)) for c in cols] for r in rows]
+  widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
   lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
            for row in cells]
   lines.insert(1, "  ".join("-" * w for w in widths))
@@ -226,9 +256,11 @@ def format_table(rows):
 
 
 def format_markdown(rows):
-  out = ["| " + " | ".join(COLUMNS) + " |",
-         "|" + "|".join("---" for _ in COLUMNS) + "|"]
-  out += ["| " + " | ".join(_cell(r[c]) for c in COLUMNS) + " |" for r in rows]
+  cols = columns(rows)
+  out = ["| " + " | ".join(cols) + " |",
+         "|" + "|".join("---" for _ in cols) + "|"]
+  out += ["| " + " | ".join(_cell(_value(r, c)) for c in cols) + " |"
+          for r in rows]
   unknown = [f"`{u.word}` in {c} of {name}: {u.why}"
              for name, c, u in unknown_cells(rows)]
   return "\n".join(out + ([""] + unknown if unknown else [])) + "\n"
@@ -244,10 +276,12 @@ def write_outputs(rows, output_dir):
   """
   os.makedirs(output_dir, exist_ok=True)
   text = io.StringIO()
-  writer = csv.DictWriter(text, COLUMNS, lineterminator="\n")
+  cols = columns(rows)
+  writer = csv.DictWriter(text, cols, lineterminator="\n")
   writer.writeheader()
-  writer.writerows({k: ("" if v is None else _cell(v) if isinstance(
-      v, Unknown) else v) for k, v in r.items()} for r in rows)
+  writer.writerows({c: ("" if v is None else _cell(v) if isinstance(
+      v, Unknown) else v) for c, v in ((c, _value(r, c)) for c in cols)}
+                   for r in rows)
   csv_path = run_files.write_text(os.path.join(output_dir, "report.csv"),
                                   text.getvalue())
   md_path = run_files.write_text(os.path.join(output_dir, "report.md"),

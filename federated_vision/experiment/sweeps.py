@@ -128,7 +128,37 @@ SWEEPS = {s.name: s for s in (
     _hsu2019("cifar100", HSU2019_CIFAR100_ALPHAS),
     _per_class_cifar10(),
     _mcmahan_mnist_grid())}
-SWEEP_NAMES = tuple(SWEEPS)
+SWEEP_NAMES = tuple(SWEEPS)  # The package's own; `SWEEPS` adds the registered.
+
+
+def register_sweep(sweep: Sweep) -> Sweep:
+  """Adds a sweep (e.g. from a module passed to --extra_modules): then
+  `sweep_main --sweep=<its name>` plans, runs and resumes it as the
+  package's own. Its base and axes are config fields (== flags), a
+  component's own options included (`--<option>` of a registered
+  algorithm, variant or server optimizer), so a researcher's
+  hyper-parameter is an axis, and `report_main` shows it as a column where
+  it varies.
+
+  Raises:
+    ValueError: not a `Sweep`, its name is taken, no points, two points of
+      one name, or a point or base value naming no config field.
+  """
+  if not isinstance(sweep, Sweep):
+    raise ValueError(f"register_sweep: {sweep!r} is not a sweeps.Sweep")
+  if sweep.name in SWEEPS:
+    raise ValueError(f"sweep name {sweep.name!r} is already registered")
+  names = [p.name for p in sweep.points]
+  if not names or len(set(names)) != len(names):
+    raise ValueError(f"sweep {sweep.name}: give points with distinct names")
+  fields = set(config_lib.field_sections())
+  for values in [sweep.base] + [p.flags for p in sweep.points]:
+    unknown = sorted(set(values) - fields)
+    if unknown:
+      raise ValueError(f"sweep {sweep.name}: {unknown[0]!r} is not a setting "
+                       "(a flag of train_main)")
+  SWEEPS[sweep.name] = sweep
+  return sweep
 
 
 def select(sweep: Sweep, patterns: Sequence[str] = ()) -> Tuple[Point, ...]:
