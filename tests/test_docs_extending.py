@@ -24,7 +24,7 @@ def _blocks(kind: str):
 def test_the_page_has_its_sections():
   text = open(DOC, encoding="utf-8").read()
   for heading in ("A FedAdam run", "clipped-delta client variant",
-                  "SCAFFOLD"):
+                  "SCAFFOLD", "Your method in the paper's table"):
     assert heading in text
   assert len(_blocks("sh")) >= 3 and len(_blocks("python")) >= 1
 
@@ -84,3 +84,17 @@ def test_scaffold_keeps_its_client_states(ran):
   assert summary["methods"]["scaffold"]["settings"]["client_state"] == (
       "control_variate")
   assert (work / "output" / "scaffold" / "scaffold" / "client_states").is_dir()
+
+
+def test_table3_gains_the_new_method_with_the_compared_runs_settings(ran):
+  _, procs = ran
+  plan = procs[-1].stdout
+  method = "fedavg+fedvc@adam:server_learning_rate=0.01"
+  compared = "inat_user_120k_fedavg_c10_fedvc_fedir_off_on_r5000"
+  assert f"federated {compared}+{method}:" in plan
+  listing = plan.split(f"federated {compared}+{method}:")[1].split(
+      "  federated ")[0]
+  # Its own settings beside the base: the compared run's, its method alone.
+  for setting in ("--total_rounds=5000", "--virtual_client_size=256",
+                  "--rounds_per_eval=250", f"--methods={method}"):
+    assert setting in listing, listing
