@@ -221,8 +221,6 @@ def with_client_groups(method: Method, config: MethodConfig,
     ValueError: an explicit group size > 1 for a method not covered
       (config validation refuses it first).
   """
-  # Local: client_groups imports TensorFlow; this module must not.
-  from federated_vision.algorithms import client_groups  # pylint: disable=g-import-not-at-top
   s = method.settings
   size = groups.resolve_group_size(group_size, inputs.clients_per_round)
   uncovered = groups.uncovered(config, s.get("mixing"))
@@ -236,9 +234,9 @@ def with_client_groups(method: Method, config: MethodConfig,
   if work:
     update = work[0].grouped_update(config, inputs)
   optimizer, _ = server_optimizer(config)
-  grouped = client_groups.GroupedMethod(
-      inputs.model_fn, fedavg_builtins.client_sgd(config), optimizer,
-      group_size=size, clients_per_round=inputs.clients_per_round,
-      update=update)
+  grouped = comp.get(config.algorithm).grouped_build(
+      config, inputs, comp.BuildParts(
+          server_optimizer=optimizer,
+          client_optimizer=fedavg_builtins.client_sgd(config)), update, size)
   return method._replace(process=grouped,
                          settings={**s, "client_group_size": size})

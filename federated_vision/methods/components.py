@@ -190,6 +190,12 @@ class Algorithm(Component):
     server_optimizer: its default server optimizer (a registered
       `ServerOptimizer`; `@<optimizer>` in a method name replaces it), or
       None: it has no server-optimizer slot.
+    grouped_build: `(config, inputs, parts: BuildParts, update, group_size)
+      -> process`: the same round trained through client groups (`update`:
+      the client work's `client_groups.ClientUpdate` or None), or None: client
+      groups do not cover it. FedAvg's composition has one
+      (`methods.builtins.fedavg.grouped_fedavg`), which an algorithm whose
+      round is FedAvg's may reuse; `grouped` follows it.
     client_state_models: model-sized float32 values it keeps per client
       across rounds (`training.client_states`; SCAFFOLD: 1), 0 for none;
       the estimate prints the store's size.
@@ -203,6 +209,7 @@ class Algorithm(Component):
   kind: ClassVar[str] = ALGORITHM
   build: Callable
   client_spec: Callable = None  # Default set in __post_init__.
+  grouped_build: Optional[Callable] = None
   server_optimizer: Optional[str] = "sgd"
   client_state_models: int = 0
   takes_variants: bool = True
@@ -212,6 +219,7 @@ class Algorithm(Component):
   def __post_init__(self):
     if self.client_spec is None:
       object.__setattr__(self, "client_spec", default_client_spec)
+    object.__setattr__(self, "grouped", self.grouped_build is not None)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -50,22 +50,39 @@ def _build(fedsgd: bool):
   return build
 
 
+def grouped_fedavg(config, inputs, parts: comp.BuildParts, update,
+                   group_size):
+  """FedAvg's round (McMahan et al. 2017, Algorithm 1) through client groups
+  (`algorithms.client_groups.GroupedMethod`): the same server optimizer and
+  client SGD, the client work's per-client `update`; an algorithm whose
+  round is FedAvg's composition declares it as its `grouped_build`."""
+  from federated_vision.algorithms import client_groups  # pylint: disable=g-import-not-at-top
+  return client_groups.GroupedMethod(
+      inputs.model_fn, parts.client_optimizer, parts.server_optimizer,
+      group_size=group_size, clients_per_round=inputs.clients_per_round,
+      update=update)
+
+
 comp.register(comp.Algorithm(
     name="fedavg", build=_build(False), reads=_LOCAL, server_optimizer="sgd",
-    grouped=True, mixable=True, label="FedAvg",
+    grouped_build=grouped_fedavg, mixable=True, label="FedAvg",
     citation="McMahan et al. 2017, Algorithm 1",
     summary="Federated Averaging: E local epochs of SGD (batch B) per "
             "client, weighted mean of the deltas"))
 comp.register(comp.Algorithm(
     name="fedavgm", build=_build(False), reads=_LOCAL, server_optimizer="sgdm",
-    grouped=True, mixable=True, calibrates_as="fedavg", label="FedAvgM",
+    grouped_build=grouped_fedavg, mixable=True, calibrates_as="fedavg",
+    label="FedAvgM",
     citation="Hsu, Qi & Brown 2019, Sec. 3 (server momentum)",
     summary="FedAvg with server momentum (heavy-ball sgdm by default)"))
 # FedSGD composes with no mixing strategy (ours: the strategies train with
 # local B and E, which FedSGD fixes to inf and 1): not mixable.
 comp.register(comp.Algorithm(
     name="fedsgd", build=_build(True), reads=("client_learning_rate",),
-    client_spec=fedsgd_client_spec, server_optimizer="sgd", grouped=True,
+    client_spec=fedsgd_client_spec, server_optimizer="sgd",
+    # FedSGD's round is FedAvg's with one full-batch SGD step of the client
+    # learning rate (B = inf, E = 1: its spec).
+    grouped_build=grouped_fedavg,
     calibrates_as=None, label="FedSGD",
     citation="McMahan et al. 2017, Sec. 2 (FedSGD: B = inf, E = 1)",
     summary="one full-batch gradient step per client (B = inf, E = 1)"))
