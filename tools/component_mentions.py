@@ -20,6 +20,7 @@ modules each).
 """
 
 import io
+import keyword
 import os
 import re
 import sys
@@ -54,8 +55,8 @@ def code_tokens(source: str) -> List[str]:
       if previous not in (token.NEWLINE, token.INDENT, token.DEDENT,
                           tokenize.NL):
         out.append(tok.string)
-    elif tok.type == token.NAME:
-      out.append(tok.string)
+    elif tok.type == token.NAME and not keyword.iskeyword(tok.string):
+      out.append(tok.string)  # (`None` does not name the strategy none.)
     if tok.type not in (tokenize.COMMENT, tokenize.NL):
       previous = tok.type
   return out
