@@ -3,8 +3,11 @@
 `plan` reads parsed flags (never writes them) and builds each point's
 `ExperimentConfig` with `sweeps.point_config`; `run_points` runs them with
 `runner.run`. A point's state is its summary.json's status: None (to run),
-'completed' or 'diverged'; or, for a point to run whose data are not on this
-machine (`tasks.presence`, e.g. CIFAR not prepared for tensorflow-datasets),
+'completed' or 'diverged' (a summary.json of other methods than the
+point's, e.g. a heavy-ball `fedavgm` where the point now trains
+`fedavgm@nesterov`, is refused, never skipped as done); or, for a point to
+run whose data are not on this machine (`tasks.presence`, e.g. CIFAR not
+prepared for tensorflow-datasets),
 a `presence.MissingData` naming the flags to give: the dry run marks it, the
 real run refuses before its first point. A point that diverges does not stop
 the sweep; the others run, and the sweep then exits with status 3 naming
@@ -24,6 +27,7 @@ from experiments import repeat
 from federated_vision.experiment import runner
 from federated_vision.experiment import sweeps
 from federated_vision.errors import ConfigError, show
+from federated_vision.methods import names as method_names
 from federated_vision.tasks import presence
 from federated_vision.training import run_files
 
@@ -91,20 +95,29 @@ def plan(f):
           dict(pt.flags, seed=config.training.seed))
       config_lib.validate(config, explicit)
       out = config.output_dir
-      status = point_status(out)
+      status = point_status(out, method_list(config))
       if status is None:
         status = presence.missing_data(config.data)
       rows.append((point, config, out, status))
   return sweep, exp_dir, rows
 
 
-def point_status(out: str):
+def method_list(config):
+  """The method names a point's run trains and its summary.json keys: each
+  method, once per --mixing strategy ('<method>+<strategy>')."""
+  strategies = tuple(config.mixing.mixing) or (None,)
+  return tuple(method_names.method_name(m, s)
+               for m in config.methods.expand() for s in strategies)
+
+
+def point_status(out: str, methods=None):
   """None (no summary.json: to run or resume), or summary.json's status
   ('completed', 'diverged').
 
   Raises:
-    RunFileError: summary.json is damaged (`run_files.read_json`) or has no
-      status.
+    RunFileError: summary.json is damaged (`run_files.read_json`), has no
+      status, or holds other methods than `methods` (when given): another
+      experiment's results, never this point's.
   """
   path = os.path.join(out, "summary.json")
   remedy = "delete it to rerun the point (which writes it again)"
@@ -115,6 +128,13 @@ def point_status(out: str):
   run_files.require(status in ("completed", "diverged"), path,
                     f"its status {status!r} is not completed or diverged",
                     remedy)
+  trained = summary.get("methods")
+  if methods is not None and isinstance(trained, dict):
+    run_files.require(
+        sorted(trained) == sorted(methods), path,
+        f"it holds the methods {', '.join(sorted(trained))}, the point "
+        f"trains {', '.join(methods)}", "move the point's directory away (or "
+        "use another --root_output_dir) to run it")
   return status
 
 

@@ -11,6 +11,7 @@ from federated_vision.reproduction import effective_lr as elr
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import report
 from federated_vision.reproduction import report_text
+from federated_vision.reproduction import results
 from tests.reproduction_helpers import centralized_run
 from tests.reproduction_helpers import finished_run
 
@@ -100,6 +101,44 @@ def test_digits_sweep_writes_contour_png_and_grouped_table(tmp_path):
   md = open(paths["markdown"]).read()
   assert "Value: relative accuracy of `fedavgm`" in md
   assert "| α \\ η/(1−β) | 0.02 | 0.04 | 0.05 | 0.1 | 0.2 |" in md
+
+
+def test_appendix_a_study_reads_the_nesterov_fedavgm(tmp_path):
+  """Appendix A's study reads fedavgm@nesterov, Hsu's FedAvgM (the presets'
+  sources), grouped by eta / (1 - beta) as heavy-ball's; a run holding only
+  a heavy-ball fedavgm has no value for it."""
+  p = presets.get_preset("hsu2020_appendix_a")
+  study = next(s for s in p.studies if s.key == "appendix_a")
+  assert study.method == "fedavgm@nesterov"
+  panel = [n for n in study.runs if (
+      p.run(n).flags["alpha"], p.run(n).flags["clients_per_round"],
+      p.run(n).flags["client_epochs"]) == (0.1, 10, 1)]
+  assert len(panel) == 4 * 4  # eta x beta
+  root = str(tmp_path)
+  acc = {}
+  for i, name in enumerate(panel[:-1]):
+    acc[name] = 0.3 + 0.01 * i
+    finished_run(root, p.run(name), {study.method: [(5000, 0.2),
+                                                    (10000, acc[name])]})
+  finished_run(root, p.run(panel[-1]), {"fedavgm": [(10000, 0.9)]})
+  centralized_run(root, p.run(study.baseline), 0.8)
+  runs = {r.name: results.read_run(root, r) for r in p.runs}
+  points, label, _ = elr.study_points(study, p, runs)
+  by = {pt.run: pt for pt in points}
+  assert label == "relative accuracy"
+  for name in panel[:-1]:
+    f = p.run(name).flags
+    assert by[name].value == pytest.approx(acc[name] / 0.8, abs=1e-12)
+    assert by[name].eta_eff == f["client_learning_rate"] / (
+        1 - f["server_momentum"])
+  assert (by[panel[-1]].status, by[panel[-1]].value) == ("missing", None)
+  groups = [g for g in elr.group_points(points) if g.alpha == 0.1 and
+            dict(g.panel) == {"clients_per_round": 10, "client_epochs": 1}]
+  assert sum(len(g.members) for g in groups) == 16
+  for g in groups:
+    ok = [m for m in g.members if m.run in acc]
+    if ok:
+      assert g.best.run == max(ok, key=lambda m: acc[m.run]).run
 
 
 def test_missing_baseline_falls_back_to_accuracy_and_says_so(tmp_path):

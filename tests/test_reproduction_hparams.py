@@ -64,3 +64,24 @@ def test_method_hparams_flattens_values():
                 "method_server_optimizer": "sgd", "method_fedir": False,
                 "method_fedprox": False, "method_fedvc": True,
                 "server_effective_learning_rate": 2.0}
+
+
+def test_nesterov_methods_record_the_effective_learning_rate():
+  """The Hsu presets' FedAvgM (fedavgm@nesterov) records eta_s / (1 - beta)
+  as heavy-ball's does, and says which server optimizer it is."""
+  for preset, run in (("hsu2020_appendix_a", "cifar10_elr_c10_e1_alpha_0.1_"
+                       "lr0.03_m0.97"),
+                      ("hsu2020_table3", "inat_user_120k_fedavgm_c10_fedvc_"
+                       "fedir_off_on_r5000")):
+    flags = dict(presets.get_preset(preset).run(run).flags,
+                 server_learning_rate=0.5)
+    method = flags["methods"][-1]
+    hp = hparams.method_hparams(flags, method)
+    assert (hp["method"], hp["method_algorithm"],
+            hp["method_server_optimizer"]) == (method, "fedavgm", "nesterov")
+    assert hp["server_effective_learning_rate"] == 0.5 / (
+        1.0 - flags["server_momentum"])
+    plain = hparams.method_hparams(flags, method.replace("@nesterov", ""))
+    assert plain["method_server_optimizer"] == "sgdm"
+    assert plain["server_effective_learning_rate"] == (
+        hp["server_effective_learning_rate"])

@@ -240,7 +240,8 @@ def test_each_preset_trains_exactly_its_tables_methods():
   t3 = presets.get_preset("hsu2020_table3")
   assert {m for r in t3.runs if r.kind == spec.FEDERATED
           for m in r.methods()} == {"fedavg+fedvc", "fedavg+fedir+fedvc",
-                                    "fedavgm+fedvc", "fedavgm+fedir+fedvc"}
+                                    "fedavgm+fedvc@nesterov",
+                                    "fedavgm+fedir+fedvc@nesterov"}
 
 
 @pytest.mark.parametrize("name", [f"hsu2020_table{i}" for i in range(1, 6)])
@@ -295,11 +296,14 @@ def test_table3_dry_run_shows_the_papers_settings_for_both_algorithms(tmp_path):
   assert "--client_learning_rate=0.01" in out
   assert "--client_batch_size=64" in out
   assert "--client_learning_rate=0.05" not in out
+  assert "--methods=fedavg+fedvc,fedavg+fedir+fedvc" in out
+  assert ("--methods=fedavgm+fedvc@nesterov,fedavgm+fedir+fedvc@nesterov"
+          in out)
   for algorithm in ("fedavg", "fedavgm"):
-    assert f"--methods={algorithm}+fedvc,{algorithm}+fedir+fedvc" in out
     for clients in (10, 100):
       assert f"inat_user_120k_{algorithm}_c{clients}_" in out
   assert "fedavgm+fedir " not in out and "fedavgm+fedir," not in out
+  assert "fedavgm+fedvc," not in out  # FedAvgM is Nesterov's everywhere.
   assert not tmp_path.joinpath("inat_user_120k_fedavg_c10_fedvc_fedir_off_on_"
                                "r5000").exists()
 

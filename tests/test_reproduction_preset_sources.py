@@ -15,6 +15,8 @@ import pytest
 import reproduction_helpers
 
 from experiments import reproduce_lib
+from federated_vision.experiment import sweeps
+from federated_vision.methods import names
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common
@@ -37,6 +39,10 @@ PAPER_TEXT = {
     "Hsu 2020": (
         "A standard algorithm [20] for FL, and the baseline approach used in "
         "this work, is Federated Averaging (FedAvg).",
+        "FedAvgM [11] has been shown to improve robustness to non-identically "
+        "distributed client data. It uses a momentum optimizer on the server "
+        "with the update rule , where is the exponentially weighted moving "
+        "average of the model updates with powers of .",
         "Our experiments use CIFAR10/100 datasets to characterize "
         "classification accuracy with a continuous range of distribution "
         "non-identicalness.",
@@ -139,6 +145,10 @@ PAPER_TEXT = {
         "with the original definition of FedAvgM in the research paper.",
         # PR #2246, baselines/fedavgm/fedavgm/models.py.
         "weight_decay = 0.004",
+        # PR #2762 (flwrlabs/flower), its description.
+        "This PR improves the FedAvgM implementation FedAvgM introducing the "
+        "Nesterov Accelerated Gradient (NAG), the same as reported in the "
+        "original FedAvgM paper:",
     ),
     "McMahan 2017": (
         "Thus, at one endpoint of this algorithm family, we can take "
@@ -343,8 +353,8 @@ def test_hsu2020_figure4_is_the_papers_cifar_experiment():
     assert (f["num_clients"], f["examples_per_client"], f["partition"],
             f["model"], f["client_batch_size"], f["client_learning_rate"]) == (
                 100, 500, "dirichlet", "cifar_cnn", 64, 0.01), r.name
-    # Figure 4's methods, both on one partition.
-    assert r.methods() == ("fedavg", "fedavgm"), r.name
+    # Figure 4's methods, both on one partition (FedAvgM: Nesterov).
+    assert r.methods() == ("fedavg", "fedavgm@nesterov"), r.name
   central = {r.name: r for r in p.runs if r.kind == spec.CENTRALIZED}
   assert set(central) == {"central_cifar10", "central_cifar100"}
   for r in central.values():
@@ -352,7 +362,8 @@ def test_hsu2020_figure4_is_the_papers_cifar_experiment():
     assert (r.flags["client_batch_size"], r.flags["client_learning_rate"],
             r.flags["model"]) == (64, 0.01, "cifar_cnn")
     assert "server_momentum" not in r.flags
-  assert {c.method for c in p.tables[0].cells} == {None, "fedavg", "fedavgm"}
+  assert {c.method for c in p.tables[0].cells} == {None, "fedavg",
+                                                    "fedavgm@nesterov"}
 
 
 def test_hsu2020_appendix_a_covers_cifar10_and_cifar100():
@@ -367,7 +378,7 @@ def test_hsu2020_appendix_a_covers_cifar10_and_cifar100():
         HSU2020_ALPHAS[dataset])
     assert {r.flags["total_rounds"] for r in runs} == {HSU2020_ROUNDS[dataset]}
     assert {r.flags["client_batch_size"] for r in runs} == {64}
-    assert {r.methods() for r in runs} == {("fedavgm",)}
+    assert {r.methods() for r in runs} == {("fedavgm@nesterov",)}
   studies = {s.key: s for s in p.studies}
   assert {k: s.baseline for k, s in studies.items()} == {
       "appendix_a": "central_cifar10",
@@ -385,7 +396,7 @@ def test_hsu2019_presets_are_the_posters_population_and_methods():
            r.flags["examples_per_client"]) for r in fed} == {
                ("cifar10", 100, 500)}
   assert _alphas(fed, "cifar10") == HSU2020_ALPHAS["cifar10"] * 8
-  assert {r.methods() for r in fed} == {("fedavg", "fedavgm")}
+  assert {r.methods() for r in fed} == {("fedavg", "fedavgm@nesterov")}
   # Hsu 2019's report goals and epochs (as Flower reads the paper).
   assert {(r.flags["clients_per_round"], r.flags["client_epochs"])
           for r in fed} == {(k, e) for k in (5, 10, 20, 40) for e in (1, 5)}
@@ -480,7 +491,7 @@ def test_augenstein_figure1_is_the_papers_experiment():
 @pytest.mark.parametrize("name", PRESETS)
 def test_no_fedavg_only_run_sets_server_momentum(name):
   for r in presets.get_preset(name).runs:
-    if "fedavgm" not in r.flags["algorithm"]:
+    if not any(names.parse(m).algorithm == "fedavgm" for m in r.methods()):
       assert "server_momentum" not in r.flags, r.name
 
 
@@ -499,7 +510,8 @@ def test_dry_run_shows_the_papers_values():
   line = _dry_run_line("hsu2020_figure4", "cifar100_c10_e1_alpha_0.5")
   for flag in ("--total_rounds=20000", "--client_learning_rate=0.01",
                "--client_batch_size=64", "--num_clients=100",
-               "--examples_per_client=500", "--algorithm=fedavg,fedavgm",
+               "--examples_per_client=500",
+               "--methods=fedavg,fedavgm@nesterov",
                "--weight_decay=0.004", "--clients_per_round=10"):
     assert f" {flag} " in line, flag
   line = _dry_run_line("hsu2019_cifar10_alpha", "cifar10_c5_e1_alpha_0")
@@ -547,7 +559,8 @@ def test_weight_decay_is_each_models_public_source():
 def test_table5_trains_fedvc_and_says_how_that_was_inferred():
   p = presets.get_preset("hsu2020_table5")
   fed = _federated(p)
-  assert {r.methods() for r in fed} == {("fedavg+fedvc",), ("fedavgm+fedvc",)}
+  assert {r.methods() for r in fed} == {("fedavg+fedvc",),
+                                        ("fedavgm+fedvc@nesterov",)}
   assert {r.flags["virtual_client_size"] for r in fed} == {256}
   source = p.sources["methods"]
   assert "inferred" in source and "48.7" in source and "4912 (29.8)" in source
@@ -556,15 +569,132 @@ def test_table5_trains_fedvc_and_says_how_that_was_inferred():
   assert " --virtual_client_size=256 " in line
 
 
-def test_fedavgm_sources_say_which_momentum_and_what_is_pending():
-  """Heavy-ball today; the evidence for Nesterov and the pending switch to
-  fedavgm@nesterov are in every FedAvgM server_momentum source."""
-  for name in ("hsu2019_cifar10_alpha", "hsu2019_sensitivity",
+# The presets reproducing Hsu et al. 2019 / Hsu, Qi & Brown 2020 (every one
+# training FedAvgM) and the evidence for their momentum (docs/reproduction.md,
+# "Evidence outside the papers' texts"), verbatim.
+HSU_PRESETS = ("hsu2019_cifar10_alpha", "hsu2019_sensitivity",
                "hsu2020_figure4", "hsu2020_appendix_a", "hsu2020_table2",
-               "hsu2020_table3", "hsu2020_table4", "hsu2020_table5"):
-    source = presets.get_preset(name).sources["server_momentum"]
-    assert "heavy-ball" in source and "Nesterov" in source, name
-    assert "fedavgm@nesterov" in source, name
+               "hsu2020_table3", "hsu2020_table4", "hsu2020_table5")
+NESTEROV_EVIDENCE = (
+    # Flower's FedAvgM baseline README at 5deae2c.
+    "It is worth emphasizing that the inclusion of Nesterov momentum aligns "
+    "with the original definition of FedAvgM in the research paper.",
+    # Flower PR #2762's description.
+    "This PR improves the FedAvgM implementation FedAvgM introducing the "
+    "Nesterov Accelerated Gradient (NAG), the same as reported in the "
+    "original FedAvgM paper",
+    # The Hsu 2019 poster's only FedAvgM rule (heavy-ball), unquoted.
+    "w <- w - v, v <- beta v + Delta w")
+
+
+def _fedavgm_methods(run):
+  return [m for m in run.methods() if names.parse(m).algorithm == "fedavgm"]
+
+
+@pytest.mark.parametrize("name", HSU_PRESETS)
+def test_hsu_fedavgm_is_nesterov_and_its_source_cites_the_evidence(name):
+  """Issue 28: FedAvgM runs use the momentum Hsu 2019 describes (Nesterov,
+  by Flower's reading; the paper's text was not available): every FedAvgM
+  method of a Hsu preset, in its runs, cells, comparisons and studies, is
+  `<fedavgm...>@nesterov`, and the methods' source says where that comes
+  from and how it was inferred."""
+  p = presets.get_preset(name)
+  fedavgm = [m for r in p.runs for m in _fedavgm_methods(r)]
+  assert fedavgm, name  # Every Hsu preset trains FedAvgM.
+  assert {names.parse(m).server_optimizer for m in fedavgm} == {"nesterov"}
+  shown = ([c.method for t in p.tables for c in t.cells]
+           + [side.method for c in p.comparisons for side in (c.a, c.b)]
+           + [s.method for s in p.studies])
+  assert {m for m in shown if m and m.startswith("fedavgm")} <= set(fedavgm)
+  assert not [m for m in shown if m and names.parse(m).algorithm ==
+              "fedavgm" and names.parse(m).server_optimizer != "nesterov"]
+  # A run training FedAvgM chooses its methods with --methods (--algorithm
+  # cannot name a server optimizer): the centralized runs' one FedAvg round
+  # is the only --algorithm left.
+  for r in p.runs:
+    if r.kind == spec.FEDERATED:
+      assert "algorithm" not in r.flags and "methods" in r.flags, r.name
+    else:
+      assert r.flags["algorithm"] == ("fedavg",), r.name
+  source = p.sources["methods"]
+  for words in NESTEROV_EVIDENCE:
+    assert words in source, (name, words)
+  assert "fedavgm@nesterov" in source and "second-hand" in source
+  assert "heavy-ball update rule" in source and "could not be read" in source
+  assert "Flower PR #2762" in source and "README.md at 5deae2c" in source
+  # Each table's own text first, the evidence after (" | ").
+  parts = source.split(" | ")
+  assert parts[-1] == _common.NESTEROV_SOURCE and parts[0].startswith(
+      CITATIONS[p.paper]), name
+  momentum = p.sources["server_momentum"]
+  assert "Nesterov" in momentum and "fedavgm@nesterov" in momentum
+  assert "Pending" not in momentum and "pending" not in source
+
+
+@pytest.mark.parametrize("name", HSU_PRESETS)
+def test_dry_run_names_every_fedavgm_method_with_nesterov(name):
+  """`reproduce --preset=<name> --dry_run`: every run training FedAvgM
+  shows it as fedavgm@nesterov (or fedavgm+...@nesterov) in --methods; no
+  run line names a bare fedavgm."""
+  p = presets.get_preset(name)
+  listed = reproduction_helpers.listing_runs(
+      reproduce_lib.describe_runs(p, runs=list(p.runs)))
+  base = reproduction_helpers.listing_settings(listed.pop("base"))
+  seen = set()
+  for run_name, items in listed.items():
+    settings = dict(base, **reproduction_helpers.listing_settings(items))
+    run = p.run(run_name)
+    if run.kind == spec.CENTRALIZED:
+      assert settings["algorithm"] == "fedavg", run_name
+      continue
+    methods = settings["methods"].split(",")
+    assert tuple(methods) == run.methods(), run_name
+    for m in methods:
+      if m.startswith("fedavgm"):
+        assert m.endswith("@nesterov"), (run_name, m)
+        seen.add(m)
+    assert "--algorithm=" not in " ".join(items), run_name
+  assert seen and all(m.startswith("fedavgm") for m in seen)
+
+
+def test_the_sweeps_fedavgm_points_are_nesterov():
+  """hsu2019_cifar10 / hsu2019_cifar100 (and dirichlet_per_class_cifar10,
+  their points on the other Dirichlet convention): each point one method,
+  FedAvgM as fedavgm@nesterov, matching the presets."""
+  for sweep_name in ("hsu2019_cifar10", "hsu2019_cifar100",
+                     "dirichlet_per_class_cifar10"):
+    sweep = sweeps.SWEEPS[sweep_name]
+    assert "algorithm" not in sweep.base
+    methods = {p.name.split("_alpha_")[0]: tuple(p.flags["methods"])
+               for p in sweep.points}
+    assert methods == {"fedavg": ("fedavg",),
+                       "fedavgm": ("fedavgm@nesterov",)}, sweep_name
+    assert all("algorithm" not in p.flags for p in sweep.points)
+  fig4 = presets.get_preset("hsu2020_figure4").run("cifar10_c10_e1_alpha_0")
+  assert fig4.methods() == tuple(
+      sweeps.HSU2019_METHODS[a] for a in sweeps.HSU2019_ALGORITHMS)
+
+
+def test_digits_claims_keeps_heavy_ball_and_says_why():
+  """Our worked example checks Hsu 2019's claim with the package's plain
+  fedavgm (heavy-ball); its source says why, naming both readings."""
+  for name in ("digits_claims", "digits_effective_lr"):
+    p = presets.get_preset(name)
+    fedavgm = {m for r in p.runs for m in _fedavgm_methods(r)}
+    assert fedavgm == {"fedavgm"}, name
+    assert any("heavy-ball" in n and "fedavgm@nesterov" in n
+               for n in p.notes), name
+  p = presets.get_preset("digits_claims")
+  assert p.unsourced() == () and set(p.sources) == set(p.settings())
+  assert all(s.startswith(spec.OURS) for f, s in p.sources.items()
+             if f != "seed"), p.sources
+  why = p.sources["algorithm"]
+  for words in ("heavy-ball", "fedavgm@nesterov", "poster",
+                "w <- w - v, v <- beta v + Delta w", "second-hand",
+                "PR #2762", "docs/digits_claims.md", "eta / (1 - beta)"):
+    assert words in why, words
+  (claim,) = [c for c in p.comparisons if c.key == "fedavgm_vs_fedavg"]
+  assert (claim.a.method, claim.b.method) == ("fedavgm", "fedavg")
 
 
 @pytest.mark.parametrize("name", presets.preset_names())

@@ -164,11 +164,12 @@ def test_hsu2020_table2_layout():
     assert (f["dataset"], f["clients_per_round"], f["client_batch_size"],
             f["client_learning_rate"]) == ("inaturalist", 10, 64, 0.01)
     assert f["inat_split"] in ("geo_3k", "user_120k")
-    # FedVC off and on of one algorithm: one run, 12,500 rounds.
-    algorithm = f["methods"][0]
-    assert f["methods"] == (algorithm, f"{algorithm}+fedvc")
+    # FedVC off and on of one algorithm: one run, 12,500 rounds (FedAvgM
+    # with Nesterov momentum).
+    assert f["methods"] in (("fedavg", "fedavg+fedvc"),
+                            ("fedavgm@nesterov", "fedavgm+fedvc@nesterov"))
     assert f["virtual_client_size"] == 256 and f["total_rounds"] == 12_500
-    assert ("server_momentum" in f) == (algorithm == "fedavgm")
+    assert ("server_momentum" in f) == (f["methods"][0] == "fedavgm@nesterov")
   assert p.runs[-1].name == "central_inat_pretrained"
 
 
@@ -176,8 +177,8 @@ def test_hsu2020_tables_3_4_5_layouts():
   t3 = presets.get_preset("hsu2020_table3")
   assert [r.flags["clients_per_round"] for r in t3.runs[:4]] == [10, 100] * 2
   assert {c.method for c in t3.tables[0].cells} == {
-      "fedavg+fedvc", "fedavg+fedir+fedvc", "fedavgm+fedvc",
-      "fedavgm+fedir+fedvc", None}
+      "fedavg+fedvc", "fedavg+fedir+fedvc", "fedavgm+fedvc@nesterov",
+      "fedavgm+fedir+fedvc@nesterov", None}
   t4 = presets.get_preset("hsu2020_table4")
   (table,) = t4.tables
   assert len(table.rows) == 12 + 1
@@ -222,7 +223,13 @@ def test_hsu2019_alpha_preset_matches_the_sweep_grid():
   for run in fed:
     for k, v in sweep.base.items():
       assert run.flags[k] == v, (run.name, k)
-    assert run.flags["algorithm"] == tuple(sweeps.HSU2019_ALGORITHMS)
+    # One run trains both of the sweep's methods (its points: one each).
+    assert run.flags["methods"] == tuple(
+        sweeps.HSU2019_METHODS[a] for a in sweeps.HSU2019_ALGORITHMS)
+    points = [p for p in sweep.points if p.flags["alpha"] ==
+              run.flags["alpha"]]
+    assert tuple(m for p in points for m in p.flags["methods"]) == (
+        run.methods())
   assert _common.CIFAR100_ALPHAS == sweeps.HSU2019_CIFAR100_ALPHAS
 
 

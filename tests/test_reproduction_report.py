@@ -6,16 +6,21 @@ running, diverged, mismatch), relative accuracy and McMahan's speedups.
 """
 
 import csv
+import json
 import math
 import os
 
 import numpy as np
 import pytest
 
+from experiments import reproduce_lib
+from federated_vision.methods import names
+from federated_vision.reproduction import plan
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import published
 from federated_vision.reproduction import report
 from federated_vision.reproduction import report_text
+from federated_vision.reproduction import results
 from tests.reproduction_helpers import centralized_run
 from tests.reproduction_helpers import finished_run
 from tests.reproduction_helpers import write_hparams
@@ -78,9 +83,18 @@ def _published_t3():
 
 def _t3(p):
   """{(algorithm, C): run} and the centralized run of Table 3's preset."""
-  fed = {(r.flags["methods"][0].split("+")[0], r.flags["clients_per_round"]):
-         r for r in p.runs if "methods" in r.flags}
+  fed = {(names.parse(r.flags["methods"][0]).algorithm,
+          r.flags["clients_per_round"]): r
+         for r in p.runs if "methods" in r.flags}
   return fed, p.run("central_inat_pretrained")
+
+
+def _m(run, variants: str) -> str:
+  """The method of a Table 3 run with `variants` ('fedvc' or
+  'fedir+fedvc'); FedAvgM's carry their server optimizer (@nesterov)."""
+  (method,) = [m for m in run.methods()
+               if names.parse(m).variants == tuple(variants.split("+"))]
+  return method
 
 
 def _table3_runs(root, c100_scale=1.0):
@@ -89,7 +103,7 @@ def _table3_runs(root, c100_scale=1.0):
   for (algorithm, clients), run in fed.items():
     scale = c100_scale if clients == 100 else 1.0
     finished_run(root, run, {
-        f"{algorithm}+{v}": _curve(lambda r, f=f: scale * f(r), 5000, 250)
+        _m(run, v): _curve(lambda r, f=f: scale * f(r), 5000, 250)
         for v, f in T3_ACC.items()})
   centralized_run(root, central, 0.625)
   return p
@@ -126,7 +140,8 @@ def test_table3_layout_has_published_and_our_numbers(tmp_path):
   assert float(r["difference"]) == pytest.approx(ours - 60.0, abs=1e-12)
   assert float(r["relative"]) == pytest.approx(ours / 100 / 0.625, abs=1e-12)
   assert r["run"] == "inat_user_120k_fedavgm_c100_fedvc_fedir_off_on_r5000"
-  assert r["method"] == "fedavgm+fedir+fedvc" and r["paper_quote"] == "test quote"
+  assert r["method"] == "fedavgm+fedir+fedvc@nesterov"
+  assert r["paper_quote"] == "test quote"
 
 
 def test_table3_with_the_real_registry_shows_every_printed_number(tmp_path):
@@ -227,13 +242,13 @@ def test_statuses_missing_running_diverged(tmp_path):
   fed, _ = _t3(p)
   c10, c100 = fed[("fedavgm", 10)], fed[("fedavgm", 100)]
   root = str(tmp_path)
-  entries = {"fedavgm+fedir+fedvc": {"status": "diverged",
-                                      "final_accuracy": None}}
-  finished_run(root, c10, {f"fedavgm+{v}": _curve(f, 5000, 250)
+  entries = {_m(c10, "fedir+fedvc"): {"status": "diverged",
+                                       "final_accuracy": None}}
+  finished_run(root, c10, {_m(c10, v): _curve(f, 5000, 250)
                            for v, f in T3_ACC.items()}, entries=entries)
   # c100: started, no summary.json yet.
   write_hparams(os.path.join(root, c100.name), c100.flags)
-  write_metrics(os.path.join(root, c100.name), "fedavgm+fedvc",
+  write_metrics(os.path.join(root, c100.name), _m(c100, "fedvc"),
                 [(250, 0.2), (500, 0.3)])
   rep = report.build_report(p, root)
   by = {(c.cell.row, c.cell.column): c for c in rep.cells}
@@ -267,6 +282,68 @@ def test_mismatched_config_is_never_reported_as_the_preset_run(tmp_path):
       assert "hparams.json" in c.ours.detail
 
 
+def _figure4_run_trained_with(root, run, trained, recorded=None):
+  """A finished run directory of `run`'s flags that trained the methods
+  `trained` (hparams.json's `method_settings`, as runner.py writes it);
+  `recorded` replaces recorded flags (None: not recorded, as a flag the run
+  did not read)."""
+  run_dir = os.path.join(root, run.name)
+  finished_run(root, run, {m: [(50, 0.3), (100, 0.4)] for m in trained},
+               emd=1.2)
+  path = os.path.join(run_dir, "hparams.json")
+  with open(path) as f:
+    hparams = json.load(f)
+  hparams["method_settings"] = {m: {} for m in trained}
+  for k, v in (recorded or {}).items():
+    if v is None:
+      del hparams[k]
+    else:
+      hparams[k] = v
+  with open(path, "w") as f:
+    json.dump(hparams, f, sort_keys=True)  # As reporting.write_json.
+
+
+def test_a_heavy_ball_run_is_never_reported_as_the_nesterov_run(tmp_path):
+  """Figure 4's run as trained before its FedAvgM became fedavgm@nesterov
+  (--algorithm=fedavg,fedavgm: --methods unset, so not recorded): every
+  other flag is the preset's, but it trained other methods, so it is a
+  mismatch (FedAvg's cells too: the directory is another experiment) and
+  reproduce refuses to resume it; the same run with the preset's methods
+  is finished."""
+  p = presets.get_preset("hsu2020_figure4")
+  run = p.run("cifar10_c10_e1_alpha_0")
+  assert run.methods() == ("fedavg", "fedavgm@nesterov")
+  old, new = str(tmp_path / "old"), str(tmp_path / "new")
+  _figure4_run_trained_with(old, run, ("fedavg", "fedavgm"), {
+      "methods": None, "algorithm": ["fedavg", "fedavgm"],
+      "not_read": {"methods": "unset"}})
+  got = results.read_run(old, run)
+  assert got.status == results.MISMATCH
+  assert got.detail.endswith("hparams.json: hparams.json trained the methods "
+                             "fedavg, fedavgm, the preset fedavg, "
+                             "fedavgm@nesterov")
+  rep = report.build_report(p, old)
+  mine = [c for c in rep.cells if c.cell.run == run.name]
+  assert {c.cell.method for c in mine} == {None, "fedavg", "fedavgm@nesterov"}
+  assert {c.ours.status for c in mine} == {"mismatch"}
+  info = tmp_path / "tfds" / "cifar10" / "3.0.2" / "dataset_info.json"
+  info.parent.mkdir(parents=True)  # cifar10 counts as prepared there.
+  info.write_text("{}")
+  planned = plan.plan(p, old, {"data_dir": str(tmp_path / "tfds")},
+                      only=[run.name])
+  with pytest.raises(reproduce_lib.ReproduceError, match="mismatch"):
+    reproduce_lib.check_runnable(planned)
+  _figure4_run_trained_with(new, run, run.methods())
+  assert results.read_run(new, run).status == results.FINISHED
+  # hparams.json sorts its keys: a run trains its methods in the preset's
+  # order whatever order the file lists them in.
+  t3 = presets.get_preset("hsu2020_table3").run(
+      "inat_user_120k_fedavgm_c10_fedvc_fedir_off_on_r5000")
+  assert sorted(t3.methods()) != list(t3.methods())
+  _figure4_run_trained_with(new, t3, t3.methods())
+  assert results.read_run(new, t3).status == results.FINISHED
+
+
 def test_diverged_baseline_gives_no_relative_accuracy(tmp_path):
   p = _table3_runs(str(tmp_path))
   centralized_run(str(tmp_path), _t3(p)[1], float("nan"))
@@ -295,7 +372,7 @@ def test_diverged_baseline_gives_no_relative_accuracy(tmp_path):
 def test_acc_at_round_needs_the_run_to_reach_it(tmp_path):
   p = _table3_runs(str(tmp_path))
   c10 = _t3(p)[0][("fedavgm", 10)]
-  finished_run(str(tmp_path), c10, {f"fedavgm+{v}": _curve(f, 750, 250)
+  finished_run(str(tmp_path), c10, {_m(c10, v): _curve(f, 750, 250)
                                     for v, f in T3_ACC.items()})
   rep = report.build_report(p, str(tmp_path))
   c = next(c for c in rep.cells if c.cell.run == c10.name)

@@ -143,7 +143,7 @@ def test_sweep_dry_run_without_cifar_marks_every_point(parse, tmp_path,
   assert len(points) == 16
   for line, (pt, _, _, _) in zip(points, planned[2]):
     assert line.startswith(f"  [missing data: give --data_dir or "
-                           f"--archive_path] {pt.name}  --algorithm="), line
+                           f"--archive_path] {pt.name}  --methods="), line
   message = (f"--dataset=cifar10: tensorflow-datasets 'cifar10' not "
              f"prepared under tfds' default data_dir {tmp_path}/tfds (nothing "
              "is downloaded): give --data_dir=DIR (a prepared cifar10) or "

@@ -68,7 +68,7 @@ def _probe(module, *args):
                                 "--mixing=gradient_transfer"], 2,
      "train_main.py: error: --client_group_size=2: method "
      "fedavg+gradient_transfer cannot be grouped"),
-    ("experiments.sweep_main", ["--sweep=hsu2019_cifar10", "--fedir",
+    ("experiments.sweep_main", ["--sweep=mcmahan_mnist_grid", "--fedir",
                                 "--mixing=none", "--client_group_size=4"], 2,
      "sweep_main.py: error: --client_group_size=4: method fedavg+fedir+none "
      "cannot be grouped"),

@@ -20,6 +20,7 @@ from federated_vision.experiment import sweeps
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
 from federated_vision.evaluation import convergence
+from federated_vision.training import run_files
 
 TWO_POINTS = ("2nn_iid_C0.1_E1_Binf", "2nn_iid_C0.2_E1_B10")
 SWEEP_ARGS = ("--sweep=mcmahan_mnist_grid", "--dataset=synthetic_mnist",
@@ -41,9 +42,13 @@ def test_hsu2019_grids_are_exact():
     assert len(sweep.points) == 16
     assert sweep.base["dataset"] == dataset
     assert (sweep.base["num_clients"], sweep.base["examples_per_client"]) == (100, 500)
-    for algorithm in ("fedavg", "fedavgm"):
-      pts = [p for p in sweep.points if p.flags["algorithm"] == [algorithm]]
+    # One method per point, by name: FedAvgM with Nesterov momentum (as
+    # the Hsu presets), never the shorthand --algorithm.
+    for method in ("fedavg", "fedavgm@nesterov"):
+      pts = [p for p in sweep.points if p.flags["methods"] == [method]]
       assert [p.flags["alpha"] for p in pts] == list(alphas)
+    assert "algorithm" not in sweep.base and not any(
+        "algorithm" in p.flags for p in sweep.points)
   assert [p.name for p in c10.points[:8]] == [
       "fedavg_alpha_100", "fedavg_alpha_10", "fedavg_alpha_1",
       "fedavg_alpha_0.5", "fedavg_alpha_0.2", "fedavg_alpha_0.1",
@@ -91,10 +96,38 @@ def test_dry_run_lists_exactly_the_selected_points(parse, tmp_path, capsys):
   listed = [l.split()[1] for l in out if l.startswith("  [todo]")]
   assert listed == [f"fedavgm_alpha_{a}" for a in
                     ("100", "10", "1", "0.5", "0.2", "0.1", "0.05", "0")]
-  assert "  [todo] fedavgm_alpha_0.05  --algorithm=fedavgm --alpha=0.05" in out
+  assert ("  [todo] fedavgm_alpha_0.05  --methods=fedavgm@nesterov "
+          "--alpha=0.05") in out
   assert "--dataset=cifar10" in out[1] and "--num_clients=100" in out[1]
   assert not (tmp_path / "hsu2019_cifar10").exists()  # Nothing written.
   assert f.alpha == 0.5 and f.dataset == "digits"  # Flags restored.
+
+
+def test_a_point_holding_other_methods_is_refused_not_skipped(parse,
+                                                              tmp_path):
+  """A point directory finished with other methods (the heavy-ball
+  `fedavgm` this point trained before it became fedavgm@nesterov) is
+  another experiment: the plan refuses it in one line instead of skipping
+  it as done; with the point's own methods it is done."""
+  from experiments import sweep_main  # pylint: disable=g-import-not-at-top,unused-import
+  out = tmp_path / "hsu2019_cifar10" / "fedavgm_alpha_0"
+  out.mkdir(parents=True)
+  summary = out / "summary.json"
+  summary.write_text(json.dumps({"status": "completed",
+                                 "methods": {"fedavgm": {}}}))
+  f = parse("--sweep=hsu2019_cifar10", f"--root_output_dir={tmp_path}",
+            "--only=fedavgm_alpha_0", "--dry_run", _prepared_cifar10(tmp_path))
+  with pytest.raises(run_files.RunFileError) as e:
+    sweep_lib.plan(f)
+  assert str(e.value) == (
+      f"{summary}: it holds the methods fedavgm, the point trains "
+      "fedavgm@nesterov; move the point's directory away (or use another "
+      "--root_output_dir) to run it")
+  summary.write_text(json.dumps({"status": "completed",
+                                 "methods": {"fedavgm@nesterov": {}}}))
+  _, _, rows = sweep_lib.plan(f)
+  assert [(pt.name, status) for pt, _, _, status in rows] == [
+      ("fedavgm_alpha_0", "completed")]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -138,6 +171,13 @@ def test_sweep_rejects_axis_flags_and_foreign_datasets(parse, tmp_path):
       (["--sweep=mcmahan_mnist_grid", "--only=nope*"],
        "--only=nope*: 'nope*' matches no point"),
       (["--sweep=nope"], "--sweep=nope: must be one of hsu2019_cifar10"),
+      # The points name their methods (--methods): its shorthands too are
+      # theirs, refused on the command line like any axis.
+      (["--sweep=hsu2019_cifar10", "--fedir"], "--fedir: set by the points"),
+      (["--sweep=hsu2019_cifar10", "--only=fedavg_*",
+        "--algorithm=fedavgm"], "--algorithm: set by the points"),
+      (["--sweep=hsu2019_cifar10", "--methods=fedavgm"],
+       "--methods: set by the points"),
   ]:
     with pytest.raises(ConfigError) as e:
       sweep_lib.plan(parse(f"--root_output_dir={tmp_path}", *args))

@@ -11,20 +11,26 @@ point into an `ExperimentConfig` with `dataclasses.replace`
 hsu2019_cifar10 / hsu2019_cifar100 (Hsu, Qi & Brown 2019, "Measuring the
 Effects of Non-Identical Data Distribution for Federated Visual
 Classification"): CIFAR over K = 100 clients of 500 examples, Dirichlet(alpha)
-class distributions, for FedAvg and FedAvgM (server momentum 0.9):
+class distributions, for FedAvg and FedAvgM (server momentum 0.9), each point
+one method by name (`--methods`): `fedavg`, and FedAvgM as
+`fedavgm@nesterov`, Nesterov momentum, as the Hsu presets train it (why:
+`reproduction/presets/_common.py`, NESTEROV_SOURCE); the method flags
+(--methods, --algorithm, --fedir, ...) are the points' own:
   CIFAR-10  alpha in {100, 10, 1, 0.5, 0.2, 0.1, 0.05, 0}   -> 16 points
   CIFAR-100 alpha in {1000, 100, 10, 5, 2, 1, 0.5, 0}       -> 16 points
 Base: cifar_cnn with the TF CIFAR-10 tutorial's weight decay (0.004 on its two
 dense layers), 10 clients per round (C = 0.1), E = 1, B = 64, 10,000 rounds
 evaluated every 50, no centralized baseline. Point names:
-`<algorithm>_alpha_<alpha>`, e.g. `fedavgm_alpha_0.05`.
+`<algorithm>_alpha_<alpha>`, e.g. `fedavgm_alpha_0.05` (method
+fedavgm@nesterov).
 
 dirichlet_per_class_cifar10 (the field's other Dirichlet convention,
 `--partition=dirichlet_per_class`: each class divided over the K = 100
 clients by Dir(alpha 1_K), as NIID-Bench / FedLab / Flower; all 50,000
 examples, client sizes vary): FedAvg and FedAvgM x alpha in {10, 1, 0.5, 0.1}
 (ours: docs/datasets.md's comparison values; NIID-Bench's default is 0.5)
--> 8 points, otherwise hsu2019_cifar10's base. Point names as hsu2019's.
+-> 8 points, otherwise hsu2019_cifar10's base. Points (names and methods)
+as hsu2019's, so the two conventions compare like for like.
 
 mcmahan_mnist_grid (McMahan et al. 2017, Tables 1, 2 and 4, as one full
 product): MNIST over K = 100 clients, FedAvg with
@@ -45,10 +51,17 @@ from typing import Dict, NamedTuple, Sequence, Tuple
 
 from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import selection
+from federated_vision.experiment import usage
+from federated_vision.methods import names as method_names
 
 HSU2019_CIFAR10_ALPHAS = (100.0, 10.0, 1.0, 0.5, 0.2, 0.1, 0.05, 0.0)
 HSU2019_CIFAR100_ALPHAS = (1000.0, 100.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.0)
 HSU2019_ALGORITHMS = ("fedavg", "fedavgm")
+# Each algorithm's method: FedAvgM with Nesterov momentum (module docstring).
+HSU2019_METHODS = {
+    "fedavg": "fedavg",
+    "fedavgm": method_names.spec_name(method_names.Spec(
+        "fedavgm", (), "nesterov"))}
 PER_CLASS_ALPHAS = (10.0, 1.0, 0.5, 0.1)
 
 MCMAHAN_MODELS = ("mnist_2nn", "mnist_cnn")
@@ -89,7 +102,7 @@ def _hsu2019(dataset: str, alphas: Sequence[float]) -> Sweep:
           "rounds_per_checkpoint": 50, "centralized_epochs": 0}
   points = tuple(
       Point(f"{algorithm}_alpha_{format_number(alpha)}",
-            {"algorithm": [algorithm], "alpha": alpha})
+            {"methods": [HSU2019_METHODS[algorithm]], "alpha": alpha})
       for algorithm in HSU2019_ALGORITHMS for alpha in alphas)
   return Sweep(f"hsu2019_{dataset}", (dataset, f"synthetic_{dataset}")
                if dataset == "cifar10" else (dataset,), base, points)
@@ -200,10 +213,14 @@ def point_config(config, sweep: Sweep, point: Point,
 
 
 def axis_conflicts(points: Sequence[Point], explicit: Sequence[str]) -> list:
-  """Flags given on the command line that a selected point also sets."""
+  """Flags given on the command line that a selected point also sets (a
+  point giving --methods sets its shorthands too: it lists exactly the
+  methods trained)."""
   axes = set()
   for pt in points:
     axes.update(pt.flags)
     if "client_fraction" in pt.flags:
       axes.add("clients_per_round")  # Derived from C.
+    if "methods" in pt.flags:
+      axes.update(usage.method_shorthands())
   return sorted(axes & set(explicit))

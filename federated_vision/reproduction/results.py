@@ -10,8 +10,12 @@ Statuses, from the run's point of view:
   finished  summary.json exists (a method may still say "diverged")
   running   no summary.json yet, but hparams.json or a metrics.csv exists
   missing   no run directory or nothing in it
-  mismatch  hparams.json records a flag value other than the preset's (the
-            directory holds another experiment: never reported as this one)
+  mismatch  hparams.json records a flag value other than the preset's, or
+            trained other methods (its `method_settings`: e.g. a heavy-ball
+            `fedavgm` where the preset trains `fedavgm@nesterov`, chosen by
+            --algorithm, which the preset's --methods run never compares);
+            the directory holds another experiment: never reported as this
+            one
   invalid   a file exists but cannot be read
 A method of a finished run is finished, diverged (summary's "status", or a
 non-finite final accuracy), running (its "status" says so) or missing (not in
@@ -114,6 +118,18 @@ def flag_mismatch(expected: Mapping[str, object],
   return None
 
 
+def methods_mismatch(methods, hparams: Mapping[str, object]
+                     ) -> Optional[str]:
+  """One line when the methods a run trained (hparams.json's
+  `method_settings`, by name; the file sorts its keys) are not `methods`,
+  else None."""
+  trained = hparams.get("method_settings")
+  if isinstance(trained, dict) and sorted(trained) != sorted(methods):
+    return (f"hparams.json trained the methods {', '.join(trained)}, the "
+            f"preset {', '.join(methods)}")
+  return None
+
+
 def read_run(root: str, run: spec.Run) -> RunDir:
   """Reads <root>/<run.name> and decides its status (never raises on I/O)."""
   path = os.path.join(root, run.name)
@@ -126,7 +142,8 @@ def read_run(root: str, run: spec.Run) -> RunDir:
       hparams = read_record(hp_path)
     except run_files.RunFileError as e:
       return RunDir(run.name, path, INVALID, str(e))
-    mismatch = flag_mismatch(run.flags, recorded_flags(hparams))
+    mismatch = (flag_mismatch(run.flags, recorded_flags(hparams))
+                or methods_mismatch(run.methods(), hparams))
     if mismatch:
       return RunDir(run.name, path, MISMATCH, f"{hp_path}: {mismatch}",
                     hparams=hparams)

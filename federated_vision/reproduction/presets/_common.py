@@ -8,6 +8,7 @@ configuration and its results are reused across presets.
 import itertools
 from typing import Optional, Sequence, Tuple
 
+from federated_vision.methods import names
 from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 
@@ -175,17 +176,60 @@ CIFAR_BASE = {"weight_decay": CIFAR_WEIGHT_DECAY, "partition": "dirichlet",
 _CIFAR_FEDERATED_ONLY = ("server_momentum", "total_rounds", "rounds_per_eval",
                          "rounds_per_checkpoint")
 
-# Appended to every FedAvgM server_momentum source: which momentum the
-# package's fedavgm is, and what the evidence says (docs/reproduction.md,
-# "Evidence outside the papers' texts"). Pending: Nesterov momentum comes with
-# the server-optimizer components (`fedavgm@nesterov`).
-FEDAVGM_MOMENTUM_NOTE = (
-    ". FedAvgM here is heavy-ball momentum (the Hsu 2019 poster's w <- w - v, "
-    "v <- beta v + Delta w); Flower's FedAvgM baseline reads the paper as "
-    "Nesterov momentum (its README: \"the inclusion of Nesterov momentum "
+# Hsu et al.'s FedAvgM: Nesterov momentum (`nesterov`; sources below). The
+# package's plain `fedavgm` is heavy-ball (the Hsu 2019 poster's rule).
+NESTEROV = "nesterov"
+
+
+def with_nesterov(method: str) -> str:
+  """`method` (a method name) with the Nesterov server optimizer, canonical:
+  'fedavgm' -> 'fedavgm@nesterov', 'fedavgm+fedvc' -> 'fedavgm+fedvc@nesterov'.
+  """
+  return names.spec_name(names.parse(method)._replace(
+      server_optimizer=NESTEROV))
+
+
+# Hsu et al.'s FedAvgM, the method of every Hsu 2019 / Hsu 2020 preset.
+FEDAVGM = with_nesterov("fedavgm")
+
+# Where the Hsu presets' Nesterov momentum comes from (docs/reproduction.md,
+# "Evidence outside the papers' texts"): the source of their method lists.
+NESTEROV_SOURCE = (
+    spec.OURS + "FedAvgM is " + FEDAVGM + ": server SGD with Nesterov "
+    "momentum, v <- beta v + Delta w; w <- w - eta (Delta w + beta v) "
+    "(TensorFlow's MomentumOptimizer(use_nesterov=True)), not the package's "
+    "plain fedavgm (heavy-ball, w <- w - eta v). Inferred second-hand: Hsu "
+    "2019's full text (arXiv 1909.06335), which introduced FedAvgM, could "
+    "not be read here; its poster (§Methods) gives only the heavy-ball update "
+    "rule w <- w - v, v <- beta v + Delta w, and Hsu 2020 §5.1's rule was "
+    "lost in the extraction (\"It uses a momentum optimizer on the server "
+    "with the update rule [...], where [...] is the exponentially weighted "
+    "moving average of the model updates with powers of [...]\"). Two "
+    "Flower sources that cite the paper say Nesterov: Flower's FedAvgM "
+    "baseline README (adap/flower baselines/fedavgm/README.md at 5deae2c, "
+    "§Custom FedAvgM): \"our baseline incorporates the Nesterov accelerated "
+    "gradient as a pivotal component of the momentum applied to the server "
+    "model. It is worth emphasizing that the inclusion of Nesterov momentum "
     "aligns with the original definition of FedAvgM in the research "
-    "paper\"); the paper's text was not available here. Pending: these "
-    "FedAvgM methods become fedavgm@nesterov with the server optimizers")
+    "paper.\"; Flower PR #2762 (flwrlabs/flower, its description): \"This "
+    "PR improves the FedAvgM implementation FedAvgM introducing the "
+    "Nesterov Accelerated Gradient (NAG), the same as reported in the "
+    "original FedAvgM paper\". We follow these two over the poster's "
+    "one-line rule")
+
+# Appended to every FedAvgM server_momentum source: which momentum beta is.
+FEDAVGM_MOMENTUM_NOTE = (
+    ". beta is Nesterov momentum's (FedAvgM is " + FEDAVGM + ": v <- beta v "
+    "+ Delta w; w <- w - eta (Delta w + beta v); why Nesterov: the methods' "
+    "source); eta / (1 - beta) is its effective learning rate as for "
+    "heavy-ball momentum (a constant update u gives v -> u / (1 - beta) and "
+    "steps eta (u + beta v) -> eta u / (1 - beta))")
+
+# The centralized baselines' --algorithm: their one FedAvg round.
+CENTRAL_ALGORITHM_SOURCE = (
+    spec.OURS + "a centralized run first trains one FedAvg round "
+    "(train_main trains its federated methods first; that round's metrics "
+    "are not used)")
 
 # Sources (`spec.Preset.sources`) of the CIFAR runs' settings, from Hsu 2020's
 # text (hsu2019.py overrides those the Hsu 2019 poster states or omits).
@@ -225,6 +269,8 @@ CIFAR_SOURCES = {
                        "for FedAvgM\" but the extraction lost its value "
                        "(the beta symbol); 0.9. Set on FedAvgM runs only"
                        + FEDAVGM_MOMENTUM_NOTE,
+    "algorithm": CENTRAL_ALGORITHM_SOURCE + " (the CIFAR runs' only "
+                 "--algorithm: the federated runs give --methods)",
     "server_learning_rate": spec.OURS + "Hsu 2020 §5.1 names a server "
                             "learning rate without a value (lost in the "
                             "extraction); 1.0 is McMahan's plain average",
@@ -275,13 +321,13 @@ def cifar_run_prefix(dataset: str, clients: int, epochs: int) -> str:
 
 def cifar_alpha_run(dataset: str, alpha: float, clients: int = 10,
                     epochs: int = 1) -> spec.Run:
-  """FedAvg and FedAvgM side by side on one Dirichlet(alpha) partition
-  (Hsu 2020 Figure 4: one run, so both see the same partition and EMD), C
-  clients a round, E local epochs."""
+  """FedAvg and FedAvgM (`FEDAVGM`) side by side on one Dirichlet(alpha)
+  partition (Hsu 2020 Figure 4: one run, so both see the same partition and
+  EMD), C clients a round, E local epochs."""
   return federated(
       f"{cifar_run_prefix(dataset, clients, epochs)}_alpha_{number(alpha)}",
       TFDS_DATA, **dict(CIFAR_BASE, dataset=dataset, alpha=alpha,
-                        algorithm=("fedavg", "fedavgm"),
+                        methods=("fedavg", FEDAVGM),
                         clients_per_round=clients, client_epochs=epochs,
                         total_rounds=CIFAR_ROUNDS[dataset]))
 
@@ -300,10 +346,11 @@ def cifar_alpha_grid(key: Tuple[str, str], title: str,
 
 
 def fedavgm_vs_fedavg(key: str, claim: str, run: str, methods=(
-    "fedavgm", "fedavg"), metric: Optional[spec.Metric] = None
+    FEDAVGM, "fedavg"), metric: Optional[spec.Metric] = None
                       ) -> claim_spec.Comparison:
   """The claim FedAvgM > FedAvg on one run (the same partition and client
-  draws per seed), final accuracy unless `metric`."""
+  draws per seed), final accuracy unless `metric`; `methods` the run's
+  (FedAvgM, FedAvg) names."""
   metric = metric or spec.Metric(spec.FINAL_ACCURACY)
   return claim_spec.Comparison(
       key, claim, claim_spec.Side(run, metric, methods[0], "FedAvgM"),
@@ -321,7 +368,7 @@ def cifar_centralized(dataset: str) -> spec.Run:
 
 def alpha_table(key: Tuple[str, str], title: str,
                 sweeps: Sequence[Tuple[str, str, Sequence[float], Optional[str]]],
-                ) -> spec.TableSpec:
+                fedavgm: str = FEDAVGM) -> spec.TableSpec:
   """Rows (sweep, alpha); columns EMD, FedAvg and FedAvgM final accuracy.
 
   Args:
@@ -330,6 +377,7 @@ def alpha_table(key: Tuple[str, str], title: str,
     sweeps: (run prefix, row prefix, alphas, centralized baseline run or
       None); run names are `<run prefix>_alpha_<alpha>`, rows
       `<row prefix> α = <alpha>`.
+    fedavgm: the runs' FedAvgM method name (the FedAvgM column).
   """
   rows, cells = [], []
   for run_prefix, row_prefix, alphas, baseline in sweeps:
@@ -338,7 +386,7 @@ def alpha_table(key: Tuple[str, str], title: str,
       rows.append(row)
       run = f"{run_prefix}_alpha_{number(alpha)}"
       cells.append(spec.CellSpec(row, "EMD", run, spec.Metric(spec.EMD)))
-      for column, method in (("FedAvg", "fedavg"), ("FedAvgM", "fedavgm")):
+      for column, method in (("FedAvg", "fedavg"), ("FedAvgM", fedavgm)):
         cells.append(spec.CellSpec(row, column, run,
                                    spec.Metric(spec.FINAL_ACCURACY), method,
                                    baseline))

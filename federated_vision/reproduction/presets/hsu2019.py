@@ -13,6 +13,8 @@ from Hsu 2020, which follows this protocol (Hsu 2020 §6.1: "We follow the
 protocol described in [11]"); each is marked ours with its reason. The alpha
 sweep's E = 1 runs are Hsu 2020 Figure 4's CIFAR-10 runs (same name, same
 configuration), FedAvg and FedAvgM in one run per alpha (same partition).
+FedAvgM is `fedavgm@nesterov` (Nesterov server momentum), as Flower's
+FedAvgM baseline reads the paper (`_common.NESTEROV_SOURCE`).
 """
 
 from federated_vision.reproduction import spec
@@ -21,8 +23,9 @@ from federated_vision.reproduction.presets import _common as c
 PAPER = "hsu2019"
 SENSITIVITY_LRS = (0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3)
 # beta = 0 is FedAvg (the poster's FedAvgM update w <- w - v, v <- beta v +
-# Delta w with beta = 0 is FedAvg's w <- w - Delta w): the poster shows a
-# sensitivity panel under FedAvg and one under FedAvgM.
+# Delta w with beta = 0 is FedAvg's w <- w - Delta w, and so is Nesterov's
+# w <- w - eta (Delta w + beta v)): the poster shows a sensitivity panel
+# under FedAvg and one under FedAvgM.
 SENSITIVITY_MOMENTA = (0.0, 0.7, 0.9, 0.97, 0.99, 0.997)
 # Hsu 2019's local epochs (Flower's reading: "in the paper it is used 1 or
 # 5") and the sensitivity study's (E, C) panels: the paper has four (the
@@ -39,6 +42,10 @@ _POSTER_POPULATION = ("Hsu 2019 poster §Synthetic Non-Identical Data: \"We "
                       "synthesize 100 federated learning clients from "
                       "CIFAR-10\", \"50,000 training examples / 100 clients\" "
                       "(500 examples each)")
+_POSTER_METHODS = ("Hsu 2019 poster §Methods: \"Federated Averaging "
+                   "(FedAvg)\" and \"Federated Averaging with Momentum "
+                   "(FedAvgM) updates server weights by\" w <- w - v, "
+                   "v <- beta v + Delta w")
 _FROM_HSU2020 = ("the poster's text states no {what}; Hsu 2020, which follows "
                  "this protocol (§6.1: \"We follow the protocol described in "
                  "[11]\"), says: ")
@@ -50,9 +57,7 @@ _SOURCES = {
     "partition": "Hsu 2019 poster §Synthetic Non-Identical Data: \"Draw "
                  "class-marginal distribution from Dirichlet distribution "
                  "[...], where p is uniform.\" (q ~ Dir(alpha p))",
-    "algorithm": "Hsu 2019 poster §Methods: \"Federated Averaging (FedAvg)\" "
-                 "and \"Federated Averaging with Momentum (FedAvgM) updates "
-                 "server weights by\" w <- w - v, v <- beta v + Delta w",
+    "methods": _POSTER_METHODS + " | " + c.NESTEROV_SOURCE,
     "alpha": spec.OURS + _FROM_HSU2020.format(what="alpha grid")
              + c.CIFAR_SOURCES["alpha"],
     "model": spec.OURS + _FROM_HSU2020.format(what="model") + c.CIFAR_SOURCES[
@@ -125,7 +130,7 @@ def sensitivity() -> spec.Preset:
   for (clients, epochs), lr, beta in c.product(
       SENSITIVITY_PANELS, SENSITIVITY_LRS, SENSITIVITY_MOMENTA):
     flags = dict(c.CIFAR_BASE, dataset="cifar10", alpha=1.0,
-                 algorithm=("fedavgm",), clients_per_round=clients,
+                 methods=(c.FEDAVGM,), clients_per_round=clients,
                  client_epochs=epochs, client_learning_rate=lr,
                  server_momentum=beta)
     runs.append(c.federated(
@@ -136,7 +141,7 @@ def sensitivity() -> spec.Preset:
       "sensitivity", "FedAvg / FedAvgM sensitivity: relative accuracy vs the "
       "effective learning rate eta/(1 - beta), one line per beta (beta = 0: "
       "FedAvg; alpha = 1), one panel per (C, E)",
-      spec.SENSITIVITY, tuple(r.name for r in runs), "fedavgm",
+      spec.SENSITIVITY, tuple(r.name for r in runs), c.FEDAVGM,
       "client_learning_rate", ("clients_per_round", "client_epochs"),
       baseline.name)
   grid = (spec.OURS + "the poster's \"Hyperparam Sensitivity\" panels are "
@@ -146,8 +151,9 @@ def sensitivity() -> spec.Preset:
                      for k, e in SENSITIVITY_PANELS)
   sources = {
       **c.COMMON_SOURCES, **_SOURCES,
-      "algorithm": _SOURCES["algorithm"] + "; FedAvg as FedAvgM with beta = 0 "
-                   "(the same update)",
+      "methods": _POSTER_METHODS + "; FedAvg as FedAvgM with beta = 0 (the "
+                 "same update, also in Nesterov's form w <- w - eta (Delta w "
+                 "+ beta v)) | " + c.NESTEROV_SOURCE,
       "alpha": grid + "alpha = 1, " + _GRID_ORIGIN + " (\"concentration (α) "
                "= 1\"; the centralized baseline's 1 too: see CIFAR's source)",
       "client_learning_rate": grid + f"eta in {SENSITIVITY_LRS}, "

@@ -8,12 +8,14 @@ methods its rows show (`--methods`), and every setting sourced
 and why (the paper does not state it, or the text extraction lost the
 number). Two rows share a run only where they are the same experiment (same
 data, algorithm, C and settings; FedVC or FedIR off/on of one algorithm).
+FedAvgM is `fedavgm@nesterov` throughout (`_common.NESTEROV_SOURCE`).
 """
 
 import dataclasses
 import types
 from typing import Dict, Mapping, Sequence, Tuple
 
+from federated_vision.methods import names
 from federated_vision.reproduction import published_hsu2020 as pub
 from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
@@ -23,6 +25,16 @@ from federated_vision.reproduction.presets import hsu2020_sources as src
 
 PAPER = "hsu2020"
 _ALGORITHMS = (("fedavg", "FedAvg"), ("fedavgm", "FedAvgM"))
+# The source every table adds to its own for --methods (joined with ' | ').
+_NESTEROV = {"methods": c.NESTEROV_SOURCE}
+
+
+def _method(algorithm: str, *variants: str) -> str:
+  """The method name of `algorithm` with `variants`, canonical; FedAvgM
+  with Nesterov momentum (`_common.with_nesterov`)."""
+  method = "+".join((algorithm,) + variants)
+  return (c.with_nesterov(method) if algorithm == "fedavgm" else
+          names.spec_name(names.parse(method)))
 
 
 def _sources(runs: Sequence[spec.Run], *tables: Mapping[str, str],
@@ -49,12 +61,13 @@ def _sources(runs: Sequence[spec.Run], *tables: Mapping[str, str],
 
 def _flags_for(methods: Tuple[str, ...]) -> Dict[str, object]:
   """The method settings the methods use (and only those)."""
+  specs = [names.parse(m) for m in methods]
   flags: Dict[str, object] = {"methods": methods, "server_learning_rate": 1.0}
-  if any(m.split("+")[0] == "fedavgm" for m in methods):
+  if any(s.algorithm == "fedavgm" for s in specs):
     flags["server_momentum"] = 0.9
-  if any("fedvc" in m.split("+") for m in methods):
+  if any("fedvc" in s.variants for s in specs):
     flags["virtual_client_size"] = 256
-  if any("fedir" in m.split("+") for m in methods):
+  if any("fedir" in s.variants for s in specs):
     flags["fedir_target"] = "uniform"
   return flags
 
@@ -64,7 +77,7 @@ def _inat_run(split: str, methods: Tuple[str, ...], clients: int,
               pretrained: bool = True) -> spec.Run:
   """An iNaturalist run of one algorithm's `methods`; named
   inat_<split>_<algorithm>_c<C>[_<tag>][_scratch]_r<rounds>."""
-  algorithm = methods[0].split("+")[0]
+  algorithm = names.parse(methods[0]).algorithm
   parts = [f"inat_{c.INAT_SPLITS[split]}", algorithm, f"c{clients}"]
   parts += [tag] if tag else []
   parts += ([] if pretrained else ["scratch"]) + [f"r{total_rounds}"]
@@ -158,12 +171,12 @@ def table2() -> spec.Preset:
   for split in ("Geo-3k", "User-120k"):
     for algorithm, label in _ALGORITHMS:
       # FedVC off and on of one algorithm: one experiment, one run.
-      run = _inat_run(split, (algorithm, f"{algorithm}+fedvc"), 10, rounds,
-                      every, "fedvc_off_on")
+      off, on = _method(algorithm), _method(algorithm, "fedvc")
+      run = _inat_run(split, (off, on), 10, rounds, every, "fedvc_off_on")
       runs.append(run)
       for fedvc in (False, True):
-        by_row[pub.table2_row(split, label, fedvc)] = (
-            run, f"{algorithm}+fedvc" if fedvc else algorithm)
+        by_row[pub.table2_row(split, label, fedvc)] = (run, on if fedvc
+                                                       else off)
   for data, label, fedvc, _ in pub.TABLE2:  # The paper's row order.
     row = pub.table2_row(data, label, fedvc)
     rows.append(row)
@@ -205,7 +218,7 @@ def table2() -> spec.Preset:
                           "n/a)",
           "rounds_per_eval": src.OURS + "every 50 rounds: the Acc@Batch "
                              "budgets fall between evaluations for the plain "
-                             "methods"}, src.CENTRAL_SOURCES,
+                             "methods"}, _NESTEROV, src.CENTRAL_SOURCES,
       comparisons=comparisons)
 
 
@@ -216,13 +229,14 @@ def table3() -> spec.Preset:
   for algorithm, label in _ALGORITHMS:
     for clients in (10, 100):
       # FedIR off and on of one algorithm and C: one run, same client draws.
-      run = _inat_run("User-120k", (f"{algorithm}+fedvc",
-                                    f"{algorithm}+fedir+fedvc"), clients,
-                      5000, 250, "fedvc_fedir_off_on")
+      off, on = (_method(algorithm, "fedvc"),
+                 _method(algorithm, "fedir", "fedvc"))
+      run = _inat_run("User-120k", (off, on), clients, 5000, 250,
+                      "fedvc_fedir_off_on")
       runs.append(run)
       for fedir in (False, True):
-        by_row[pub.table3_row(label, fedir, clients)] = (
-            run, f"{algorithm}+fedir+fedvc" if fedir else f"{algorithm}+fedvc")
+        by_row[pub.table3_row(label, fedir, clients)] = (run, on if fedir
+                                                         else off)
   for label, fedir, clients, _ in pub.TABLE3:
     row = pub.table3_row(label, fedir, clients)
     rows.append(row)
@@ -254,7 +268,8 @@ def table3() -> spec.Preset:
           "total_rounds": src.OURS + "the paper does not state the run "
                           "length; Table 3's last column is Acc@Round 5k",
           "rounds_per_eval": src.OURS + "every 250 rounds: 1k, 2.5k and 5k "
-                             "are evaluations"}, src.CENTRAL_SOURCES)
+                             "are evaluations"}, _NESTEROV,
+      src.CENTRAL_SOURCES)
 
 
 def table4() -> spec.Preset:
@@ -266,7 +281,7 @@ def table4() -> spec.Preset:
     layers = pub.LAYERS[0 if two_layers else 1]
     for algorithm, label in _ALGORITHMS:
       for clients in (10, 50, 100):
-        methods = (algorithm, f"{algorithm}+fedir")
+        methods = (_method(algorithm), _method(algorithm, "fedir"))
         flags = dict(c.REALWORLD_TRAINING, **c.LANDMARKS_MODEL,
                      **_flags_for(methods))
         flags.update(dataset="landmarks", clients_per_round=clients,
@@ -309,7 +324,8 @@ def table4() -> spec.Preset:
           f"fedavgm_vs_fedavg_c{clients}_{mode}", src.H + "§6.4.2: \"While "
           "FedAvgM gives the most significant improvements in all runs\" "
           f"(Acc@Round 5k, C = {clients}, {mode.replace('_', ' ')})",
-          claim_spec.Side(name("fedavgm"), round5k, "fedavgm", "FedAvgM"),
+          claim_spec.Side(name("fedavgm"), round5k, _method("fedavgm"),
+                          "FedAvgM"),
           claim_spec.Side(name("fedavg"), round5k, "fedavg", "FedAvg")))
     for algorithm in ("fedavg", "fedavgm"):
       run = f"landmarks_{algorithm}_c10_fedir_off_on_{mode}_r5000"
@@ -318,8 +334,9 @@ def table4() -> spec.Preset:
           "further improves the convergence speed and accuracy especially "
           "when the report goal is small\" (Acc@Round 5k, C = 10, "
           f"{algorithm}, {mode.replace('_', ' ')})",
-          claim_spec.Side(run, round5k, f"{algorithm}+fedir", "FedIR on"),
-          claim_spec.Side(run, round5k, algorithm, "FedIR off")))
+          claim_spec.Side(run, round5k, _method(algorithm, "fedir"),
+                          "FedIR on"),
+          claim_spec.Side(run, round5k, _method(algorithm), "FedIR off")))
   return _preset(
       "hsu2020_table4",
       "FedIR off/on for FedAvg and FedAvgM on Landmarks-User-160k, C in "
@@ -338,7 +355,8 @@ def table4() -> spec.Preset:
           "total_rounds": src.OURS + "the paper does not state the run "
                           "length; Table 4's last columns are Acc@Round 5k",
           "rounds_per_eval": src.OURS + "every 250 rounds: 1k, 2.5k and 5k "
-                             "are evaluations"}, src.CENTRAL_SOURCES,
+                             "are evaluations"}, _NESTEROV,
+      src.CENTRAL_SOURCES,
       comparisons=comparisons)
 
 
@@ -366,7 +384,7 @@ def table5() -> spec.Preset:
   runs, rows, cells = [], [], []
   for label, init, clients, _ in pub.TABLE5:  # One run per row.
     algorithm = dict((b, a) for a, b in _ALGORITHMS)[label]
-    method = f"{algorithm}+fedvc"
+    method = _method(algorithm, "fedvc")
     pretrained = init == "pretrained"
     run = _inat_run("Geo-3k", (method,), clients, pub.TABLE5_BUDGET[clients],
                     50, tag="fedvc", pretrained=pretrained)
@@ -403,7 +421,7 @@ def table5() -> spec.Preset:
           "rounds_per_eval": src.OURS + "every 50 rounds; rounds to a target "
                              "are interpolated between evaluations "
                              "(McMahan et al.'s convention)"},
-      src.CENTRAL_SOURCES)
+      _NESTEROV, src.CENTRAL_SOURCES)
 
 
 PRESETS = (table1, table2, table3, table4, table5, cifar.figure4,

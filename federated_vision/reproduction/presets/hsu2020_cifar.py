@@ -2,7 +2,8 @@
 report goal) and Appendix A's Figure 8 (the effective-learning-rate study).
 
 Every setting's source is `_common.CIFAR_SOURCES` (a quote of the paper with
-its section, or "ours:" and why) plus each preset's own.
+its section, or "ours:" and why) plus each preset's own. FedAvgM is
+`fedavgm@nesterov` (`_common.NESTEROV_SOURCE`).
 """
 
 from typing import Tuple
@@ -41,7 +42,8 @@ def figure4() -> spec.Preset:
              "(§A.1 footnote); ours train one setting (eta = 0.01, "
              "beta = 0.9): see the preset's sources.",),
       sources={**c.COMMON_SOURCES, **c.CIFAR_SOURCES,
-               "algorithm": _FIGURE4_QUOTE + " (FedAvg and FedAvgM)"},
+               "methods": _FIGURE4_QUOTE + " (FedAvg and FedAvgM) | "
+                          + c.NESTEROV_SOURCE},
       comparisons=_figure4_comparisons())
 
 
@@ -86,7 +88,7 @@ def _appendix_a_runs(dataset: str):
       APPENDIX_A_PANELS, c.CIFAR_ALPHAS[dataset], APPENDIX_A_LRS,
       APPENDIX_A_MOMENTA):
     flags = dict(c.CIFAR_BASE, dataset=dataset, alpha=alpha,
-                 algorithm=("fedavgm",), clients_per_round=clients,
+                 methods=(c.FEDAVGM,), clients_per_round=clients,
                  client_epochs=epochs, client_learning_rate=lr,
                  server_momentum=beta, total_rounds=c.CIFAR_ROUNDS[dataset])
     runs.append(c.federated(
@@ -108,15 +110,16 @@ def appendix_a() -> spec.Preset:
         "appendix_a" if dataset == "cifar10" else f"appendix_a_{dataset}",
         f"Appendix A (Figure 8), {label}: relative accuracy over alpha and "
         "the effective learning rate eta/(1 - beta), best (eta, beta) per "
-        "rate", spec.CONTOUR, tuple(r.name for r in sweep), "fedavgm",
+        "rate", spec.CONTOUR, tuple(r.name for r in sweep), c.FEDAVGM,
         "client_learning_rate", ("clients_per_round", "client_epochs"),
         baseline.name))
   sources = {
       **c.COMMON_SOURCES, **c.CIFAR_SOURCES,
       "dataset": "Hsu 2020 §A.1: \"we perform experiments on CIFAR-10/100 "
                  "datasets with a grid of hyperparameters\"",
-      "algorithm": "Hsu 2020 §A.1: \"we define the effective learning rate "
-                   "for FedAvgM\" (FedAvgM; beta = 0 is FedAvg)",
+      "methods": "Hsu 2020 §A.1: \"we define the effective learning rate "
+                 "for FedAvgM\" (FedAvgM; beta = 0 is FedAvg) | "
+                 + c.NESTEROV_SOURCE,
       "client_learning_rate": _APPENDIX_A_LOST + f"eta in {APPENDIX_A_LRS}",
       "server_momentum": _APPENDIX_A_LOST + f"beta in {APPENDIX_A_MOMENTA}"
                          + c.FEDAVGM_MOMENTUM_NOTE,

@@ -74,9 +74,7 @@ CENTRAL_SOURCES = {
                           "centralized baselines train; 30 epochs (federated "
                           "runs: 0, their baseline is a run of its own, "
                           "shared by every table that needs it)",
-    "algorithm": OURS + "a centralized run first trains one FedAvg round "
-                 "(train_main trains its federated methods first; that "
-                 "round's metrics are not used)",
+    "algorithm": c.CENTRAL_ALGORITHM_SOURCE,
     "total_rounds": OURS + "centralized runs: 1 (the FedAvg round above)",
     "rounds_per_eval": OURS + "centralized runs: 1 (the FedAvg round "
                        "above)",
