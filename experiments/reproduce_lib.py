@@ -60,7 +60,7 @@ def _show(value) -> str:
   return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _wrapped(head: str, items: Sequence[str], indent: str = "      "
+def wrapped(head: str, items: Sequence[str], indent: str = "      "
              ) -> List[str]:
   """`head` + `items`, wrapped at `LISTING_WIDTH` between items."""
   lines = [head]
@@ -89,7 +89,7 @@ def describe_runs(preset: spec.Preset, results_root: str = "output",
       dict(common, root_output_dir=results_root)))
   del base["experiment_name"]  # Each run's own: its name.
   lines = [f"preset {preset.name}: {len(runs)} runs -- {preset.description}"]
-  lines += _wrapped("  base (every run; --experiment_name=<run name>):",
+  lines += wrapped("  base (every run; --experiment_name=<run name>):",
                     [f"--{k}={_show(v)}" for k, v in sorted(base.items())])
   for run in runs:
     items = [f"--{k}={_show(v)}" for k, v in sorted(
@@ -100,7 +100,7 @@ def describe_runs(preset: spec.Preset, results_root: str = "output",
     missing = plan_lib.missing_data(run, data or {})
     if missing is not None:
       items.append(f"[{missing.label}]")
-    lines += _wrapped(f"  {run.kind} {run.name}:", items)
+    lines += wrapped(f"  {run.kind} {run.name}:", items)
   return lines
 
 

@@ -42,7 +42,8 @@ def ran(tmp_path_factory):
   procs = []
   for command in _blocks("sh"):
     procs.append(subprocess.run(["bash", "-c", command.replace(
-        "python -m", f"{sys.executable} -m")], cwd=work, env=env,
+        ".venv/bin/python -m", f"{sys.executable} -m").replace(
+            "PYTHONPATH=. ", "")], cwd=work, env=env,
                                 capture_output=True, text=True, timeout=900,
                                 check=False))
   return work, procs

@@ -100,9 +100,9 @@ def test_reproduce_help_lists_exactly_the_flags_it_reads():
   assert proc.returncode == 0, proc.stderr[-2000:]
   groups = _groups(proc.stdout)
   own = groups.pop("reproduce.py: this binary")
-  assert own == sorted(["dry_run", *ESTIMATE_FLAGS, "extra_modules", "only",
-                        "parallel_runs", "preset", "report_only",
-                        "results_root", "seeds"])
+  assert own == sorted(["dry_run", *ESTIMATE_FLAGS, "extra_methods",
+                        "extra_modules", "only", "parallel_runs", "preset",
+                        "report_only", "results_root", "seeds"])
   where = config_lib.field_sections()
   listed = [n for names in groups.values() for n in names]
   assert sorted(listed) == reproduce_lib.read_flag_names()
@@ -113,7 +113,8 @@ def test_reproduce_help_lists_exactly_the_flags_it_reads():
     assert all(where[n] == title.split(":")[0] for n in names), title
   text = " ".join(proc.stdout.split())
   assert ("--preset: Preset name: " + " | ".join(presets.preset_names())
-          + " (--dry_run lists its runs).") in text
+          + " (and any registered by --extra_modules; --dry_run lists its "
+          "runs).") in text
   assert "  --[no]estimate: Calibrate a few rounds per run shape in a " \
       "temporary directory," in proc.stdout.splitlines()
   assert "[--estimate]" in proc.stdout  # The usage line names it too.

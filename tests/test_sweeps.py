@@ -97,7 +97,7 @@ def test_dry_run_lists_exactly_the_selected_points(parse, tmp_path, capsys):
   assert listed == [f"fedavgm_alpha_{a}" for a in
                     ("100", "10", "1", "0.5", "0.2", "0.1", "0.05", "0")]
   assert ("  [todo] fedavgm_alpha_0.05  --methods=fedavgm@nesterov "
-          "--alpha=0.05") in out
+          "--alpha=0.05 --server_momentum=0.9") in out
   assert "--dataset=cifar10" in out[1] and "--num_clients=100" in out[1]
   assert not (tmp_path / "hsu2019_cifar10").exists()  # Nothing written.
   assert f.alpha == 0.5 and f.dataset == "digits"  # Flags restored.

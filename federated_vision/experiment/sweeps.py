@@ -96,13 +96,15 @@ def _hsu2019(dataset: str, alphas: Sequence[float]) -> Sweep:
   base = {"dataset": dataset, "partition": "dirichlet", "num_clients": 100,
           "examples_per_client": 500, "model": "cifar_cnn",
           "clients_per_round": 10, "client_epochs": 1,
-          "client_batch_size": 64, "server_momentum": 0.9,
-          "weight_decay": 0.004,
+          "client_batch_size": 64, "weight_decay": 0.004,
           "total_rounds": 10_000, "rounds_per_eval": 50,
           "rounds_per_checkpoint": 50, "centralized_epochs": 0}
+  # FedAvgM's momentum is set by its points (the only ones reading it).
+  momentum = {"fedavgm": {"server_momentum": 0.9}}
   points = tuple(
       Point(f"{algorithm}_alpha_{format_number(alpha)}",
-            {"methods": [HSU2019_METHODS[algorithm]], "alpha": alpha})
+            {"methods": [HSU2019_METHODS[algorithm]], "alpha": alpha,
+             **momentum.get(algorithm, {})})
       for algorithm in HSU2019_ALGORITHMS for alpha in alphas)
   return Sweep(f"hsu2019_{dataset}", (dataset, f"synthetic_{dataset}")
                if dataset == "cifar10" else (dataset,), base, points)

@@ -141,11 +141,10 @@ def table1() -> spec.Preset:
       pub.TABLE1_COLUMNS, tuple(cells), groups=pub.TABLE1_GROUPS)
   preset = _preset(
       "hsu2020_table1",
-      "Clients, classes and examples of each data set and the centralized "
-      "accuracy of the same model and input pipeline on its pooled training "
-      "data (the denominator of relative accuracy); both iNaturalist rows "
-      "are one run (the same 120,300 images, read through the User-120k "
-      "split: its clients are User-120k's, not the Geo splits' 11 to 3606).",
+      "Clients, classes, examples and the centralized accuracy (same model "
+      "and pipeline, pooled training data: relative accuracy's denominator) "
+      "of each data set; both iNaturalist rows are one run (User-120k's "
+      "120,300 images; its clients are not the Geo splits').",
       baselines.values(), table, src.CENTRAL_SOURCES,
       src.REALWORLD_SOURCES, src.CIFAR_CENTRAL_SOURCES,
       {"dataset": src.H + "Table 1 rows \"CIFAR-10\", \"CIFAR-100\", "
