@@ -1,18 +1,28 @@
-"""A researcher's own components, each one module outside the package
-(issue 27, acceptance 1): tests/extra_algorithm.py (an algorithm with its
-own --clip_norm), tests/extra_client_variant.py (a client-work variant with
-its own --update_scale) and tests/extra_server_optimizer.py (a server
-optimizer with its own --server_clip_norm), loaded with --extra_modules.
+"""A researcher's own components, preset and sweep, each one module outside
+the package, loaded with --extra_modules (issue 27, acceptance 1, 4 and 6):
 
-Each trains through train_main (2 rounds; here 3 with a Ctrl-C before the
-third and a rerun), its flags show in --help, its values are recorded in
-hparams.json / summary.json, a bad value is one line and exit 2 before
-TensorFlow is imported, and the rerun after Ctrl-C ends with the
-uninterrupted run's metrics.csv. The runs happen in a child process: the
-components register process-wide and must stay out of the pytest process
-(other tests list the registries).
+* tests/extra_algorithm.py (an algorithm, --clip_norm),
+  tests/extra_client_variant.py (a client-work variant, --update_scale),
+  tests/extra_server_optimizer.py (a server optimizer, --server_clip_norm):
+  each trains through train_main, its values are recorded, a rerun after
+  Ctrl-C ends with the uninterrupted run's metrics.csv;
+* tests/extra_preset.py (`register_preset`): reproduce plans, runs, reports
+  and resumes it;
+* `reproduce --preset=digits_claims --extra_methods=fedavg@clipped_sgd`: the
+  new rows sit beside the paper layout's, from a run with the compared
+  run's settings;
+* tests/extra_sweep.py (`register_sweep`): the researcher's hyper-parameter
+  is the sweep's axis and a report_main column;
+* docs/extending.md: every module and command of the page runs as written;
+* their flags / names show in --help, and bad values are one line and exit
+  2 before TensorFlow is imported.
+
+The runs happen in child processes (tests/extending_driver.py: components
+register process-wide and must stay out of the pytest process), each
+scenario through its binary's parser and main, TensorFlow imported once.
 """
 
+import csv
 import json
 import os
 import subprocess
@@ -20,73 +30,45 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, metric_rows
 from test_startup import _probe
 
+PYTHONPATH = os.pathsep.join([REPO, os.path.join(REPO, "tests")])
 MODULES = "extra_algorithm,extra_client_variant,extra_server_optimizer"
-METHODS = "fedavg_clip,fedavg+scaled,fedavg@clipped_sgd"
-OWN = ["--clip_norm=0.5", "--update_scale=0.8", "--server_clip_norm=2"]
-TINY = ["--num_clients=4", "--clients_per_round=2", "--client_batch_size=20",
-        "--centralized_epochs=0", "--seed=3", "--rounds_per_eval=1",
-        "--rounds_per_checkpoint=1", "--total_rounds=3"]
+COMPARED = "digits_claims_fedvc_imbalanced"
+EXTRA = "fedavg@clipped_sgd"
 
-_DRIVER = """
-import json, sys
-sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests"]
-import in_process
-from conftest import metric_rows
-from federated_vision.algorithms import sampling
-root, args = sys.argv[2], sys.argv[3:]
 
-def run(name):
-  return in_process.run("experiments.train_main", f"--root_output_dir={root}",
-                        f"--experiment_name={name}", *args)
-
-whole = run("whole")
-select = sampling.UniformSampler.select
-def ctrl_c_before_round_3(self, round_num):
-  if round_num == 3:
-    raise KeyboardInterrupt
-  return select(self, round_num)
-sampling.UniformSampler.select = ctrl_c_before_round_3
-killed = run("split")
-sampling.UniformSampler.select = select
-resumed = run("split")
-methods = ["fedavg_clip", "fedavg+scaled", "fedavg@clipped_sgd"]
-rows = {n: {m: metric_rows(f"{root}/{n}/{m}/metrics.csv") for m in methods}
-        for n in ("whole", "split")}
-print("RESULT", json.dumps({
-    "codes": [whole.returncode, killed.returncode, resumed.returncode],
-    "stderr": (whole.stderr + killed.stderr + resumed.stderr)[-3000:],
-    "resumed_out": resumed.stdout,
-    "same": rows["whole"] == rows["split"],
-    "rounds": {m: [r["round"] for r in rows["split"][m]] for m in methods}}))
-"""
+def _driver(work, *scenarios):
+  proc = subprocess.run(
+      [sys.executable, os.path.join(REPO, "tests", "extending_driver.py"),
+       REPO, str(work), *scenarios], cwd=REPO, capture_output=True,
+      text=True, timeout=1500, check=False,
+      env=dict(os.environ, PYTHONPATH=PYTHONPATH))
+  line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+  assert line, proc.stderr[-3000:]
+  return json.loads(line[-1][len("RESULT "):])
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-  root = tmp_path_factory.mktemp("extending")
-  proc = subprocess.run(
-      [sys.executable, "-c", _DRIVER, REPO, str(root),
-       f"--extra_modules={MODULES}", f"--methods={METHODS}", *OWN, *TINY],
-      cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
-      env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-          [REPO, os.path.join(REPO, "tests")])))
-  line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
-  assert line, proc.stderr[-3000:]
-  return root, json.loads(line[-1][len("RESULT "):])
+def ran(tmp_path_factory):
+  work = tmp_path_factory.mktemp("extending")
+  result = _driver(work, "components", "presets", "docs")
+  result.update(_driver(work, "sweep"))
+  return work, result
 
 
-def test_each_component_trains_and_a_rerun_after_ctrl_c_is_identical(runs):
-  root, result = runs
-  assert result["codes"] == [0, 130, 0], result["stderr"]
-  assert "resuming from the checkpoint of round 2" in result["resumed_out"]
-  assert result["same"]
-  assert all(r == ["1", "2", "3"] for r in result["rounds"].values())
-  # Each method ran its own component (not a built-in under its name).
-  summary = json.loads((root / "whole" / "summary.json").read_text())
-  settings = summary["methods"]
+# --- components -------------------------------------------------------------
+
+def test_each_component_trains_and_a_rerun_after_ctrl_c_is_identical(ran):
+  work, result = ran
+  r = result["components"]
+  assert r["codes"] == [0, 130, 0], r["stderr"]
+  assert "resuming from the checkpoint of round 2" in r["resumed_out"]
+  assert r["same"]
+  assert all(rounds == ["1", "2", "3"] for rounds in r["rounds"].values())
+  root = work / "components" / "whole"
+  settings = json.loads((root / "summary.json").read_text())["methods"]
   assert settings["fedavg_clip"]["settings"]["clip_norm"] == 0.5
   assert settings["fedavg_clip"]["settings"]["algorithm"] == "fedavg_clip"
   assert settings["fedavg+scaled"]["settings"]["update_scale"] == 0.8
@@ -95,58 +77,202 @@ def test_each_component_trains_and_a_rerun_after_ctrl_c_is_identical(runs):
   assert (opt["server_optimizer"], opt["server_clip_norm"]) == (
       "clipped_sgd", 2.0)
   # The three train differently (none fell back to another's process).
-  from conftest import metric_rows  # pylint: disable=g-import-not-at-top
   losses = {m: tuple(r["train_loss"] for r in metric_rows(
-      root / "whole" / m / "metrics.csv")) for m in settings}
+      root / m / "metrics.csv")) for m in settings}
   assert len(set(losses.values())) == 3, losses
 
 
-def test_own_values_are_recorded_in_hparams_and_summary(runs):
-  root, _ = runs
-  hparams = json.loads((root / "whole" / "hparams.json").read_text())
-  summary = json.loads((root / "whole" / "summary.json").read_text())
+def test_own_values_are_recorded_in_hparams_and_summary(ran):
+  work, _ = ran
+  root = work / "components" / "whole"
+  hparams = json.loads((root / "hparams.json").read_text())
+  summary = json.loads((root / "summary.json").read_text())
   for flag, value in (("clip_norm", 0.5), ("update_scale", 0.8),
                       ("server_clip_norm", 2.0)):
     assert hparams[flag] == value
     assert summary["config"]["methods"][flag] == value
 
 
-def test_their_flags_show_in_help_without_tensorflow():
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-      [REPO, os.path.join(REPO, "tests")]))
-  proc = subprocess.run(
-      [sys.executable, "-m", "experiments.train_main",
-       f"--extra_modules={MODULES}", "--help"], cwd=REPO, env=env,
-      capture_output=True, text=True, timeout=120, check=False)
-  assert proc.returncode == 0, proc.stderr[-2000:]
-  methods = proc.stdout.split("== methods:")[1].split("\n== ")[0]
+def test_their_flags_show_in_help_without_tensorflow(monkeypatch):
+  monkeypatch.setenv("PYTHONPATH", PYTHONPATH)
+  code, tf, tff, out, err = _probe("experiments.train_main",
+                                   f"--extra_modules={MODULES}", "--help")
+  assert code == 0 and not tf and not tff, err[-2000:]
+  methods = out.split("== methods:")[1].split("\n== ")[0]
   for line in ("--clip_norm: fedavg_clip: L2 norm every client's model delta",
                "--update_scale: scaled: multiplies every client's model delta",
                "--server_clip_norm: clipped_sgd: largest global L2 norm"):
     assert line in methods, methods
 
 
-@pytest.mark.parametrize("args, error", [
-    (["--methods=fedavg_clip", "--clip_norm=-1"],  # absl's bound.
+@pytest.mark.parametrize("module, args, error", [
+    ("experiments.train_main", ["--methods=fedavg_clip", "--clip_norm=-1"],
      "flag --clip_norm=-1: -1.0 is not a non-negative number (--help lists "
-     "the flags)"),
-    (["--methods=fedavg_clip", "--clip_norm=0"],
+     "the flags)"),  # absl's bound.
+    ("experiments.train_main", ["--methods=fedavg_clip", "--clip_norm=0"],
      "--clip_norm=0.0: must be a finite number > 0"),
-    (["--methods=fedavg+scaled", "--update_scale=0"],
+    ("experiments.train_main", ["--methods=fedavg+scaled", "--update_scale=0"],
      "--update_scale=0.0: must be a finite number > 0"),
-    (["--methods=fedavg@clipped_sgd", "--server_clip_norm=0"],
+    ("experiments.train_main", ["--methods=fedavg@clipped_sgd",
+                                "--server_clip_norm=0"],
      "--server_clip_norm=0.0: must be a finite number > 0"),
-    (["--methods=fedavg", "--clip_norm=2"],
+    ("experiments.train_main", ["--methods=fedavg", "--clip_norm=2"],
      "--clip_norm: not used: read by fedavg_clip; this run's methods are "
      "fedavg"),
+    ("experiments.reproduce", ["--extra_modules=extra_preset",
+                               "--preset=my_digits_table",
+                               "--extra_methods=fedavg@nope"],
+     "--extra_methods=fedavg@nope: 'fedavg@nope': unknown server optimizer "
+     "'nope'; one of"),
 ])
-def test_a_bad_value_is_one_line_and_exit_2_before_tensorflow(args, error,
-                                                             monkeypatch):
-  monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-      [REPO, os.path.join(REPO, "tests")]))
-  code, tf, tff, _, err = _probe("experiments.train_main",
-                                 f"--extra_modules={MODULES}", *args)
+def test_a_bad_value_is_one_line_and_exit_2_before_tensorflow(
+    module, args, error, monkeypatch):
+  monkeypatch.setenv("PYTHONPATH", PYTHONPATH)
+  if module == "experiments.train_main":
+    args = [f"--extra_modules={MODULES}", *args]
+  code, tf, tff, _, err = _probe(module, *args)
   assert code == 2, err[-2000:]
   errors = [l for l in err.splitlines() if "error:" in l]
-  assert len(errors) == 1 and errors[0].endswith(error), err
+  assert len(errors) == 1 and error in errors[0], err
   assert "Traceback" not in err and not tf and not tff
+
+
+# --- presets and the papers' tables ------------------------------------------
+
+def test_a_registered_preset_runs_reports_and_resumes(ran):
+  work, result = ran
+  r = result["presets"]
+  assert r["codes"][:3] == [0, 130, 0], r["stderr"]
+  assert r["same"] and r["rounds"] == ["1", "2"]
+  root = work / "presets" / "whole"
+  report = (root / "my_digits_table.md").read_text()
+  assert "My table: Acc@Round 2 on digits" in report
+  summary = json.loads((root / "my_digits_table_run" /
+                        "summary.json").read_text())
+  assert summary["methods"]["fedavg@clipped_sgd"]["settings"][
+      "server_clip_norm"] == 2.0
+  for row, method in (("FedAvg", "fedavg"),
+                      ("FedAvg, clipped server step", "fedavg@clipped_sgd")):
+    value = 100 * summary["methods"][method]["acc_at_round"]
+    assert f"| {row} | {value:.2f} |" in report, report
+
+
+def test_extra_methods_rows_sit_beside_the_papers_with_its_settings(ran):
+  work, result = ran
+  assert result["presets"]["codes"][3] == 0, result["presets"]["stderr"]
+  from experiments import reproduce_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
+  claims = work / "presets" / "claims"
+  report = (claims / "digits_claims.md").read_text()
+  table = report.split("Claim 2:")[1].split("\n## ")[0]
+  row = [l for l in table.splitlines() if l.startswith(f"| {EXTRA} (as ")]
+  # Beside its compared row, in the column of the compared method (FedAvg;
+  # the FedVC column is another method of that run: left blank).
+  assert len(row) == 1 and row[0].startswith(
+      f"| {EXTRA} (as alpha 0.5, sigma 1) | ") and row[0].endswith(" |  |")
+  assert f"--extra_methods={EXTRA}" in report and "not in the paper" in report
+  # The new row's run: the compared run's every setting, only the method
+  # selection replaced.
+  compared = presets.get_preset("digits_claims").run(COMPARED)
+  want = reproduce_lib.full_config(compared, str(claims))
+  extra_dir = claims / f"{COMPARED}+{EXTRA}"
+  recorded = json.loads((extra_dir / "experiment.json").read_text())
+  settings = recorded["settings"]
+  got = ({k: v for section in settings.values() for k, v in section.items()}
+         if all(isinstance(v, dict) for v in settings.values()) else settings)
+  selection = {"methods", "algorithm", "fedir", "fedprox", "fedvc",
+               "include_plain", "experiment_name", "server_clip_norm"}
+  for key, value in want.items():
+    if key not in selection and key in got:
+      assert got[key] == value, key
+  assert got["methods"] == [EXTRA]
+  assert {"dataset", "num_clients", "total_rounds", "seed",
+          "client_learning_rate", "imbalance_sigma"} <= set(got)
+  summary = json.loads((extra_dir / "summary.json").read_text())
+  assert list(summary["methods"]) == [EXTRA]
+  assert summary["methods"][EXTRA]["settings"]["server_optimizer"] == (
+      "clipped_sgd")
+
+
+def test_registered_presets_and_sweeps_show_in_help(monkeypatch):
+  monkeypatch.setenv("PYTHONPATH", PYTHONPATH)
+  for module, extra, name in (("experiments.reproduce", "extra_preset",
+                               "my_digits_table"),
+                              ("experiments.sweep_main", "extra_sweep",
+                               "my_scale_sweep")):
+    code, tf, _, out, err = _probe(module, f"--extra_modules={extra}",
+                                   "--help")
+    assert code == 0 and name in out and not tf, err[-2000:]
+
+
+# --- a sweep over the researcher's hyper-parameter ---------------------------
+
+def test_a_registered_sweep_runs_and_its_axis_is_a_report_column(ran):
+  work, result = ran
+  r = result["sweep"]
+  assert r["codes"] == [0, 0], r["stderr"]
+  out = work / "sweeps" / "my_scale_sweep"
+  assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [
+      "scale_0.5", "scale_1"]
+  with open(out / "report.csv", newline="") as f:
+    rows = list(csv.DictReader(f))
+  assert [(r["point"], r["algorithm"], r["update_scale"]) for r in rows] == [
+      ("scale_0.5", "fedavg+scaled", "0.5"), ("scale_1", "fedavg+scaled", "1.0")]
+  # Only what differs: the shared client learning rate has no column.
+  assert "client_learning_rate" not in rows[0]
+  assert "update_scale" in r["report_header"]
+
+
+# --- docs/extending.md -------------------------------------------------------
+
+def _docs(ran, program):
+  return [d for d in ran[1]["docs"] if d["args"][0] == program]
+
+
+def test_every_docs_command_runs(ran):
+  docs = ran[1]["docs"]
+  assert len(docs) >= 4
+  for d in docs:
+    assert d["code"] == 0, (d["args"], d["stderr"])
+
+
+def test_docs_fedadam_runs_beside_fedavgm_with_its_own_learning_rate(ran):
+  work, _ = ran
+  methods = json.loads((work / "docs" / "output" / "fedadam" /
+                        "summary.json").read_text())["methods"]
+  assert set(methods) == {"fedavgm", "fedavg@adam:server_learning_rate=0.03"}
+  adam = methods["fedavg@adam:server_learning_rate=0.03"]["settings"]
+  assert (adam["server_optimizer"], adam["server_learning_rate"],
+          adam["adam_tau"]) == ("adam", 0.03, 0.01)
+  assert methods["fedavgm"]["settings"]["server_learning_rate"] == 1.0
+  assert methods["fedavgm"]["settings"]["server_optimizer"] == "sgdm"
+
+
+def test_docs_clipped_variant_records_its_own_flag(ran):
+  work, _ = ran
+  summary = json.loads((work / "docs" / "output" / "clipped" /
+                        "summary.json").read_text())
+  clipped = summary["methods"]["fedavg+clipped"]["settings"]
+  assert (clipped["client_work"], clipped["delta_clip"]) == ("clipped", 0.5)
+  assert summary["config"]["methods"]["delta_clip"] == 0.5
+  assert summary["methods"]["fedavg+clipped"]["rounds"] == 2
+
+
+def test_docs_scaffold_keeps_its_client_states(ran):
+  work, _ = ran
+  out = work / "docs" / "output" / "scaffold"
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["methods"]["scaffold"]["settings"]["client_state"] == (
+      "control_variate")
+  assert (out / "scaffold" / "client_states").is_dir()
+
+
+def test_docs_table3_gains_the_new_method_with_the_compared_settings(ran):
+  (plan,) = _docs(ran, "experiments.reproduce")
+  method = "fedavg+fedvc@adam:server_learning_rate=0.01"
+  compared = "inat_user_120k_fedavg_c10_fedvc_fedir_off_on_r5000"
+  listing = plan["stdout"].split(f"federated {compared}+{method}:")[1].split(
+      "  federated ")[0]
+  for setting in ("--total_rounds=5000", "--virtual_client_size=256",
+                  "--rounds_per_eval=250", f"--methods={method}"):
+    assert setting in listing, listing

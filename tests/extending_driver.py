@@ -1,0 +1,143 @@
+"""Runs every scenario of tests/test_extending.py in one process (a child of
+the test): a researcher's components, preset and sweep from --extra_modules,
+and docs/extending.md's commands, each through its binary's own parser and
+main (`in_process.run`), so TensorFlow is imported and its functions traced
+once for all of them. Components register process-wide, which is why this
+is a child of pytest and not pytest itself.
+
+    python tests/extending_driver.py <repo> <work dir> <scenario>...
+
+prints one line `RESULT <json>` with what each scenario returned. (The
+sweep runs in a process of its own: sweep_main and reproduce define flags of
+the same names, which absl refuses in one process.)
+"""
+
+import json
+import os
+import re
+import shlex
+import sys
+
+REPO, WORK, SCENARIOS = sys.argv[1], sys.argv[2], sys.argv[3:]
+sys.path[:0] = [REPO, os.path.join(REPO, "tests"), WORK]
+
+import in_process  # pylint: disable=g-import-not-at-top,wrong-import-position
+from conftest import metric_rows  # pylint: disable=g-import-not-at-top,wrong-import-position
+from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+MODULES = "extra_algorithm,extra_client_variant,extra_server_optimizer"
+COMPONENT_METHODS = ("fedavg_clip", "fedavg+scaled", "fedavg@clipped_sgd")
+TINY = ["--num_clients=4", "--clients_per_round=2", "--client_batch_size=20",
+        "--centralized_epochs=0", "--seed=3", "--rounds_per_eval=1",
+        "--rounds_per_checkpoint=1", "--total_rounds=3"]
+
+
+def ctrl_c_before(round_num):
+  """Makes the samplers raise KeyboardInterrupt (Ctrl-C) before `round_num`;
+  returns the undo."""
+  select = sampling.UniformSampler.select
+
+  def select_or_stop(self, r):
+    if r == round_num:
+      raise KeyboardInterrupt
+    return select(self, r)
+  sampling.UniformSampler.select = select_or_stop
+  return lambda: setattr(sampling.UniformSampler, "select", select)
+
+
+def whole_split_resumed(binary, run_dir_args, args, stop_round):
+  """(whole, killed, resumed) runs of `binary`: uninterrupted, Ctrl-C
+  before `stop_round`, the same command again."""
+  whole = in_process.run(binary, *run_dir_args("whole"), *args)
+  undo = ctrl_c_before(stop_round)
+  try:
+    killed = in_process.run(binary, *run_dir_args("split"), *args)
+  finally:
+    undo()
+  resumed = in_process.run(binary, *run_dir_args("split"), *args)
+  return whole, killed, resumed
+
+
+def rows_of(paths):
+  return {p: metric_rows(p) for p in paths}
+
+
+def components():
+  root = os.path.join(WORK, "components")
+  procs = whole_split_resumed(
+      "experiments.train_main",
+      lambda name: (f"--root_output_dir={root}", f"--experiment_name={name}"),
+      [f"--extra_modules={MODULES}", f"--methods={','.join(COMPONENT_METHODS)}",
+       "--clip_norm=0.5", "--update_scale=0.8", "--server_clip_norm=2",
+       *TINY], 3)
+  rows = {n: {m: metric_rows(f"{root}/{n}/{m}/metrics.csv")
+              for m in COMPONENT_METHODS} for n in ("whole", "split")}
+  return {"codes": [p.returncode for p in procs],
+          "stderr": "".join(p.stderr for p in procs)[-3000:],
+          "resumed_out": procs[2].stdout, "same": rows["whole"] == rows["split"],
+          "rounds": {m: [r["round"] for r in rows["split"][m]]
+                     for m in COMPONENT_METHODS}}
+
+
+def presets():
+  root = os.path.join(WORK, "presets")
+  procs = whole_split_resumed(
+      "experiments.reproduce", lambda name: (f"--results_root={root}/{name}",),
+      ["--extra_modules=extra_preset", "--preset=my_digits_table"], 2)
+  run = "my_digits_table_run"
+  rows = {n: {m: metric_rows(f"{root}/{n}/{run}/{m}/metrics.csv")
+              for m in ("fedavg", "fedavg@clipped_sgd")}
+          for n in ("whole", "split")}
+  extra = in_process.run(
+      "experiments.reproduce", f"--results_root={root}/claims",
+      "--extra_modules=extra_server_optimizer", "--preset=digits_claims",
+      "--extra_methods=fedavg@clipped_sgd",
+      "--only=digits_claims_fedvc_imbalanced+*")
+  return {"codes": [p.returncode for p in procs] + [extra.returncode],
+          "stderr": "".join(p.stderr for p in procs + (extra,))[-3000:],
+          "same": rows["whole"] == rows["split"],
+          "rounds": [r["round"] for r in rows["split"]["fedavg"]]}
+
+
+def sweep():
+  root = os.path.join(WORK, "sweeps")
+  ran = in_process.run("experiments.sweep_main", "--extra_modules=extra_sweep",
+                       "--sweep=my_scale_sweep", f"--root_output_dir={root}")
+  # report_main's library (its binary defines --target_accuracy, as
+  # train_main does: absl refuses both in one process).
+  from federated_vision.experiment import report_lib  # pylint: disable=g-import-not-at-top
+  rows = report_lib.gather(f"{root}/my_scale_sweep")
+  report_lib.write_outputs(rows, f"{root}/my_scale_sweep")
+  return {"codes": [ran.returncode, 0], "stderr": ran.stderr[-3000:],
+          "report_header": report_lib.format_table(rows).splitlines()[0]}
+
+
+def docs():
+  """docs/extending.md's modules written to the docs' work dir and its
+  commands run there, each as written (its program and flags)."""
+  work = os.path.join(WORK, "docs")
+  os.makedirs(work, exist_ok=True)
+  sys.path.insert(0, work)
+  text = open(os.path.join(REPO, "docs", "extending.md"),
+              encoding="utf-8").read()
+  for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
+    name = block.splitlines()[0][len("# file: "):].strip()
+    with open(os.path.join(work, name), "w", encoding="utf-8") as f:
+      f.write(block)
+  out = []
+  cwd = os.getcwd()
+  os.chdir(work)
+  try:
+    for command in re.findall(r"```sh\n(.*?)```", text, flags=re.S):
+      argv = shlex.split(command.replace("\\\n", " "))
+      assert argv[:2] == [".venv/bin/python", "-m"], argv
+      proc = in_process.run(argv[2], *argv[3:])
+      out.append({"args": argv[2:], "code": proc.returncode,
+                  "stdout": proc.stdout, "stderr": proc.stderr[-3000:]})
+  finally:
+    os.chdir(cwd)
+  return out
+
+
+if __name__ == "__main__":
+  print("RESULT", json.dumps({name: globals()[name]() for name in SCENARIOS}))
