@@ -63,6 +63,19 @@ def zero_if_non_finite(structure):
   return zeroed, tf.logical_not(finite)
 
 
+def client_types(model_fn: ModelFn):
+  """(client data type, model weights type, metrics aggregation) of a
+  client work over `model_fn`'s model (built in a graph of its own, so no
+  variable leaks into the caller's)."""
+  with tf.Graph().as_default():
+    model = model_fn()
+    metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
+        model.metric_finalizers())
+  data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
+  return (data_type, tff.learning.models.weights_type_from_model(model),
+          metrics_aggregation_fn)
+
+
 def build_initial_weights_fn(model_fn: ModelFn) -> tff.Computation:
   """A TFF computation returning the model's freshly initialised weights."""
   @tff.tensorflow.computation

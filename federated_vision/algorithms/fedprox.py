@@ -55,12 +55,8 @@ def build_fedprox_client_work(
   if not mu >= 0:
     raise ValueError(f"mu must be >= 0, got {mu}")
   fedavg.check_loop_implementation(loop_implementation)
-  with tf.Graph().as_default():
-    model = model_fn()
-    metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
-        model.metric_finalizers())
-  data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
-  weights_type = tff.learning.models.weights_type_from_model(model)
+  data_type, weights_type, metrics_aggregation_fn = fedavg.client_types(
+      model_fn)
   by_examples = client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES
 
   @tff.tensorflow.computation(weights_type, data_type)

@@ -93,12 +93,8 @@ def build_gradient_transfer_client_work(
   non-finite. The state is the client optimizer's hyper-parameters.
   """
   mixing_steps.check_optimizer("client_optimizer", client_optimizer)
-  with tf.Graph().as_default():
-    model = model_fn()
-    metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
-        model.metric_finalizers())
-  data_type = tff.SequenceType(tff.types.tensorflow_to_type(model.input_spec))
-  weights_type = tff.learning.models.weights_type_from_model(model)
+  data_type, weights_type, metrics_aggregation_fn = fedavg.client_types(
+      model_fn)
   broadcast_type = tff.types.to_type(
       GradientTransferBroadcast(weights_type, gradient_type))
   hparams = client_optimizer.get_hparams(
