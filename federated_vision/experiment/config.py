@@ -45,10 +45,10 @@ from federated_vision import methods as methods_lib
 from federated_vision import tasks
 from federated_vision.errors import ConfigError, bad
 from federated_vision.evaluation import convergence
+from federated_vision.experiment import methods_section
 from federated_vision.experiment import usage
 from federated_vision.methods import groups
 from federated_vision.methods import mixing as mixing_lib
-from federated_vision.methods import method_config
 from federated_vision.methods import names as method_names
 from federated_vision.methods import usage as method_usage
 from federated_vision.runtime import worker_config as worker_config_lib
@@ -63,6 +63,7 @@ MixingConfig = methods_lib.MixingSettings
 # is a typo (weeks of running even at digits' ~0.2 s per round).
 MAX_TOTAL_ROUNDS = 1_000_000
 method_shorthands = usage.method_shorthands
+MethodsConfig = methods_section.MethodsConfig
 
 
 def __getattr__(name: str):
@@ -71,85 +72,6 @@ def __getattr__(name: str):
   if name == "METHOD_SHORTHANDS":
     return method_shorthands()
   raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-@dataclasses.dataclass(frozen=True, init=False)
-class MethodsConfig:
-  """Which methods run side by side, and their hyper-parameters.
-
-  `expand()` gives one `MethodConfig` per method: with --methods exactly
-  those (`methods.names.parse_methods`, in order, each with its own
-  `:<field>=<value>` settings over the run's); else the shorthands: every
-  --algorithm, plain (unless not --include_plain) and with each requested
-  client-work variant (--fedir, --fedprox, ...: `Variant.shorthand`), each
-  of those also with each requested data-side variant (--fedvc).
-
-  Attributes:
-    algorithm, include_plain, methods: the method selection.
-    shorthands: the variants' --<name> flags (`config_fields.SHORTHAND`).
-    options: every method hyper-parameter (`config_fields.METHOD`: the
-      shared ones of `methods.HyperParameters` and every component's own),
-      also readable as attributes (`config.methods.client_epochs`).
-  """
-  algorithm: Tuple[str, ...] = ("fedavg", "fedavgm")
-  include_plain: bool = True
-  methods: Tuple[str, ...] = ()
-  shorthands: config_fields.Options = config_fields.Options(
-      config_fields.SHORTHAND)
-  options: config_fields.Options = config_fields.Options(config_fields.METHOD)
-
-  def __init__(self, algorithm=("fedavg", "fedavgm"), include_plain=True,
-               methods=(), shorthands=None, options=None, **values):
-    """Also takes any declared field as a keyword (`fedir=True`,
-    `client_epochs=2`), as `dataclasses.replace` passes them."""
-    mine = lambda kind, given: (given or config_fields.Options(kind)).replace(
-        {k: v for k, v in values.items()
-         if k in config_fields.field_names(kind)})
-    unknown = set(values) - set(config_fields.field_names(
-        config_fields.METHOD)) - set(config_fields.field_names(
-            config_fields.SHORTHAND))
-    if unknown:
-      raise TypeError(f"MethodsConfig has no field {sorted(unknown)[0]!r}")
-    for name, value in (
-        ("algorithm", tuple(algorithm)), ("include_plain", include_plain),
-        ("methods", tuple(methods)),
-        ("shorthands", mine(config_fields.SHORTHAND, shorthands)),
-        ("options", mine(config_fields.METHOD, options))):
-      object.__setattr__(self, name, value)
-
-  def __getattr__(self, name: str):
-    if name.startswith("__"):
-      raise AttributeError(name)
-    for options in ("options", "shorthands"):
-      try:
-        return object.__getattribute__(self, options).get(name)
-      except AttributeError:
-        pass
-    raise AttributeError(f"MethodsConfig has no field {name!r}")
-
-  def unused_fields(self) -> Tuple[str, ...]:
-    """The shorthands when --methods chose the methods: they had no effect,
-    so the recorded config (`ExperimentConfig.to_dict`) leaves them out."""
-    return method_shorthands() if self.methods else ()
-
-  def expand(self) -> Tuple[MethodConfig, ...]:
-    """The methods: --methods in its order, else (shorthands) in the order
-    algorithm > data side > client work."""
-    if self.methods:
-      return tuple(method_config.from_spec(spec, self.options)
-                   for spec in method_names.parse_methods(self.methods))
-    on = lambda kind: [(v,) for v in methods_lib.shorthands(kind)
-                       if self.shorthands.get(v)]
-    works = [()] + on(methods_lib.CLIENT_WORK)
-    sides = [()] + on(methods_lib.DATA_SIDE)
-    out = []
-    for algorithm in self.algorithm:
-      for side in sides:
-        for work in works:
-          if work or side or self.include_plain:
-            out.append(MethodConfig(algorithm, work + side,
-                                    options=self.options))
-    return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True)
