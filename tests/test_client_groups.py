@@ -166,6 +166,11 @@ def test_group_keys_and_sizes():
                                       [b"e@1"]]
   assert client_groups.resolve_group_size("auto", 100) == 25
   assert client_groups.resolve_group_size("auto", 3) == 1
+  # 'auto' = min(25, ceil(C / 4)): at least 4 slots, at most 25 a slot.
+  assert {c: client_groups.resolve_group_size("auto", c)
+          for c in (1, 4, 5, 8, 10, 99, 101, 400, 5000)} == {
+              1: 1, 4: 1, 5: 2, 8: 2, 10: 3, 99: 25, 101: 25, 400: 25,
+              5000: 25}
   assert client_groups.resolve_group_size(7, 100) == 7
   assert client_groups.parse_group_size("auto") == "auto"
   assert client_groups.parse_group_size("12") == 12
