@@ -12,15 +12,28 @@ sets the round time. Variants, interleaved with the floor in one process
                    (`training_loop.build_training_process`, client datasets
                    built in the executor from round keys), one client a slot;
   c  grouped:      the same with client groups (`algorithms.client_groups`,
-                   `--client_group_size`; 'auto' unless --group_size).
+                   `--client_group_size`; 'auto' unless --group_size, which
+                   takes a list: one grouped variant per size);
+  d  train_main:   the round `train_main --dataset=synthetic_mnist
+                   --num_clients=K --examples_per_client=n
+                   --clients_per_round=C --algorithm=fedavg` runs, no group
+                   flag: its command line parsed and checked as the binary
+                   does, its experiment built by `runner.build_experiment`,
+                   its rounds those of its own sampler (mnist tasks only;
+                   issue 27, acceptance 7).
 Prints ms per client and the variant/floor ratio (min/median/max) of wall
-and CPU seconds (this process + the TFF worker).
+and CPU seconds (this process + the TFF worker), with the load average
+before and after each (task, C).
 
 Tasks: mnist4 / mnist20 (28x28x1, mnist_cnn, clients of 4 / 20 examples),
 celeba20 (84x84x3, celeba_cnn, 20 images, read from per-client files); B=10,
 E=1, client SGD 0.05.
 
   python -m benchmarks.bench_small_clients --tasks=mnist4 --clients=100
+  python -m benchmarks.bench_small_clients --tasks=mnist4 --clients=100 \
+      --variants=train_main --rounds=7          # acceptance 7
+  python -m benchmarks.bench_small_clients --tasks=mnist4 --clients=100 \
+      --variants=grouped --group_size=10,25,50  # group sizes side by side
   python -m benchmarks.bench_small_clients --quick
 """
 
@@ -55,8 +68,11 @@ TASKS = {  # name: (input shape, examples per client, model)
     "mnist20": ((28, 28, 1), 20, "mnist_cnn"),
     "celeba20": ((84, 84, 3), 20, "celeba_cnn"),
 }
-BATCH_SIZE = 10
-CLIENT_LR = 0.05
+# The binary's dataset for a task (variant train_main).
+TRAIN_MAIN_DATASETS = {"mnist4": "synthetic_mnist",
+                       "mnist20": "synthetic_mnist"}
+BATCH_SIZE = 10  # == train_main's --client_batch_size default.
+CLIENT_LR = 0.05  # == its --client_learning_rate default.
 
 
 def build_task(task: str, num_clients: int, storage_dir: str):
@@ -125,6 +141,9 @@ class PlainFloor:
     return loss_sum / weight
 
 
+VARIANTS = ("ungrouped", "grouped", "train_main")
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--tasks", default="mnist4,mnist20,celeba20")
@@ -133,8 +152,11 @@ def main(argv=None):
   parser.add_argument("--num_clients", type=int, default=0,
                       help="K (default max(2 C, 1000) for mnist, 2 C celeba)")
   parser.add_argument("--rounds", type=int, default=5)
-  parser.add_argument("--variants", default="ungrouped,grouped")
-  parser.add_argument("--group_size", default="auto")
+  parser.add_argument("--variants", default="ungrouped,grouped",
+                      help=f"comma-separated, of {', '.join(VARIANTS)}")
+  parser.add_argument("--group_size", default="auto",
+                      help="the grouped variant's sizes, comma-separated "
+                           "('auto' or N each)")
   parser.add_argument("--quick", action="store_true",
                       help="mnist4, C=10, 2 rounds (a smoke run)")
   harness.add_worker_config_arguments(parser)
@@ -144,11 +166,15 @@ def main(argv=None):
   clients = [10] if args.quick else [int(c) for c in args.clients.split(",")]
   rounds = 2 if args.quick else args.rounds
   variants = [v for v in args.variants.split(",") if v]
-  bad = set(tasks) - set(TASKS) | set(variants) - {"ungrouped", "grouped"}
+  bad = set(tasks) - set(TASKS) | set(variants) - set(VARIANTS)
   if bad:
     parser.error(f"unknown tasks/variants {sorted(bad)}")
+  if "train_main" in variants and set(tasks) - set(TRAIN_MAIN_DATASETS):
+    parser.error(f"--variants=train_main: tasks "
+                 f"{', '.join(TRAIN_MAIN_DATASETS)} only")
   try:
-    group_size = client_groups.parse_group_size(args.group_size)
+    group_sizes = [client_groups.parse_group_size(g)
+                   for g in args.group_size.split(",")]
   except ValueError as e:
     parser.error(f"--group_size: {e}")
   print(harness.load_line(), flush=True)
@@ -156,18 +182,42 @@ def main(argv=None):
   for task in tasks:
     for c in clients:
       table += run_point(task, c, args.num_clients, rounds, variants,
-                         group_size, worker_config)
-  print("\ntask      C   variant    G  ms/client (floor)  wall ratio "
-        "min/median/max   CPU ratio min/median/max")
+                         group_sizes, worker_config)
+  print("\ntask      C   variant     G  ms/client (floor)  wall ratio "
+        "min/median/max   CPU ratio min/median/max   load before/after")
   for row in table:
     print(row)
   print(harness.load_line())
   return table
 
 
-def run_point(task, c, num_clients, rounds, variants, group_size,
+def train_main_round(task: str, c: int, k: int, output_dir: str):
+  """(training process, sampler, group size) of the round `train_main`
+  runs on `task`'s data with no group flag (its flags parsed and checked by
+  `repeat.checked_flags`, its one method built by `runner.build_experiment`,
+  its process composed by `training_loop.build_training_process`)."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from experiments import repeat  # pylint: disable=g-import-not-at-top
+  from experiments import train_main  # pylint: disable=g-import-not-at-top,unused-import
+  from federated_vision.experiment import runner  # pylint: disable=g-import-not-at-top
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS([
+      "train_main", f"--dataset={TRAIN_MAIN_DATASETS[task]}",
+      f"--num_clients={k}", f"--examples_per_client={TASKS[task][1]}",
+      f"--clients_per_round={c}", "--algorithm=fedavg",
+      f"--root_output_dir={output_dir}", "--experiment_name=bench"])
+  replicas, resolved = repeat.checked_flags(flags.FLAGS)
+  exp = runner.build_experiment(replicas[0], resolved)
+  (method,) = exp.methods
+  process = training_loop.build_training_process(method.process,
+                                                 exp.fed_data, method.spec)
+  return process, method.sampler, method.settings["client_group_size"]
+
+
+def run_point(task, c, num_clients, rounds, variants, group_sizes,
               worker_config=None):
   """Interleaved rounds of one (task, C); returns the table's rows."""
+  load_before = os.getloadavg()[0]
   k = num_clients or (2 * c if task == "celeba20" else max(2 * c, 1000))
   storage = tempfile.TemporaryDirectory(prefix="fv_bench_small_")
   fed, keras_model_fn, x, y, part = build_task(task, k, storage.name)
@@ -181,25 +231,35 @@ def run_point(task, c, num_clients, rounds, variants, group_size,
   rng = np.random.default_rng(0)
   picks = [rng.choice(k, c, replace=False) for _ in range(rounds + 1)]
   ids = fed.client_data.client_ids
-  keys = lambda rep: [cdl.round_key(ids[i], rep + 1) for i in picks[rep]]
-  runs = {}
+  package_keys = lambda rep: [cdl.round_key(ids[i], rep + 1)
+                              for i in picks[rep]]
+  runs = {}  # name: (process, round -> keys, group size)
   if "ungrouped" in variants:
-    runs["ungrouped"] = training_loop.build_training_process(
-        algorithms.build_fedavg(model_fn, sgd(CLIENT_LR)), fed, spec)
+    runs["ungrouped"] = (training_loop.build_training_process(
+        algorithms.build_fedavg(model_fn, sgd(CLIENT_LR)), fed, spec),
+                         package_keys, 1)
   if "grouped" in variants:
-    runs["grouped"] = training_loop.build_training_process(
-        client_groups.GroupedMethod(model_fn, sgd(CLIENT_LR), None,
-                                    group_size=group_size,
-                                    clients_per_round=c), fed, spec)
+    for size in group_sizes:
+      method = client_groups.GroupedMethod(
+          model_fn, sgd(CLIENT_LR), None, group_size=size,
+          clients_per_round=c)
+      name = "grouped" if len(group_sizes) == 1 else f"grouped:{size}"
+      runs[name] = (training_loop.build_training_process(method, fed, spec),
+                    package_keys, method.group_size)
+  if "train_main" in variants:
+    process, sampler, size = train_main_round(task, c, k, storage.name)
+    runs["train_main"] = (process, lambda rep: sampler.round_keys(rep + 1),
+                          size)
   plain = PlainFloor(keras_model_fn, x, y, n)  # After the TFF models.
   print(f"{task}: C={c} of K={k} clients x {n} examples, B={BATCH_SIZE}, "
-        f"{rounds} rounds after 1 warm-up", flush=True)
+        f"{rounds} rounds after 1 warm-up; {harness.load_line()}", flush=True)
   with runtime_contexts.managed_execution_context(-1, worker_config) as pool:
-    states = {name: p.initialize() for name, p in runs.items()}
+    states = {name: run[0].initialize() for name, run in runs.items()}
 
     def step(name):
+      process, keys, _ = runs[name]
       def run(rep):
-        out = runs[name].next(states[name], keys(rep))
+        out = process.next(states[name], keys(rep))
         states[name] = out.state
         loss = float(out.metrics["client_work"]["train"]["loss"])
         if not np.isfinite(loss):
@@ -211,15 +271,17 @@ def run_point(task, c, num_clients, rounds, variants, group_size,
         {name: step(name) for name in runs}, rounds,
         harness.Clock(lambda: pool.pids))
   storage.cleanup()
+  load_after = os.getloadavg()[0]
   rows = []
   for name, comp in results.items():
     ms = lambda samples: 1000 * statistics.median(s.wall for s in samples) / c
-    g = runs[name].group_size if name == "grouped" else 1
-    rows.append(f"{task:8s} {c:4d} {name:10s} {g:3d} {ms(comp.samples):7.2f} "
+    g = runs[name][2]
+    rows.append(f"{task:8s} {c:4d} {name:11s} {g:3d} {ms(comp.samples):7.2f} "
                 f"({ms(comp.baseline):5.2f})  {comp.wall.min:5.2f} "
                 f"{comp.wall.median:5.2f} {comp.wall.max:5.2f}         "
                 f"{comp.cpu.min:5.2f} {comp.cpu.median:5.2f} "
-                f"{comp.cpu.max:5.2f}")
+                f"{comp.cpu.max:5.2f}          {load_before:5.2f} "
+                f"{load_after:5.2f}")
   return rows
 
 

@@ -103,8 +103,13 @@ def test_grouped_equals_ungrouped(kind):
   else:
     sampler = sampling.UniformSampler(ids, CLIENTS_PER_ROUND, 4)
   ref, grouped = _methods(kind, _model_fn(fed, spec))
-  expected = _run(ref, fed, spec, sampler)
-  got = _run(grouped, fed, spec, sampler)
+  _assert_same_rounds(_run(ref, fed, spec, sampler),
+                      _run(grouped, fed, spec, sampler))
+
+
+def _assert_same_rounds(expected, got):
+  """`_run`'s rounds of the ungrouped and grouped paths agree to 1e-5."""
+  assert len(expected) == len(got) == ROUNDS
   for (m_ref, w_ref), (m_got, w_got) in zip(expected, got):
     train_ref, train_got = m_ref["train"], m_got["train"]
     assert train_got["num_examples"] == train_ref["num_examples"]
@@ -120,12 +125,52 @@ def test_grouped_equals_ungrouped(kind):
   assert np.abs(expected[-1][1] - expected[0][1]).max() > 1e-4
 
 
+# (algorithm, variants, server optimizer, its own settings): with the cases
+# above, every covered algorithm, client work, data side and server
+# optimizer, built as a run builds them (`build_method`, then
+# `with_client_groups`), so the grouped process is checked to be the
+# method's own (its spec, sampler, client work's hooks, server optimizer).
+BUILT = [
+    ("fedsgd", ("fedir",), "yogi", {"server_learning_rate": 0.05}),
+    ("fedavgm", ("fedprox", "fedvc"), None, {}),  # sgdm, beta = 0.9.
+    ("fedavg", ("fedir", "fedvc"), "nesterov", {"server_momentum": 0.5}),
+    ("fedsgd", ("fedvc",), "adagrad", {"server_learning_rate": 0.05}),
+]
+
+
+@pytest.mark.parametrize("algorithm, variants, optimizer, own", BUILT)
+def test_built_method_grouped_equals_ungrouped(algorithm, variants,
+                                               optimizer, own):
+  from federated_vision import methods  # pylint: disable=g-import-not-at-top
+  fed = _data()
+  config = methods.MethodConfig(algorithm, variants, optimizer,
+                                virtual_client_size=5, fedprox_mu=MU,
+                                client_learning_rate=0.1, client_batch_size=3,
+                                **own)
+  # (The model's batch dimension is None whatever the method's B.)
+  model_fn = _model_fn(fed, cdl.TrainingSpec(batch_size=3, seed=4))
+  inputs = methods.MethodInputs(model_fn, 10, fed.client_data.client_ids,
+                                list(SIZES), CLIENTS_PER_ROUND, seed=4)
+  method = methods.build_method(config, inputs)
+  grouped = methods.with_client_groups(method, config, inputs, 2)
+  assert grouped.settings == {**method.settings, "client_group_size": 2}
+  assert isinstance(grouped.process, client_groups.GroupedMethod)
+  _assert_same_rounds(_run(method.process, fed, method.spec, method.sampler),
+                      _run(grouped.process, fed, method.spec,
+                           method.sampler))
+
+
 def test_group_keys_and_sizes():
   slots = client_groups.group_keys(["a@1", "b@1", "c@1", "d@1", "e@1"], 2)
   assert [list(s) for s in slots] == [[b"a@1", b"b@1"], [b"c@1", b"d@1"],
                                       [b"e@1"]]
-  assert client_groups.resolve_group_size("auto", 100, cores=2) == 25
-  assert client_groups.resolve_group_size("auto", 3, cores=2) == 1
+  assert client_groups.resolve_group_size("auto", 100) == 25
+  assert client_groups.resolve_group_size("auto", 3) == 1
+  # 'auto' = min(25, ceil(C / 4)): at least 4 slots, at most 25 a slot.
+  assert {c: client_groups.resolve_group_size("auto", c)
+          for c in (1, 4, 5, 8, 10, 99, 101, 400, 5000)} == {
+              1: 1, 4: 1, 5: 2, 8: 2, 10: 3, 99: 25, 101: 25, 400: 25,
+              5000: 25}
   assert client_groups.resolve_group_size(7, 100) == 7
   assert client_groups.parse_group_size("auto") == "auto"
   assert client_groups.parse_group_size("12") == 12
@@ -172,25 +217,43 @@ def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
   assert len(whole.rows) == ROUNDS
 
 
-def test_train_main_grouped_equals_ungrouped_and_records_the_size(tmp_path):
+def test_train_main_grouped_equals_ungrouped_and_records_the_size(
+    tmp_path, monkeypatch):
+  """Sizes 1 and 2 agree (1e-5); the default, 'auto', is min(25, ceil(C /
+  4)) = 2 at C = 8 whatever the machine: a default run stopped after round
+  2 and resumed on "another machine" (64 cores) ends with size 2's
+  metrics.csv exactly, and records the flag ('auto') and the size (2)."""
   import json  # pylint: disable=g-import-not-at-top
-  args = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=4",
+  import os  # pylint: disable=g-import-not-at-top
+  args = ["--algorithm=fedavg", "--num_clients=10", "--clients_per_round=8",
           "--client_batch_size=20", "--total_rounds=3", "--rounds_per_eval=1",
           "--centralized_epochs=0", "--seed=3", f"--root_output_dir={tmp_path}"]
   rows = {}
+
+  def recorded(name, flag, size):
+    hparams = json.loads((tmp_path / name / "hparams.json").read_text())
+    assert hparams["client_group_size"] == flag  # The flag, recorded.
+    settings = hparams["method_settings"]["fedavg"]
+    assert settings["client_group_size"] == size  # The size it ran with.
+    return metric_rows(tmp_path / name / "fedavg" / "metrics.csv")
+
   for size in ("1", "2"):  # In this process: the test reads files only.
     in_process.run_train_main(f"--experiment_name=g{size}",
                               f"--client_group_size={size}", *args)
-    rows[size] = metric_rows(tmp_path / f"g{size}" / "fedavg" / "metrics.csv")
-    hparams = json.loads((tmp_path / f"g{size}" / "hparams.json").read_text())
-    assert hparams["client_group_size"] == size  # The flag, recorded.
-    settings = hparams["method_settings"]["fedavg"]
-    assert settings.get("client_group_size", 1) == int(size)
+    rows[size] = recorded(f"g{size}", size, int(size))
   assert len(rows["1"]) == len(rows["2"]) == 3
   for a, b in zip(rows["1"], rows["2"]):
     assert a["round"] == b["round"] and a["clients"] == b["clients"]
     for key in ("train_loss", "train_accuracy", "test_loss", "test_accuracy"):
       np.testing.assert_allclose(float(b[key]), float(a[key]), atol=1e-5)
+  # No --client_group_size: 2 rounds here, the third on 64 cores.
+  in_process.run_train_main("--experiment_name=auto", *args,
+                            "--total_rounds=2")
+  monkeypatch.setattr(os, "cpu_count", lambda: 64)
+  monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(64)),
+                      raising=False)
+  in_process.run_train_main("--experiment_name=auto", *args)
+  assert recorded("auto", "auto", 2) == rows["2"]
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "2.5", "big", "4097"])
@@ -287,13 +350,18 @@ def test_non_finite_clients_are_dropped_and_counted_alike(kind):
                              rtol=1e-5, equal_nan=True)
 
 
-def test_train_main_grouped_example_transfer_equals_ungrouped(tmp_path):
-  """A mixing strategy through the fast path (example transfer: FedAvg's
-  process on clients' data shuffled with centralized examples, Augenstein et
-  al. Algorithm 3): group size 2 gives group size 1's metrics (1e-5) over 3
-  rounds, both the mixing columns and the usual ones."""
+MIXING_COVERED = ("none", "oracle", "example_transfer")
+
+
+def test_train_main_grouped_mixing_equals_ungrouped(tmp_path):
+  """The mixing strategies through the fast path (none: FedAvg on the
+  clients' data; oracle: on the data with the missing classes restored;
+  example transfer: on clients' data shuffled with centralized examples,
+  Augenstein et al. Algorithm 3): group size 2 gives group size 1's metrics
+  (1e-5) over 3 rounds, both the mixing columns and the usual ones."""
   args = ["--dataset=digits", "--missing_classes=8,9",
-          "--mixing=example_transfer", "--central_examples_per_client=3",
+          f"--mixing={','.join(MIXING_COVERED)}",
+          "--central_examples_per_client=3",
           "--algorithm=fedavg", "--num_clients=6", "--clients_per_round=4", "--client_batch_size=20",
           "--total_rounds=3", "--rounds_per_eval=1", "--centralized_epochs=0",
           "--seed=5", f"--root_output_dir={tmp_path}"]
@@ -301,19 +369,23 @@ def test_train_main_grouped_example_transfer_equals_ungrouped(tmp_path):
   for size in ("1", "2"):  # In this process: the test reads files only.
     in_process.run_train_main(f"--experiment_name=m{size}",
                               f"--client_group_size={size}", *args)
-    method = "fedavg+example_transfer"
-    rows[size] = metric_rows(tmp_path / f"m{size}" / method / "metrics.csv")
-  assert len(rows["1"]) == len(rows["2"]) == 3
-  compared = 0
-  for a, b in zip(rows["1"], rows["2"]):
-    assert a["round"] == b["round"] and a["clients"] == b["clients"]
-    for key, value in a.items():
-      if key in ("round", "clients", "round_seconds") or value in ("", None):
-        continue
-      np.testing.assert_allclose(float(b[key]), float(value), atol=1e-5,
-                                 err_msg=key)
-      compared += 1
-  assert compared >= 3 * 4  # Losses, accuracies and the per-group columns.
+    for strategy in MIXING_COVERED:
+      method = f"fedavg+{strategy}"
+      rows[size, strategy] = metric_rows(
+          tmp_path / f"m{size}" / method / "metrics.csv")
+  for strategy in MIXING_COVERED:
+    ungrouped, grouped = rows["1", strategy], rows["2", strategy]
+    assert len(ungrouped) == len(grouped) == 3
+    compared = 0
+    for a, b in zip(ungrouped, grouped):
+      assert a["round"] == b["round"] and a["clients"] == b["clients"]
+      for key, value in a.items():
+        if key in ("round", "clients", "round_seconds") or value in ("", None):
+          continue
+        np.testing.assert_allclose(float(b[key]), float(value), atol=1e-5,
+                                   err_msg=f"{strategy}: {key}")
+        compared += 1
+    assert compared >= 3 * 4  # Losses, accuracies and the per-group columns.
 
 
 def test_mixing_with_fedir_is_not_grouped(tmp_path):

@@ -124,14 +124,13 @@ def build_experiment(config: config_lib.ExperimentConfig,
       for s in config.mixing.mixing]
   pairs = [(m, mix) for m in config.methods.expand() for mix in runs]
   methods = [methods_lib.build_method(m, inputs, mix) for m, mix in pairs]
-  if config.execution.client_group_size != "1":  # algorithms/client_groups
-    size = client_group_size.parse_group_size(
-        config.execution.client_group_size)
-    try:
-      methods = [methods_lib.with_client_groups(built, m, inputs, size)
-                 for built, (m, _) in zip(methods, pairs)]
-    except ValueError as e:
-      raise bad("client_group_size", size, str(e)) from None
+  # algorithms/client_groups (every method records its resolved size).
+  size = client_group_size.parse_group_size(config.execution.client_group_size)
+  try:
+    methods = [methods_lib.with_client_groups(built, m, inputs, size)
+               for built, (m, _) in zip(methods, pairs)]
+  except ValueError as e:
+    raise bad("client_group_size", size, str(e)) from None
   stats = partition_report.counts_summary(fed.class_counts,
                                          fed.info.get("class_prior"))
   return Experiment(config, fed, keras_model_fn, methods, output_dir,
