@@ -54,6 +54,7 @@ from federated_vision import algorithms
 from federated_vision import models as models_lib
 from federated_vision import training_loop
 from federated_vision.algorithms import client_groups
+from federated_vision.methods import groups as group_size_lib
 from federated_vision.data import archives
 from federated_vision.data import celeba
 from federated_vision.data import cifar
@@ -173,7 +174,7 @@ def main(argv=None):
     parser.error(f"--variants=train_main: tasks "
                  f"{', '.join(TRAIN_MAIN_DATASETS)} only")
   try:
-    group_sizes = [client_groups.parse_group_size(g)
+    group_sizes = [group_size_lib.parse_group_size(g)
                    for g in args.group_size.split(",")]
   except ValueError as e:
     parser.error(f"--group_size: {e}")
@@ -241,7 +242,8 @@ def run_point(task, c, num_clients, rounds, variants, group_sizes,
   if "grouped" in variants:
     for size in group_sizes:
       method = client_groups.GroupedMethod(
-          model_fn, sgd(CLIENT_LR), None, group_size=size,
+          model_fn, sgd(CLIENT_LR), None,
+          group_size=group_size_lib.resolve_group_size(size, c),
           clients_per_round=c)
       name = "grouped" if len(group_sizes) == 1 else f"grouped:{size}"
       runs[name] = (training_loop.build_training_process(method, fed, spec),

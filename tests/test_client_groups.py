@@ -12,6 +12,7 @@ from federated_vision import algorithms
 from federated_vision import models as models_lib
 from federated_vision import training_loop
 from federated_vision.algorithms import client_groups
+from federated_vision.methods import groups as group_size_lib
 from federated_vision.algorithms import fedir
 from federated_vision.algorithms import fedprox
 from federated_vision.algorithms import fedvc
@@ -164,19 +165,19 @@ def test_group_keys_and_sizes():
   slots = client_groups.group_keys(["a@1", "b@1", "c@1", "d@1", "e@1"], 2)
   assert [list(s) for s in slots] == [[b"a@1", b"b@1"], [b"c@1", b"d@1"],
                                       [b"e@1"]]
-  assert client_groups.resolve_group_size("auto", 100) == 25
-  assert client_groups.resolve_group_size("auto", 3) == 1
+  assert group_size_lib.resolve_group_size("auto", 100) == 25
+  assert group_size_lib.resolve_group_size("auto", 3) == 1
   # 'auto' = min(25, ceil(C / 4)): at least 4 slots, at most 25 a slot.
-  assert {c: client_groups.resolve_group_size("auto", c)
+  assert {c: group_size_lib.resolve_group_size("auto", c)
           for c in (1, 4, 5, 8, 10, 99, 101, 400, 5000)} == {
               1: 1, 4: 1, 5: 2, 8: 2, 10: 3, 99: 25, 101: 25, 400: 25,
               5000: 25}
-  assert client_groups.resolve_group_size(7, 100) == 7
-  assert client_groups.parse_group_size("auto") == "auto"
-  assert client_groups.parse_group_size("12") == 12
-  for bad in ("0", "-3", "1.5", "x", str(client_groups.MAX_GROUP_SIZE + 1)):
+  assert group_size_lib.resolve_group_size(7, 100) == 7
+  assert group_size_lib.parse_group_size("auto") == "auto"
+  assert group_size_lib.parse_group_size("12") == 12
+  for bad in ("0", "-3", "1.5", "x", str(group_size_lib.MAX_GROUP_SIZE + 1)):
     with pytest.raises(ValueError, match="'auto' or an integer"):
-      client_groups.parse_group_size(bad)
+      group_size_lib.parse_group_size(bad)
 
 
 def test_grouped_state_is_the_ungrouped_state():
@@ -306,7 +307,7 @@ def test_with_client_groups_applies_the_validation_rule(variants, settings,
     methods.with_client_groups(method, config, inputs, 2)
   assert str(e.value) == reason
   auto = methods.with_client_groups(method, config, inputs, "auto")
-  assert client_groups.resolve_group_size("auto", 100) > 1
+  assert group_size_lib.resolve_group_size("auto", 100) > 1
   assert auto.process == "built"
   assert auto.settings == {**method.settings, "client_group_size": 1}
 

@@ -44,12 +44,6 @@ import tensorflow_federated as tff
 
 from federated_vision.algorithms import fedavg
 from federated_vision.data import client_data as client_data_lib
-from federated_vision.methods import groups as group_size_lib
-
-AUTO = group_size_lib.AUTO
-MAX_GROUP_SIZE = group_size_lib.MAX_GROUP_SIZE
-parse_group_size = group_size_lib.parse_group_size
-resolve_group_size = group_size_lib.resolve_group_size
 
 
 class ClientUpdate(NamedTuple):
@@ -330,7 +324,8 @@ class GroupedMethod:
 
   Args:
     model_fn, client_optimizer, server_optimizer: as `fedavg.build_fedavg`.
-    group_size: 'auto' or clients per slot (`resolve_group_size`).
+    group_size: clients per slot (`methods.groups.resolve_group_size`
+      resolves --client_group_size's 'auto').
     clients_per_round: C, for 'auto'.
     update: the client-work variant's `ClientUpdate` (None: plain).
   """
@@ -338,7 +333,12 @@ class GroupedMethod:
   def __init__(self, model_fn, client_optimizer, server_optimizer, *,
                group_size, clients_per_round: int,
                update: Optional[ClientUpdate] = None):
-    self.group_size = resolve_group_size(group_size, clients_per_round)
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or \
+        group_size < 1:
+      raise ValueError(f"group_size must be an integer >= 1, got "
+                       f"{group_size!r}")
+    del clients_per_round  # (The grouped process takes any round's keys.)
+    self.group_size = group_size
     self._args = (model_fn, client_optimizer, server_optimizer)
     self._update = update or PLAIN
 
