@@ -34,8 +34,8 @@ called.
 """
 
 import dataclasses
-import inspect
 import math
+import sys
 from typing import (Any, Callable, ClassVar, Dict, Mapping, Optional, Tuple)
 
 from federated_vision import config_fields
@@ -305,6 +305,18 @@ def default_client_spec(config, seed: int):
 _REGISTRY: Registry[Component] = Registry("method component", "methods")
 
 
+def caller_module(depth: int = 1) -> str:
+  """The `__name__` of the module whose code called the function that
+  calls this (`depth` = 1), e.g. the module that declares a component.
+
+  `sys._getframe`, not `inspect.stack()`: the latter reads every frame's
+  source and, with TensorFlow imported, scans all of `sys.modules` per
+  frame (measured: ~1 s per `register` under pytest, 20 s of a 45 s test
+  collection).
+  """
+  return sys._getframe(depth + 1).f_globals.get("__name__", "")  # pylint: disable=protected-access
+
+
 def register(component: Component) -> Component:
   """Adds a component; declares its options (their flags).
 
@@ -335,8 +347,7 @@ def register(component: Component) -> Component:
                      f"hyper-parameters ({', '.join(SHARED_FIELDS)}"
                      "); declare its own in `options`")
   if not component.module:
-    caller = inspect.stack()[1].frame.f_globals.get("__name__", "")
-    component = dataclasses.replace(component, module=caller)
+    component = dataclasses.replace(component, module=caller_module())
   if component.options is not None:
     config_fields.declare(config_fields.METHOD, name, component.options)
   if isinstance(component, Variant) and component.shorthand:

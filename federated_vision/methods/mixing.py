@@ -139,6 +139,8 @@ def register_mixing_strategy(strategy: MixingStrategy) -> MixingStrategy:
       getattr(strategy.params, "validate", None)):
     raise ValueError(f"mixing strategy {strategy.name!r}: params must be a "
                      "dataclass instance with a validate() method")
+  if not strategy.module:  # The declaring module, not this one.
+    strategy = dataclasses.replace(strategy, module=comp.caller_module())
   return comp.register(strategy)
 
 
