@@ -17,6 +17,7 @@ import os
 
 import pytest
 
+import s2_in_process
 from conftest import run_module
 from federated_vision.experiment import config as config_lib
 from experiments import reproduce_lib
@@ -217,10 +218,13 @@ def test_malformed_split_csv_leaves_no_directory(tmp_path):
   split = tmp_path / "split.csv"
   split.write_text("user_id,image_id,class\nu,1,0\nu,x,1\n")
   root = tmp_path / "out" / "sub"
-  proc = run_module("experiments.train_main", "--dataset=synthetic_cifar10",
-                    f"--split_csv={split}", f"--root_output_dir={root}",
-                    "--experiment_name=e", "--total_rounds=1", timeout=300,
-                    env=QUIET)
+  # In this process (`s2_in_process.run`): the binary's exit status and its
+  # one line; a real process's exit 2 for a refused flag is
+  # tests/test_docs_output.py's "bad flag value" row.
+  proc = s2_in_process.run("experiments.train_main",
+                           "--dataset=synthetic_cifar10",
+                           f"--split_csv={split}", f"--root_output_dir={root}",
+                           "--experiment_name=e", "--total_rounds=1")
   assert _one_line_error(proc) == (
       f"train_main.py: error: --split_csv={split}: {split}:3: image_id must "
       "be a non-negative integer, got 'x'")

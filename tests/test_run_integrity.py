@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+import in_process
 from conftest import REPO, run_module
 from conftest import SMALL_RUN, metric_rows
 
@@ -20,21 +21,13 @@ SMALL = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=3",
          "--rounds_per_checkpoint=1", "--centralized_epochs=1", "--seed=3"]
 
 
-def _run(root, name, *args, **kw):
-  return run_module(BINARY, f"--root_output_dir={root}",
-                    f"--experiment_name={name}", *SMALL, *args, **kw)
-
-
-def _run_small(root, *args, **kw):
-  """A run of conftest's SMALL_RUN into <root>/ext (see `runs`); with
-  `train=train_in_process` (conftest) in this process instead of a child
-  (for runs whose results are checked, not their process)."""
-  train = kw.pop("train", None)
-  if train is not None:
-    return train(f"--root_output_dir={root}", "--experiment_name=ext",
-                 *SMALL_RUN, *args)
-  return run_module(BINARY, f"--root_output_dir={root}",
-                    "--experiment_name=ext", *SMALL_RUN, *args, **kw)
+def _run_small(train, root, *args):
+  """A run of conftest's SMALL_RUN into <root>/ext (see `runs`) by
+  `train_in_process` (conftest): in this process, its exit status and
+  output the binary's. The real processes' exit statuses of these failures
+  are tests/test_docs_output.py's failure-table rows."""
+  return train(f"--root_output_dir={root}", "--experiment_name=ext",
+               *SMALL_RUN, *args)
 
 
 def _error_lines(proc):
@@ -58,10 +51,10 @@ def runs(tmp_path_factory, reference_run, train_in_process):
   settings later extended to 6 after a rerun with another --alpha was
   refused (evaluated every 2 rounds: both evaluate rounds 2, 4 and 6)."""
   root = tmp_path_factory.mktemp("runs")
-  first = _run_small(root, "--total_rounds=4", train=train_in_process)
+  first = _run_small(train_in_process, root, "--total_rounds=4")
   assert first.returncode == 0, first.stderr[-3000:]
-  other = _run_small(root, "--total_rounds=4", "--alpha=0.1", timeout=120)
-  extended = _run_small(root, "--total_rounds=6", train=train_in_process)
+  other = _run_small(train_in_process, root, "--total_rounds=4", "--alpha=0.1")
+  extended = _run_small(train_in_process, root, "--total_rounds=6")
   assert extended.returncode == 0, extended.stderr[-3000:]
   return root, other, extended, reference_run
 
@@ -118,14 +111,17 @@ def test_truncated_checkpoint_named_then_resumed_from_previous(
   latest = work / "fedavg" / "checkpoints" / "round_6"
   data = sorted((latest / "variables").glob("variables.data-*"))[0]
   data.write_bytes(data.read_bytes()[:10])
-  named = _run_small(tmp_path, "--total_rounds=6", timeout=200)
+  # In this process: its exit status and one line are the binary's; the real
+  # process's exit 1 for this failure-table row is tests/test_docs_output.py's
+  # `_bad_checkpoint`.
+  named = _run_small(train_in_process, tmp_path, "--total_rounds=6")
   assert named.returncode == 1
   lines = _error_lines(named)
   assert len(lines) == 1 and str(latest) in lines[0], named.stderr
   assert "resume_from_last_valid" in lines[0]
   assert "Traceback" not in named.stderr
-  resumed = _run_small(tmp_path, "--total_rounds=6",
-                       "--resume_from_last_valid", train=train_in_process)
+  resumed = _run_small(train_in_process, tmp_path, "--total_rounds=6",
+                       "--resume_from_last_valid")
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "resuming from the checkpoint of round 5" in resumed.stdout
   assert (metric_rows(work / "fedavg" / "metrics.csv")
@@ -163,9 +159,14 @@ def test_two_concurrent_runs_exactly_one_proceeds(tmp_path):
 
 @pytest.mark.parametrize("flag", ["--client_learning_rate=1e30",
                                   "--server_learning_rate=1e35"])
-def test_divergence_exits_3_and_marks_the_method(tmp_path, flag):
-  # Acceptance 3.
-  proc = _run(tmp_path, "div", "--total_rounds=3", flag)
+def test_divergence_exits_3_and_marks_the_method(tmp_path, flag,
+                                                train_in_process):
+  # Acceptance 3. In this process (conftest's train_in_process): its exit
+  # status and one line are the binary's; a real process's exit 3 for a
+  # diverged method is tests/test_docs_output.py's `_diverged` row.
+  proc = train_in_process(f"--root_output_dir={tmp_path}",
+                          "--experiment_name=div", *SMALL, "--total_rounds=3",
+                          flag)
   assert proc.returncode == 3, proc.stderr[-3000:]
   lines = _error_lines(proc)
   assert len(lines) == 1 and "[fedavg] diverged at round 1" in lines[0]
@@ -213,7 +214,10 @@ def test_diverged_centralized_baseline_gives_no_relative_accuracy(
 @pytest.mark.parametrize("binary", ["experiments.train_main",
                                     "experiments.sweep_main"])
 def test_bad_seed_is_one_line_exit_2(binary):
-  proc = run_module(binary, "--seed=-1", timeout=120)
+  # In this process (`in_process.run`): the binary's exit status and line; a
+  # real train_main process refusing --seed=-1 is tests/test_docs_output.py's
+  # "bad flag value" row.
+  proc = in_process.run(binary, "--seed=-1")
   assert proc.returncode == 2
   lines = _error_lines(proc)
   assert len(lines) == 1 and "--seed=-1" in lines[0]
