@@ -23,6 +23,7 @@ import pytest
 
 from conftest import REPO, run_module
 import in_process
+import s2_in_process
 from experiments import cli
 from federated_vision.experiment import report_lib
 from federated_vision.evaluation import reporting
@@ -91,6 +92,8 @@ def finished(tmp_path_factory):
 
 # One scenario per situation of the table: (key words, run) -> process.
 def _bad_flag(tmp_path, finished):
+  # The other values' lines in this process (`s2_in_process.run`: the
+  # binary's exit status and stderr); the row's real process is the last.
   for flag, named in (("--root_output_dir=", "--root_output_dir='': must "
                        "be a non-empty path"),
                       ("--total_rounds=1000000000000000000000",
@@ -99,7 +102,7 @@ def _bad_flag(tmp_path, finished):
                       ("--algorithm=fedavg,fedavg", "--algorithm=fedavg,"
                        "fedavg: fedavg is given 2 times; give each algorithm "
                        "once")):
-    proc = run_module(BINARY, flag, timeout=120)
+    proc = s2_in_process.run(BINARY, flag)
     lines = _errors(proc)
     assert proc.returncode == 2 and len(lines) == 1, (flag, proc.stderr)
     assert lines[0].startswith(f"train_main.py: error: {named}"), lines
