@@ -120,7 +120,17 @@ def _locked(tmp_path, finished):
   return proc, "pid 4242"
 
 
+def _strict_json(path):
+  def refuse(constant):
+    raise AssertionError(f"{path} holds {constant}")
+  with open(path) as f:
+    return json.load(f, parse_constant=refuse)
+
+
 def _diverged(tmp_path, finished):
+  # Also issue 10's acceptance 3 for client updates (moved here from
+  # tests/test_run_integrity.py, which runs the server-side case): the
+  # method marked diverged, no baseline trained, the report says so.
   proc = _run(tmp_path, "div", "--total_rounds=1",
               "--client_learning_rate=1e30", "--centralized_epochs=1")
   table = _table(proc.stdout)
@@ -128,15 +138,40 @@ def _diverged(tmp_path, finished):
   assert any("- in central_acc: not trained: a method diverged" in l
              for l in table), table
   assert any("- in relative_acc:" in l for l in table), table
+  summary = _strict_json(tmp_path / "div" / "summary.json")
+  m = summary["methods"]["fedavg"]
+  assert summary["status"] == "diverged" and m["status"] == "diverged"
+  assert m["relative_accuracy"] is None and m["non_finite_rounds"] == [1]
+  assert summary["centralized"] is None
+  assert m["clients_dropped_non_finite"] == 2  # Every client update (TINY).
+  report = run_module("experiments.report_main",
+                      f"--input_dir={tmp_path / 'div'}", timeout=120)
+  assert report.returncode == 0, report.stderr
+  row = [l for l in report.stdout.splitlines() if " fedavg " in l][0]
+  assert " diverged " in row
+  assert "nan" not in (tmp_path / "div" / "report.md").read_text().lower()
   return proc, "[fedavg] diverged at round 1"
 
 
 def _every_method_diverged(tmp_path, finished):
-  proc = _run(tmp_path, "cont", "--total_rounds=1", "--on_divergence=continue",
-              "--client_learning_rate=1e30")
-  summary = json.loads((tmp_path / "cont" / "summary.json").read_text())
+  # With a centralized baseline, which diverges too (moved here from
+  # tests/test_run_integrity.py): no relative accuracy anywhere.
+  proc = _run(tmp_path, "cont", "--total_rounds=2", "--on_divergence=continue",
+              "--client_learning_rate=1e30", "--centralized_epochs=1")
+  (line,) = _errors(proc)
+  assert line.endswith(
+      "error: every method diverged (fedavg; on_divergence='continue' ran "
+      "them to the end): summary.json marks them 'diverged' and gives no "
+      "relative accuracy")
+  assert "on_divergence='continue'" in proc.stdout
+  summary = _strict_json(tmp_path / "cont" / "summary.json")
   assert summary["status"] == "diverged"
-  assert summary["methods"]["fedavg"]["status"] == "diverged"
+  assert summary["centralized"]["status"] == "diverged"
+  m = summary["methods"]["fedavg"]
+  assert m["status"] == "diverged" and m["non_finite_rounds"] == [1, 2]
+  assert m["relative_accuracy"] is None and m["clients_dropped_non_finite"] == 4
+  rows = report_lib.gather(str(tmp_path / "cont"))
+  assert rows[0]["status"] == "diverged" and rows[0]["relative_accuracy"] is None
   return proc, ("every method diverged (fedavg; on_divergence='continue' ran "
                 "them to the end)")
 
