@@ -233,7 +233,7 @@ def _no_worker(tmp_path, finished):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
   return (_run(tmp_path, "w", "--total_rounds=1",
-               f"--workers=127.0.0.1:{port}", "--worker_startup_timeout=1"),
+               f"--workers=127.0.0.1:{port}", "--worker_startup_timeout=3"),
           f"127.0.0.1:{port}")
 
 
