@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import in_process
+import s2_run_checks
 from conftest import REPO, run_module
 from conftest import SMALL_RUN, metric_rows
 
@@ -34,11 +35,7 @@ def _error_lines(proc):
   return [l for l in proc.stderr.splitlines() if "error:" in l]
 
 
-def _strict_json(path):
-  def refuse(constant):
-    raise AssertionError(f"{path} holds {constant}")
-  with open(path) as f:
-    return json.load(f, parse_constant=refuse)
+_strict_json = s2_run_checks.strict_json
 
 
 # Several train_main runs per test, the module's fixture included.
@@ -181,17 +178,7 @@ def test_divergence_exits_3_and_marks_the_method(tmp_path, flag,
   assert proc.returncode == 3, proc.stderr[-3000:]
   lines = _error_lines(proc)
   assert len(lines) == 1 and "[fedavg] diverged at round 1" in lines[0]
-  summary = _strict_json(tmp_path / "div" / "summary.json")
-  m = summary["methods"]["fedavg"]
-  assert summary["status"] == "diverged" and m["status"] == "diverged"
-  assert m["relative_accuracy"] is None and m["non_finite_rounds"] == [1]
-  assert summary["centralized"] is None
-  report = run_module("experiments.report_main",
-                      f"--input_dir={tmp_path / 'div'}", timeout=120)
-  assert report.returncode == 0, report.stderr
-  row = [l for l in report.stdout.splitlines() if " fedavg " in l][0]
-  assert " diverged " in row
-  assert "nan" not in (tmp_path / "div" / "report.md").read_text().lower()
+  s2_run_checks.check_stopped_at_round_1(tmp_path / "div")
 
 
 # A diverged centralized baseline gives no relative accuracy, and every
