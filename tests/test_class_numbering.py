@@ -3,7 +3,10 @@
 Issue 20, "Class numbering across sources" / acceptance check 4: TFF's
 `iNaturalist_train.csv` with the published `test.csv` (and Landmarks files,
 which never carry `label`) must not be read together unchecked. Budget: two
-train_main subprocesses that stop before any training; the rest in-process.
+train_main runs that stop before any training, in this process
+(`s2_in_process.run`: the binary's exit status, error and warning lines; a
+real process's exit 2 for a refused flag is tests/test_docs_output.py's "bad
+flag value" row); the rest in-process too.
 """
 
 import logging
@@ -14,7 +17,8 @@ import sys
 import pytest
 
 import realworld_fixtures as fixtures
-from conftest import REPO, run_module
+import s2_in_process
+from conftest import REPO
 from federated_vision.experiment import config as config_lib
 from federated_vision import tasks
 from federated_vision.data import class_numbering as cn
@@ -82,7 +86,7 @@ def _warning(train, test, reason):
 
 
 def _train_main(inat, tmp_path, test, *extra):
-  return run_module(
+  return s2_in_process.run(
       "experiments.train_main", "--dataset=inaturalist",
       f"--split_csv={inat['tff_train']}", "--inat_split=user_120k",
       f"--test_csv={test}", f"--image_root={tmp_path}",

@@ -23,6 +23,8 @@ import pytest
 
 from conftest import REPO, run_module
 import in_process
+import s2_in_process
+import s2_run_checks
 from experiments import cli
 from federated_vision.experiment import report_lib
 from federated_vision.evaluation import reporting
@@ -91,6 +93,8 @@ def finished(tmp_path_factory):
 
 # One scenario per situation of the table: (key words, run) -> process.
 def _bad_flag(tmp_path, finished):
+  # The other values' lines in this process (`s2_in_process.run`: the
+  # binary's exit status and stderr); the row's real process is the last.
   for flag, named in (("--root_output_dir=", "--root_output_dir='': must "
                        "be a non-empty path"),
                       ("--total_rounds=1000000000000000000000",
@@ -99,7 +103,7 @@ def _bad_flag(tmp_path, finished):
                       ("--algorithm=fedavg,fedavg", "--algorithm=fedavg,"
                        "fedavg: fedavg is given 2 times; give each algorithm "
                        "once")):
-    proc = run_module(BINARY, flag, timeout=120)
+    proc = s2_in_process.run(BINARY, flag)
     lines = _errors(proc)
     assert proc.returncode == 2 and len(lines) == 1, (flag, proc.stderr)
     assert lines[0].startswith(f"train_main.py: error: {named}"), lines
@@ -118,6 +122,9 @@ def _locked(tmp_path, finished):
 
 
 def _diverged(tmp_path, finished):
+  # Also issue 10's acceptance 3 for client updates (moved here from
+  # tests/test_run_integrity.py, which runs the server-side case): the
+  # method marked diverged, no baseline trained, the report says so.
   proc = _run(tmp_path, "div", "--total_rounds=1",
               "--client_learning_rate=1e30", "--centralized_epochs=1")
   table = _table(proc.stdout)
@@ -125,15 +132,30 @@ def _diverged(tmp_path, finished):
   assert any("- in central_acc: not trained: a method diverged" in l
              for l in table), table
   assert any("- in relative_acc:" in l for l in table), table
+  m = s2_run_checks.check_stopped_at_round_1(tmp_path / "div")
+  assert m["clients_dropped_non_finite"] == 2  # Every client update (TINY).
   return proc, "[fedavg] diverged at round 1"
 
 
 def _every_method_diverged(tmp_path, finished):
-  proc = _run(tmp_path, "cont", "--total_rounds=1", "--on_divergence=continue",
-              "--client_learning_rate=1e30")
-  summary = json.loads((tmp_path / "cont" / "summary.json").read_text())
+  # With a centralized baseline, which diverges too (moved here from
+  # tests/test_run_integrity.py): no relative accuracy anywhere.
+  proc = _run(tmp_path, "cont", "--total_rounds=2", "--on_divergence=continue",
+              "--client_learning_rate=1e30", "--centralized_epochs=1")
+  (line,) = _errors(proc)
+  assert line.endswith(
+      "error: every method diverged (fedavg; on_divergence='continue' ran "
+      "them to the end): summary.json marks them 'diverged' and gives no "
+      "relative accuracy")
+  assert "on_divergence='continue'" in proc.stdout
+  summary = s2_run_checks.strict_json(tmp_path / "cont" / "summary.json")
   assert summary["status"] == "diverged"
-  assert summary["methods"]["fedavg"]["status"] == "diverged"
+  assert summary["centralized"]["status"] == "diverged"
+  m = summary["methods"]["fedavg"]
+  assert m["status"] == "diverged" and m["non_finite_rounds"] == [1, 2]
+  assert m["relative_accuracy"] is None and m["clients_dropped_non_finite"] == 4
+  rows = report_lib.gather(str(tmp_path / "cont"))
+  assert rows[0]["status"] == "diverged" and rows[0]["relative_accuracy"] is None
   return proc, ("every method diverged (fedavg; on_divergence='continue' ran "
                 "them to the end)")
 

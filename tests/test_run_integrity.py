@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+import in_process
+import s2_run_checks
 from conftest import REPO, run_module
 from conftest import SMALL_RUN, metric_rows
 
@@ -20,32 +22,20 @@ SMALL = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=3",
          "--rounds_per_checkpoint=1", "--centralized_epochs=1", "--seed=3"]
 
 
-def _run(root, name, *args, **kw):
-  return run_module(BINARY, f"--root_output_dir={root}",
-                    f"--experiment_name={name}", *SMALL, *args, **kw)
-
-
-def _run_small(root, *args, **kw):
-  """A run of conftest's SMALL_RUN into <root>/ext (see `runs`); with
-  `train=train_in_process` (conftest) in this process instead of a child
-  (for runs whose results are checked, not their process)."""
-  train = kw.pop("train", None)
-  if train is not None:
-    return train(f"--root_output_dir={root}", "--experiment_name=ext",
-                 *SMALL_RUN, *args)
-  return run_module(BINARY, f"--root_output_dir={root}",
-                    "--experiment_name=ext", *SMALL_RUN, *args, **kw)
+def _run_small(train, root, *args):
+  """A run of conftest's SMALL_RUN into <root>/ext (see `runs`) by
+  `train_in_process` (conftest): in this process, its exit status and
+  output the binary's. The real processes' exit statuses of these failures
+  are tests/test_docs_output.py's failure-table rows."""
+  return train(f"--root_output_dir={root}", "--experiment_name=ext",
+               *SMALL_RUN, *args)
 
 
 def _error_lines(proc):
   return [l for l in proc.stderr.splitlines() if "error:" in l]
 
 
-def _strict_json(path):
-  def refuse(constant):
-    raise AssertionError(f"{path} holds {constant}")
-  with open(path) as f:
-    return json.load(f, parse_constant=refuse)
+_strict_json = s2_run_checks.strict_json
 
 
 # Several train_main runs per test, the module's fixture included.
@@ -58,10 +48,10 @@ def runs(tmp_path_factory, reference_run, train_in_process):
   settings later extended to 6 after a rerun with another --alpha was
   refused (evaluated every 2 rounds: both evaluate rounds 2, 4 and 6)."""
   root = tmp_path_factory.mktemp("runs")
-  first = _run_small(root, "--total_rounds=4", train=train_in_process)
+  first = _run_small(train_in_process, root, "--total_rounds=4")
   assert first.returncode == 0, first.stderr[-3000:]
-  other = _run_small(root, "--total_rounds=4", "--alpha=0.1", timeout=120)
-  extended = _run_small(root, "--total_rounds=6", train=train_in_process)
+  other = _run_small(train_in_process, root, "--total_rounds=4", "--alpha=0.1")
+  extended = _run_small(train_in_process, root, "--total_rounds=6")
   assert extended.returncode == 0, extended.stderr[-3000:]
   return root, other, extended, reference_run
 
@@ -81,8 +71,17 @@ def test_other_settings_refused_extension_runs_only_new_rounds(runs):
           for l in extended.stdout.splitlines() if l.startswith("[fedavg] round")]
   assert done == ["5", "6"]
   ext = root / "ext"
+  # Same seed, same numbers: rounds 1-4 of a fresh run in this process (and
+  # 5-6 of its extension) equal the reference run's (a child process), and
+  # byte for byte once the timing column is cut (was test_train_main's
+  # test_same_seed_gives_identical_metrics, a third 6-round run).
   assert (metric_rows(ext / "fedavg" / "metrics.csv")
           == metric_rows(ref / "fedavg" / "metrics.csv"))
+  strip = lambda p: [",".join(l.split(",")[:-1])
+                     for l in p.read_text().splitlines()]
+  assert (strip(ext / "fedavg" / "metrics.csv")
+          == strip(ref / "fedavg" / "metrics.csv"))
+  assert len(strip(ref / "fedavg" / "metrics.csv")) == 7  # Header, 6 rounds.
   s, r = _strict_json(ext / "summary.json"), _strict_json(ref / "summary.json")
   m = s["methods"]["fedavg"]
   assert m["final_accuracy"] == r["methods"]["fedavg"]["final_accuracy"]
@@ -118,14 +117,17 @@ def test_truncated_checkpoint_named_then_resumed_from_previous(
   latest = work / "fedavg" / "checkpoints" / "round_6"
   data = sorted((latest / "variables").glob("variables.data-*"))[0]
   data.write_bytes(data.read_bytes()[:10])
-  named = _run_small(tmp_path, "--total_rounds=6", timeout=200)
+  # In this process: its exit status and one line are the binary's; the real
+  # process's exit 1 for this failure-table row is tests/test_docs_output.py's
+  # `_bad_checkpoint`.
+  named = _run_small(train_in_process, tmp_path, "--total_rounds=6")
   assert named.returncode == 1
   lines = _error_lines(named)
   assert len(lines) == 1 and str(latest) in lines[0], named.stderr
   assert "resume_from_last_valid" in lines[0]
   assert "Traceback" not in named.stderr
-  resumed = _run_small(tmp_path, "--total_rounds=6",
-                       "--resume_from_last_valid", train=train_in_process)
+  resumed = _run_small(train_in_process, tmp_path, "--total_rounds=6",
+                       "--resume_from_last_valid")
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "resuming from the checkpoint of round 5" in resumed.stdout
   assert (metric_rows(work / "fedavg" / "metrics.csv")
@@ -161,59 +163,36 @@ def test_two_concurrent_runs_exactly_one_proceeds(tmp_path):
   assert rounds == list(range(1, 7))
 
 
-@pytest.mark.parametrize("flag", ["--client_learning_rate=1e30",
-                                  "--server_learning_rate=1e35"])
-def test_divergence_exits_3_and_marks_the_method(tmp_path, flag):
-  # Acceptance 3.
-  proc = _run(tmp_path, "div", "--total_rounds=3", flag)
+# Acceptance 3 for client updates made non-finite (--client_learning_rate=
+# 1e30): tests/test_docs_output.py's `_diverged` failure row (a real
+# process, exit 3), which checks what this test checks.
+@pytest.mark.parametrize("flag", ["--server_learning_rate=1e35"])
+def test_divergence_exits_3_and_marks_the_method(tmp_path, flag,
+                                                train_in_process):
+  # Acceptance 3. In this process (conftest's train_in_process): its exit
+  # status and one line are the binary's; a real process's exit 3 for a
+  # diverged method is tests/test_docs_output.py's `_diverged` row.
+  proc = train_in_process(f"--root_output_dir={tmp_path}",
+                          "--experiment_name=div", *SMALL, "--total_rounds=3",
+                          flag)
   assert proc.returncode == 3, proc.stderr[-3000:]
   lines = _error_lines(proc)
   assert len(lines) == 1 and "[fedavg] diverged at round 1" in lines[0]
-  summary = _strict_json(tmp_path / "div" / "summary.json")
-  m = summary["methods"]["fedavg"]
-  assert summary["status"] == "diverged" and m["status"] == "diverged"
-  assert m["relative_accuracy"] is None and m["non_finite_rounds"] == [1]
-  assert summary["centralized"] is None
-  if "client" in flag:  # Every client update was dropped as non-finite.
-    assert m["clients_dropped_non_finite"] == 3
-  report = run_module("experiments.report_main",
-                      f"--input_dir={tmp_path / 'div'}", timeout=120)
-  assert report.returncode == 0, report.stderr
-  row = [l for l in report.stdout.splitlines() if " fedavg " in l][0]
-  assert " diverged " in row
-  assert "nan" not in (tmp_path / "div" / "report.md").read_text().lower()
+  s2_run_checks.check_stopped_at_round_1(tmp_path / "div")
 
 
-def test_diverged_centralized_baseline_gives_no_relative_accuracy(
-    tmp_path, train_in_process):
-  # In this process (conftest's train_in_process): results, not the process.
-  proc = train_in_process(f"--root_output_dir={tmp_path}",
-                          "--experiment_name=c", *SMALL, "--total_rounds=2",
-                          "--on_divergence=continue",
-                          "--client_learning_rate=1e30")
-  # Every method diverged: exit 3 after the outputs (issue 29; was 0).
-  assert proc.returncode == 3, proc.stderr[-3000:]
-  (line,) = _error_lines(proc)
-  assert line.endswith(
-      "error: every method diverged (fedavg; on_divergence='continue' ran "
-      "them to the end): summary.json marks them 'diverged' and gives no "
-      "relative accuracy")
-  assert "on_divergence='continue'" in proc.stdout
-  summary = _strict_json(tmp_path / "c" / "summary.json")
-  assert summary["status"] == "diverged"
-  assert summary["centralized"]["status"] == "diverged"
-  m = summary["methods"]["fedavg"]
-  assert m["status"] == "diverged" and m["non_finite_rounds"] == [1, 2]
-  assert m["relative_accuracy"] is None and m["clients_dropped_non_finite"] == 6
-  from federated_vision.experiment import report_lib  # pylint: disable=g-import-not-at-top
-  rows = report_lib.gather(str(tmp_path / "c"))
-  assert rows[0]["status"] == "diverged" and rows[0]["relative_accuracy"] is None
+# A diverged centralized baseline gives no relative accuracy, and every
+# method diverged exits 3 after the outputs: tests/test_docs_output.py's
+# `_every_method_diverged` failure row (a real process).
 
 
 @pytest.mark.parametrize("binary", ["experiments.train_main",
                                     "experiments.sweep_main"])
 def test_bad_seed_is_one_line_exit_2(binary):
-  proc = run_module(binary, "--seed=-1", timeout=120)
+  # In this process (`in_process.run`): the binary's exit status and line; a
+  # real train_main process refusing --seed=-1 is tests/test_docs_output.py's
+  # "bad flag value" row.
+  proc = in_process.run(binary, "--seed=-1")
   assert proc.returncode == 2
   lines = _error_lines(proc)
   assert len(lines) == 1 and "--seed=-1" in lines[0]

@@ -92,22 +92,51 @@ def test_reference_run_users_get_the_slow_timeout(request):
     assert item.get_closest_marker("timeout").args[0] >= 1800
 
 
-def _run_hanging_tests(tmp_path, *args):
-  """pytest on HANGS with the project's pytest.ini, conftest and --timeout=2;
-  returns (exit code, output, pids of the workers the tests started)."""
+def _start_hanging_tests(tmp_path, *args):
+  """pytest on HANGS with the project's pytest.ini, conftest and --timeout=2,
+  started in the background; `_finish` waits for it."""
   (tmp_path / "test_hangs.py").write_text(HANGS)
   pids_file = tmp_path / "pids.txt"
   pids_file.write_text("")
   env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3",
              HANG_PIDS_FILE=str(pids_file), COLUMNS="200")
-  proc = subprocess.run(
+  proc = subprocess.Popen(
       [sys.executable, "-m", "pytest", "-c", os.path.join(REPO, "pytest.ini"),
        "--rootdir", str(tmp_path), "-p", "tests.conftest", "--timeout=2",
        "-q", str(tmp_path / "test_hangs.py"), *args],
-      capture_output=True, text=True, cwd=str(tmp_path), env=env,
-      timeout=240, check=False, stdin=subprocess.DEVNULL)
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      cwd=str(tmp_path), env=env, stdin=subprocess.DEVNULL)
+  return proc, pids_file
+
+
+def _finish(started):
+  """(exit code, output, pids of the workers the tests started) of a
+  `_start_hanging_tests` session."""
+  proc, pids_file = started
+  try:
+    out, err = proc.communicate(timeout=240)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+      proc.wait()
   pids = [int(line) for line in pids_file.read_text().split()]
-  return proc.returncode, proc.stdout + proc.stderr, pids
+  return proc.returncode, out + err, pids
+
+
+@pytest.fixture(scope="module")
+def hanging_sessions(tmp_path_factory):
+  """Both sessions below, started at once: each mostly waits out its
+  timeouts, so they overlap (ours: test-suite time, issue 29)."""
+  started = {
+      "not blocked": _start_hanging_tests(tmp_path_factory.mktemp("python"),
+                                          "-k", "not blocked"),
+      "blocked": _start_hanging_tests(tmp_path_factory.mktemp("outside"),
+                                      "-k", "blocked")}
+  yield started
+  for proc, _ in started.values():
+    if proc.poll() is None:
+      proc.kill()
+      proc.wait()
 
 
 def _assert_all_stopped(pids):
@@ -118,8 +147,8 @@ def _assert_all_stopped(pids):
 
 
 @pytest.mark.timeout(300)
-def test_a_hang_fails_naming_the_test_and_its_workers_stop(tmp_path):
-  code, out, pids = _run_hanging_tests(tmp_path, "-k", "not blocked")
+def test_a_hang_fails_naming_the_test_and_its_workers_stop(hanging_sessions):
+  code, out, pids = _finish(hanging_sessions["not blocked"])
   # Each hanging test fails by name after 2 s; the session goes on.
   assert code == 1, out[-3000:]
   assert "FAILED test_hangs.py::test_sleeps_forever - Failed: Timeout (>2.0s)" \
@@ -134,8 +163,8 @@ def test_a_hang_fails_naming_the_test_and_its_workers_stop(tmp_path):
 
 @pytest.mark.timeout(300)
 def test_a_hang_outside_python_exits_naming_the_test_and_kills_workers(
-    tmp_path):
-  code, out, pids = _run_hanging_tests(tmp_path, "-k", "blocked")
+    hanging_sessions):
+  code, out, pids = _finish(hanging_sessions["blocked"])
   # Named, exit 1, after the 1 s timeout + 5.1 s grace, not after an hour.
   assert code == 1, out[-3000:]
   assert ("TIMEOUT: test_hangs.py::test_blocked_outside_python still running "

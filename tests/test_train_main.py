@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import REPO, run_module, worker_pids
+from conftest import REPO, worker_pids
 from conftest import SMALL_RUN as SMALL
 from conftest import TRAIN_MAIN as BINARY
 from conftest import metric_rows as _metric_rows
@@ -57,20 +57,9 @@ def test_smoke_two_rounds_writes_every_output(tmp_path, train_in_process):
   assert "relative_acc" in proc.stdout and str(out) in proc.stdout
 
 
-def test_same_seed_gives_identical_metrics(reference_run, tmp_path,
-                                          train_in_process):
-  # The second run in this process (conftest's train_in_process), the
-  # reference in a child: the seed, not the process, decides the numbers.
-  proc = train_in_process(f"--root_output_dir={tmp_path}",
-                          "--experiment_name=b", "--total_rounds=6", *SMALL)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  a, b = reference_run, tmp_path / "b"
-  rows_a = _metric_rows(a / "fedavg" / "metrics.csv")
-  assert len(rows_a) == 6
-  assert rows_a == _metric_rows(b / "fedavg" / "metrics.csv")
-  # Byte-identical once the timing column is cut.
-  strip = lambda p: [",".join(l.split(",")[:-1]) for l in p.read_text().splitlines()]
-  assert strip(a / "fedavg" / "metrics.csv") == strip(b / "fedavg" / "metrics.csv")
+# Same seed, same numbers: tests/test_run_integrity.py's `runs` (a fresh run
+# in this process, then extended) against conftest's reference_run (a child
+# process), row for row and byte for byte; and the resumes below and there.
 
 
 def test_sigkill_then_resume_matches_uninterrupted(reference_run, tmp_path,
@@ -157,14 +146,19 @@ def _file_in(tmp_path):
     (["--local_workers=0"], ["--local_workers=0", "--workers"]),
     ("UNWRITABLE", ["--root_output_dir", "cannot write"]),
 ])
-def test_bad_input_exits_with_one_clear_line(tmp_path, flag_args, must_mention):
+def test_bad_input_exits_with_one_clear_line(tmp_path, flag_args, must_mention,
+                                            train_in_process):
+  # In this process (conftest's train_in_process): the binary's exit status
+  # and stderr. Real processes refusing a flag (exit 2, one line, before
+  # TensorFlow's import) are tests/test_docs_output.py's "bad flag value" and
+  # "cannot be created or written" rows and tests/test_startup.py.
   if flag_args == "UNWRITABLE":
     flag_args = [f"--root_output_dir={_file_in(tmp_path)}"]
   else:
     flag_args = [f"--root_output_dir={tmp_path}", *flag_args]
-  proc = run_module(BINARY, *flag_args, "--total_rounds=1"
-                    if not any("total_rounds" in a for a in flag_args) else
-                    "--seed=0", timeout=120)
+  proc = train_in_process(*flag_args, "--total_rounds=1"
+                          if not any("total_rounds" in a for a in flag_args)
+                          else "--seed=0")
   assert proc.returncode != 0
   assert "Traceback" not in proc.stderr
   lines = [l for l in proc.stderr.splitlines()

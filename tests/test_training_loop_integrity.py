@@ -42,19 +42,40 @@ def setup():
     yield fed, spec
 
 
+# (client_lr, server_lr) -> (process, evaluate) of `_built`.
+_BUILT = {}
+
+
+def _built(setup, client_lr, server_lr):
+  """A tiny FedAvgM process on digits and its Keras evaluation, built once
+  per learning rates for the whole module (ours: test-suite CPU, issue 29;
+  tracing is most of a build). Sharing them between runs changes no run:
+  the process's computations hold no state between calls (each run
+  initializes its state or restores it from a checkpoint), and `evaluate`
+  assigns the weights it is given to its model before every evaluation.
+  Resumes across fresh builds (new processes) are checked through the
+  binary: tests/test_train_main.py, tests/test_run_integrity.py."""
+  key = (client_lr, server_lr)
+  if key not in _BUILT:
+    fed, _ = setup
+    model_fn = models.build_tff_model_fn(digits_models.create_digits_cnn,
+                                         INPUT_SPEC)
+    process = algorithms.build_fedavgm(
+        model_fn, tff.learning.optimizers.build_sgdm(client_lr),
+        server_learning_rate=server_lr, server_momentum=0.5)
+    # Keras models for evaluation are built after TFF has traced its graphs.
+    evaluate = tl.build_keras_evaluate_fn(
+        digits_models.create_digits_cnn,
+        cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn))
+    _BUILT[key] = process, evaluate
+  return _BUILT[key]
+
+
 def _run(setup, out, total_rounds=ROUNDS, client_lr=0.05, server_lr=1.0,
          sampler=None, log=None, **config):
   """One tiny FedAvgM run on digits through `run_federated_training`."""
   fed, spec = setup
-  model_fn = models.build_tff_model_fn(digits_models.create_digits_cnn,
-                                       INPUT_SPEC)
-  process = algorithms.build_fedavgm(
-      model_fn, tff.learning.optimizers.build_sgdm(client_lr),
-      server_learning_rate=server_lr, server_momentum=0.5)
-  # Keras models for evaluation are built after TFF has traced its graphs.
-  evaluate = tl.build_keras_evaluate_fn(
-      digits_models.create_digits_cnn,
-      cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn))
+  process, evaluate = _built(setup, client_lr, server_lr)
   sampler = sampler or sampling.UniformSampler(fed.client_data.client_ids, 3,
                                                seed=1)
   config.setdefault("rounds_per_checkpoint", 2)
@@ -166,10 +187,12 @@ def test_purge_tensorboard_keeps_one_value_per_step(tmp_path):
 
 # --- lock ----------------------------------------------------------------------
 
+# The holder imports only the lock's module (training_loop.RunLock is it):
+# no TensorFlow import, ~4 s of CPU (ours: test-suite time, issue 29).
 _HOLD_LOCK = """
 import sys, time
-from federated_vision import training_loop as tl
-with tl.RunLock(sys.argv[1]):
+from federated_vision.training import run_lock
+with run_lock.RunLock(sys.argv[1]):
   print("locked", flush=True)
   time.sleep(120)
 """
@@ -397,19 +420,13 @@ class _Terminal(io.StringIO):
 def test_progress_bar_on_a_terminal_lines_otherwise(setup, tmp_path,
                                                     monkeypatch):
   fed, spec = setup
-  model_fn = models.build_tff_model_fn(digits_models.create_digits_cnn,
-                                       INPUT_SPEC)
-  process = algorithms.build_fedavg(model_fn,
-                                    tff.learning.optimizers.build_sgdm(0.05))
-  evaluate = tl.build_keras_evaluate_fn(
-      digits_models.create_digits_cnn,
-      cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn))
+  process, evaluate = _built(setup, 0.05, 1.0)  # The module's FedAvgM.
   sampler = sampling.UniformSampler(fed.client_data.client_ids, 3, seed=1)
   outputs = {}
   for kind, stream in (("tty", _Terminal()), ("pipe", io.StringIO())):
     monkeypatch.setattr(sys, "stdout", stream)
     tl.run_federated_training(
-        "fedavg", process, fed, spec, sampler, evaluate,
+        "fedavgm", process, fed, spec, sampler, evaluate,
         tl.LoopConfig(total_rounds=2, output_dir=str(tmp_path / kind)),
         log_fn=print)
     outputs[kind] = stream.getvalue()
@@ -419,7 +436,7 @@ def test_progress_bar_on_a_terminal_lines_otherwise(setup, tmp_path,
   assert "round    1/2" not in outputs["tty"]
   lines = outputs["pipe"].splitlines()
   assert [l.split("train_loss")[0].strip() for l in lines] == [
-      "[fedavg] round    1/2", "[fedavg] round    2/2"]
+      "[fedavgm] round    1/2", "[fedavgm] round    2/2"]
 
 
 def test_loop_config_validates_naming_the_argument():
