@@ -176,23 +176,25 @@ def test_extra_modules_are_found_in_argv_before_parsing():
 
 def test_variant_hyper_parameter_from_extra_modules(tmp_path):
   args = ["--extra_modules=extra_client_variant", *TINY]
-  one = _train(tmp_path, "one", "--methods=fedavg,fedavg+scaled",
-               "--update_scale=1.0", *args)
-  assert one.returncode == 0, one.stderr[-3000:]
+  # One run: plain FedAvg, the variant at 1.0 (its own setting after its
+  # name) and the variant at the flag's 0.5 -- same data, sampling and init.
+  one = "fedavg+scaled:update_scale=1.0"
+  run = _train(tmp_path, "half", f"--methods=fedavg,{one},fedavg+scaled",
+               "--update_scale=0.5", *args)
+  assert run.returncode == 0, run.stderr[-3000:]
+  out = tmp_path / "half"
   # update x 1.0 is plain FedAvg's client work: identical curves.
-  plain = metric_rows(tmp_path / "one" / "fedavg" / "metrics.csv")
+  plain = metric_rows(out / "fedavg" / "metrics.csv")
   assert len(plain) == 2
-  assert metric_rows(tmp_path / "one" / "fedavg+scaled" / "metrics.csv") == plain
-  half = _train(tmp_path, "half", "--methods=fedavg+scaled",
-                "--update_scale=0.5", *args)
-  assert half.returncode == 0, half.stderr[-3000:]
-  rows = metric_rows(tmp_path / "half" / "fedavg+scaled" / "metrics.csv")
+  assert metric_rows(out / one / "metrics.csv") == plain
+  rows = metric_rows(out / "fedavg+scaled" / "metrics.csv")
   assert [r["train_loss"] for r in rows] != [r["train_loss"] for r in plain]
-  summary = json.loads((tmp_path / "half" / "summary.json").read_text())
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["methods"][one]["settings"]["update_scale"] == 1.0
   settings = summary["methods"]["fedavg+scaled"]["settings"]
   assert (settings["update_scale"], settings["client_work"]) == (0.5, "scaled")
   assert summary["config"]["methods"]["update_scale"] == 0.5
-  hparams = json.loads((tmp_path / "half" / "hparams.json").read_text())
+  hparams = json.loads((out / "hparams.json").read_text())
   assert hparams["update_scale"] == 0.5
   # Not read without the variant: refused, one line, before any directory.
   refused = _train(tmp_path, "no", "--methods=fedavg", "--update_scale=0.5",
@@ -268,9 +270,9 @@ def test_a_preset_naming_four_methods_trains_exactly_those(tmp_path):
                        "(ours: a test preset)", (run,))
   assert run.methods() == FOUR
   root = tmp_path / "results"
-  # parallel_runs=2: the run is its own train process (no TFF in this one).
-  outcome = reproduce_lib.reproduce(preset, str(root), {}, echo=lambda *a: None,
-                                    parallel_runs=2)
+  # In this process (`reproduce_lib.run_one`: the config --parallel_runs
+  # would pickle for its child, trained here).
+  outcome = reproduce_lib.reproduce(preset, str(root), {}, echo=lambda *a: None)
   assert outcome == {"four_methods_tiny": "ran"}
   run_dir = root / "four_methods_tiny"
   summary = json.loads((run_dir / "summary.json").read_text())
