@@ -7,9 +7,10 @@ is a child of pytest and not pytest itself.
 
     python tests/extending_driver.py <repo> <work dir> <scenario>...
 
-prints one line `RESULT <json>` with what each scenario returned. (The
-sweep runs in a process of its own: sweep_main and reproduce define flags of
-the same names, which absl refuses in one process.)
+prints one line `RESULT <json>` with what each scenario returned. (sweep_main
+and reproduce define flags of the same names, which absl refuses in one
+process: the sweep scenario first deletes the flags reproduce defined,
+`forget_reproduce_flags`, so it runs last.)
 """
 
 import json
@@ -29,7 +30,7 @@ MODULES = "extra_algorithm,extra_client_variant,extra_server_optimizer"
 COMPONENT_METHODS = ("fedavg_clip", "fedavg+scaled", "fedavg@clipped_sgd")
 TINY = ["--num_clients=4", "--clients_per_round=2", "--client_batch_size=20",
         "--centralized_epochs=0", "--seed=3", "--rounds_per_eval=1",
-        "--rounds_per_checkpoint=1", "--total_rounds=3"]
+        "--rounds_per_checkpoint=1", "--total_rounds=2"]
 
 
 def ctrl_c_before(round_num):
@@ -69,7 +70,7 @@ def components():
       lambda name: (f"--root_output_dir={root}", f"--experiment_name={name}"),
       [f"--extra_modules={MODULES}", f"--methods={','.join(COMPONENT_METHODS)}",
        "--clip_norm=0.5", "--update_scale=0.8", "--server_clip_norm=2",
-       *TINY], 3)
+       *TINY], 2)
   rows = {n: {m: metric_rows(f"{root}/{n}/{m}/metrics.csv")
               for m in COMPONENT_METHODS} for n in ("whole", "split")}
   return {"codes": [p.returncode for p in procs],
@@ -99,7 +100,22 @@ def presets():
           "rounds": [r["round"] for r in rows["split"]["fedavg"]]}
 
 
+def forget_reproduce_flags():
+  """Deletes the flags experiments.reproduce defined (--dry_run, --only,
+  --parallel_runs, ...) from absl's FLAGS, and its hook on them after
+  --extra_modules (`cli.AFTER_EXTRA_MODULES`), so that sweep_main can define
+  its own of the same names in this process; reproduce cannot run after."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from experiments import cli  # pylint: disable=g-import-not-at-top
+  module = "experiments.reproduce"
+  for flag in list(flags.FLAGS.flags_by_module_dict().get(module, [])):
+    delattr(flags.FLAGS, flag.name)
+  cli.AFTER_EXTRA_MODULES[:] = [h for h in cli.AFTER_EXTRA_MODULES
+                                if h.__module__ != module]
+
+
 def sweep():
+  forget_reproduce_flags()
   root = os.path.join(WORK, "sweeps")
   ran = in_process.run("experiments.sweep_main", "--extra_modules=extra_sweep",
                        "--sweep=my_scale_sweep", f"--root_output_dir={root}")

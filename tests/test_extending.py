@@ -53,9 +53,7 @@ def _driver(work, *scenarios):
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
   work = tmp_path_factory.mktemp("extending")
-  result = _driver(work, "components", "presets", "docs")
-  result.update(_driver(work, "sweep"))
-  return work, result
+  return work, _driver(work, "components", "presets", "docs", "sweep")
 
 
 # --- components -------------------------------------------------------------
@@ -64,9 +62,9 @@ def test_each_component_trains_and_a_rerun_after_ctrl_c_is_identical(ran):
   work, result = ran
   r = result["components"]
   assert r["codes"] == [0, 130, 0], r["stderr"]
-  assert "resuming from the checkpoint of round 2" in r["resumed_out"]
+  assert "resuming from the checkpoint of round 1" in r["resumed_out"]
   assert r["same"]
-  assert all(rounds == ["1", "2", "3"] for rounds in r["rounds"].values())
+  assert all(rounds == ["1", "2"] for rounds in r["rounds"].values())
   root = work / "components" / "whole"
   settings = json.loads((root / "summary.json").read_text())["methods"]
   assert settings["fedavg_clip"]["settings"]["clip_norm"] == 0.5

@@ -5,13 +5,17 @@ preset).
 (a) tests/extra_client_variant.py registers the client-work variant `scaled`
     with its own hyper-parameter --update_scale; (c) tests/extra_task.py the
     task `toy_synth` with its own --toy_num_classes. Both are passed to
-    train_main with --extra_modules in a subprocess (so this session's
-    registries stay as the package makes them), 2 rounds each.
+    train_main with --extra_modules in a child process (so this session's
+    registries stay as the package makes them), 2 rounds each: their two
+    runs in one child (tests/s1_train_runs.py), the refused command lines
+    and --help each a process of its own (one line, before TensorFlow).
 """
 
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 from typing import Optional, Tuple
 
 import numpy as np
@@ -37,6 +41,38 @@ TINY = ["--total_rounds=2", "--rounds_per_eval=1", "--num_clients=3",
 def _train(root, name, *args):
   return run_module(TRAIN_MAIN, f"--root_output_dir={root}",
                     f"--experiment_name={name}", *args, env=ENV, timeout=600)
+
+
+# (a)'s run: plain FedAvg, the variant at 1.0 (its own setting after its
+# name) and the variant at the flag's 0.5 -- same data, sampling and init.
+ONE = "fedavg+scaled:update_scale=1.0"
+VARIANT_ARGS = ["--extra_modules=extra_client_variant", *TINY]
+VARIANT_RUN = [f"--methods=fedavg,{ONE},fedavg+scaled", "--update_scale=0.5",
+               *VARIANT_ARGS]
+# (c)'s run: toy_synth with C = 4.
+TASK_ARGS = ["--extra_modules=extra_task", "--dataset=toy_synth",
+             "--algorithm=fedavg", "--total_rounds=2", "--rounds_per_eval=1",
+             "--clients_per_round=2", "--client_batch_size=4",
+             "--centralized_epochs=0", "--seed=2"]
+TASK_RUN = ["--toy_num_classes=4", *TASK_ARGS]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+  """The root of (a)'s run `half` and (c)'s run `toy`, trained in one child
+  process; {name: {"code", "stdout", "stderr"}}."""
+  root = tmp_path_factory.mktemp("extra_components")
+  runs = {name: [f"--root_output_dir={root}", f"--experiment_name={name}",
+                 *args] for name, args in (("half", VARIANT_RUN),
+                                           ("toy", TASK_RUN))}
+  proc = subprocess.run(
+      [sys.executable, os.path.join(TESTS, "s1_train_runs.py"), REPO,
+       json.dumps(runs)], cwd=REPO, capture_output=True, text=True,
+      timeout=900, check=False,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", MPLBACKEND="Agg", **ENV))
+  line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+  assert line, proc.stderr[-3000:]
+  return root, json.loads(line[-1][len("RESULT "):])
 
 
 def _error_line(proc) -> str:
@@ -174,35 +210,32 @@ def test_extra_modules_are_found_in_argv_before_parsing():
 # --- (a) A client-work variant with its own hyper-parameter and flag. -----
 
 
-def test_variant_hyper_parameter_from_extra_modules(tmp_path):
-  args = ["--extra_modules=extra_client_variant", *TINY]
-  one = _train(tmp_path, "one", "--methods=fedavg,fedavg+scaled",
-               "--update_scale=1.0", *args)
-  assert one.returncode == 0, one.stderr[-3000:]
+def test_variant_hyper_parameter_from_extra_modules(tmp_path, trained):
+  root, runs = trained
+  assert runs["half"]["code"] == 0, runs["half"]["stderr"]
+  out = root / "half"
   # update x 1.0 is plain FedAvg's client work: identical curves.
-  plain = metric_rows(tmp_path / "one" / "fedavg" / "metrics.csv")
+  plain = metric_rows(out / "fedavg" / "metrics.csv")
   assert len(plain) == 2
-  assert metric_rows(tmp_path / "one" / "fedavg+scaled" / "metrics.csv") == plain
-  half = _train(tmp_path, "half", "--methods=fedavg+scaled",
-                "--update_scale=0.5", *args)
-  assert half.returncode == 0, half.stderr[-3000:]
-  rows = metric_rows(tmp_path / "half" / "fedavg+scaled" / "metrics.csv")
+  assert metric_rows(out / ONE / "metrics.csv") == plain
+  rows = metric_rows(out / "fedavg+scaled" / "metrics.csv")
   assert [r["train_loss"] for r in rows] != [r["train_loss"] for r in plain]
-  summary = json.loads((tmp_path / "half" / "summary.json").read_text())
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["methods"][ONE]["settings"]["update_scale"] == 1.0
   settings = summary["methods"]["fedavg+scaled"]["settings"]
   assert (settings["update_scale"], settings["client_work"]) == (0.5, "scaled")
   assert summary["config"]["methods"]["update_scale"] == 0.5
-  hparams = json.loads((tmp_path / "half" / "hparams.json").read_text())
+  hparams = json.loads((out / "hparams.json").read_text())
   assert hparams["update_scale"] == 0.5
   # Not read without the variant: refused, one line, before any directory.
   refused = _train(tmp_path, "no", "--methods=fedavg", "--update_scale=0.5",
-                   *args)
+                   *VARIANT_ARGS)
   assert _error_line(refused).endswith(
       "--update_scale: not used: read by scaled; this run's methods are "
       "fedavg")
   assert not (tmp_path / "no").exists()
   bad = _train(tmp_path, "bad", "--methods=fedavg+scaled",
-               "--update_scale=-1", *args)
+               "--update_scale=-1", *VARIANT_ARGS)
   assert _error_line(bad).endswith(
       "--update_scale=-1.0: must be a finite number > 0")
 
@@ -216,14 +249,10 @@ def _toy_labels(num_classes, seed):
   return rng.integers(0, num_classes, 5 * 12 + 30)[:60]
 
 
-def test_task_option_from_extra_modules(tmp_path):
-  args = ["--extra_modules=extra_task", "--dataset=toy_synth",
-          "--algorithm=fedavg", "--total_rounds=2", "--rounds_per_eval=1",
-          "--clients_per_round=2", "--client_batch_size=4",
-          "--centralized_epochs=0", "--seed=2"]
-  run = _train(tmp_path, "toy", "--toy_num_classes=4", *args)
-  assert run.returncode == 0, run.stderr[-3000:]
-  out = tmp_path / "toy"
+def test_task_option_from_extra_modules(tmp_path, trained):
+  root, runs = trained
+  assert runs["toy"]["code"] == 0, runs["toy"]["stderr"]
+  out = root / "toy"
   assert len(metric_rows(out / "fedavg" / "metrics.csv")) == 2
   # C = 4 classes, exactly the labels toy_synth draws with C = 4.
   counts = json.loads((out / "partition_alpha_0.50_class_counts.json")
@@ -247,7 +276,7 @@ def test_task_option_from_extra_modules(tmp_path):
                             "--extra_modules=extra_task", *TINY)).endswith(
       "--toy_num_classes: not used by --dataset=digits")
   assert _error_line(_train(tmp_path, "big", "--toy_num_classes=11",
-                            *args)).endswith(
+                            *TASK_ARGS)).endswith(
       "--toy_num_classes=11: must be in [2, 10]")
 
 
@@ -268,9 +297,9 @@ def test_a_preset_naming_four_methods_trains_exactly_those(tmp_path):
                        "(ours: a test preset)", (run,))
   assert run.methods() == FOUR
   root = tmp_path / "results"
-  # parallel_runs=2: the run is its own train process (no TFF in this one).
-  outcome = reproduce_lib.reproduce(preset, str(root), {}, echo=lambda *a: None,
-                                    parallel_runs=2)
+  # In this process (`reproduce_lib.run_one`: the config --parallel_runs
+  # would pickle for its child, trained here).
+  outcome = reproduce_lib.reproduce(preset, str(root), {}, echo=lambda *a: None)
   assert outcome == {"four_methods_tiny": "ran"}
   run_dir = root / "four_methods_tiny"
   summary = json.loads((run_dir / "summary.json").read_text())

@@ -125,12 +125,12 @@ def test_sweep_seeds_are_points(parse, tmp_path):
 
 
 def _tiny_preset() -> spec.Preset:
-  """digits_claims' FedIR claim (FedAvg vs FedAvg+FedIR in one run), 3
+  """digits_claims' FedIR claim (FedAvg vs FedAvg+FedIR in one run), 2
   rounds on 4 clients; its table: final accuracy of both methods."""
   p = presets.get_preset("digits_claims")
   run = p.run("digits_claims_fedir_alpha_0.05")
   run = dataclasses.replace(run, flags=dict(
-      run.flags, total_rounds=3, rounds_per_eval=1, rounds_per_checkpoint=3,
+      run.flags, total_rounds=2, rounds_per_eval=1, rounds_per_checkpoint=2,
       num_clients=4, clients_per_round=2))
   (table,) = [t for t in p.tables if t.key[1] == "claim3"]
   return spec.Preset("tiny_seeds", "digits", "tiny", (run,), (table,),
@@ -189,7 +189,8 @@ def test_train_main_seeds_smoke(tmp_path, train_in_process):
   second in <name>_seed6, each with its own partition, init and sampling."""
   args = (f"--root_output_dir={tmp_path}", "--experiment_name=rep",
           "--seeds=2", "--seed=5", "--total_rounds=2", "--rounds_per_eval=1",
-          "--algorithm=fedavg", "--centralized_epochs=0")
+          "--algorithm=fedavg", "--centralized_epochs=0", "--num_clients=4",
+          "--clients_per_round=2", "--client_batch_size=20")
   proc = train_in_process(*args)
   assert proc.returncode == 0, proc.stderr[-3000:]
   for name, seed in (("rep", 5), ("rep_seed6", 6)):
