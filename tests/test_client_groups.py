@@ -1,6 +1,8 @@
 """Client groups (algorithms/client_groups.py): the grouped path gives the
 ungrouped path's metrics and model, and a killed run resumes exactly."""
 
+import collections
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -83,7 +85,12 @@ def _methods(work, model_fn, server=None):
 
 def _run(process, fed, spec, sampler):
   """Per round: (client_work metrics, flat model weights)."""
-  training = training_loop.build_training_process(process, fed, spec)
+  return _rounds(training_loop.build_training_process(process, fed, spec),
+                 sampler)
+
+
+def _rounds(training, sampler):
+  """`_run` of a built training process."""
   state = training.initialize()
   out = []
   for r in range(1, ROUNDS + 1):
@@ -112,8 +119,37 @@ def test_grouped_equals_ungrouped(work, server, virtual_clients):
   else:
     sampler = sampling.UniformSampler(ids, CLIENTS_PER_ROUND, 4)
   ref, grouped = _methods(work, _model_fn(fed, spec), server)
-  _assert_same_rounds(_run(ref, fed, spec, sampler),
-                      _run(grouped, fed, spec, sampler))
+  a, b = (training_loop.build_training_process(p, fed, spec)
+          for p in (ref, grouped))
+  # Checkpoints of either path load into the other (same state type).
+  assert (a.next.type_signature.parameter[0]
+          == b.process.next.type_signature.parameter[0])
+  _assert_same_rounds(_rounds(a, sampler), _rounds(b, sampler))
+  if work != "fedprox":  # Its learning rate is not in the state: below.
+    _assert_non_finite_dropped_alike(a, b, sampler)
+
+
+def _assert_non_finite_dropped_alike(a, b, sampler):
+  """A client learning rate that overflows some clients' models (1e37, set
+  in the client work's state, where both paths read it): both paths drop
+  the same clients (zero update, weight 0) and count them."""
+  lr = collections.OrderedDict(learning_rate=np.float32(1e37))
+
+  def overflowing(state):
+    work = state.client_work
+    if isinstance(work, fedir.FedIRState):  # (Its hparams, p.)
+      return state._replace(client_work=work._replace(optimizer_hparams=lr))
+    return state._replace(client_work=lr)
+
+  results = [t.next(overflowing(t.initialize()), sampler.round_keys(1))
+             .metrics["client_work"] for t in (a, b)]
+  expected, got = results
+  assert expected["clients_dropped_non_finite"] > 0
+  assert got["clients_dropped_non_finite"] == expected["clients_dropped_non_finite"]
+  for key in ("num_examples", "num_batches"):
+    assert got["train"][key] == expected["train"][key]
+  np.testing.assert_allclose(got["train"]["loss"], expected["train"]["loss"],
+                             rtol=1e-5, equal_nan=True)
 
 
 def _assert_same_rounds(expected, got):
@@ -186,17 +222,6 @@ def test_group_keys_and_sizes():
   for bad in ("0", "-3", "1.5", "x", str(group_size_lib.MAX_GROUP_SIZE + 1)):
     with pytest.raises(ValueError, match="'auto' or an integer"):
       group_size_lib.parse_group_size(bad)
-
-
-def test_grouped_state_is_the_ungrouped_state():
-  """Checkpoints of either path load into the other (same state type)."""
-  fed = _data()
-  spec = cdl.TrainingSpec(batch_size=3, seed=4)
-  ref, grouped = _methods("plain", _model_fn(fed, spec))
-  a = training_loop.build_training_process(ref, fed, spec)
-  b = training_loop.build_training_process(grouped, fed, spec)
-  assert (a.next.type_signature.parameter[0]
-          == b.process.next.type_signature.parameter[0])
 
 
 def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
@@ -319,27 +344,21 @@ def test_with_client_groups_applies_the_validation_rule(variants, settings,
   assert auto.settings == {**method.settings, "client_group_size": 1}
 
 
-@pytest.mark.parametrize("kind", ["fedavg", "fedir", "fedprox"])
-def test_non_finite_clients_are_dropped_and_counted_alike(kind):
+def test_fedprox_non_finite_clients_are_dropped_and_counted_alike():
   """A client learning rate that overflows some clients' models: both paths
-  drop the same clients (zero update, weight 0) and count them."""
+  drop the same clients (zero update, weight 0) and count them. (FedProx's
+  client work keeps its learning rate out of the state: processes built
+  with it; FedAvg's and FedIR's: test_grouped_equals_ungrouped.)"""
   from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
   fed = _data()
   spec = cdl.TrainingSpec(batch_size=3, seed=4)
   model_fn = _model_fn(fed, spec)
   sgd = tff.learning.optimizers.build_sgdm
   lr = 1e37
-  if kind == "fedir":
-    ref = fedir.build_fedir(model_fn, sgd(lr), 10, client_label_counts=True)
-    update = fedir.grouped_update(10)
-  elif kind == "fedprox":
-    ref = algorithms.build_fedavg(
-        model_fn, sgd(lr), client_work=fedprox.build_fedprox_client_work(
-            model_fn, sgd(lr), MU))
-    update = fedprox.grouped_update(MU)
-  else:
-    ref = algorithms.build_fedavg(model_fn, sgd(lr))
-    update = None
+  ref = algorithms.build_fedavg(
+      model_fn, sgd(lr), client_work=fedprox.build_fedprox_client_work(
+          model_fn, sgd(lr), MU))
+  update = fedprox.grouped_update(MU)
   grouped = client_groups.GroupedMethod(
       model_fn, sgd(lr), None, group_size=3, clients_per_round=len(SIZES),
       update=update)
