@@ -114,10 +114,24 @@ def test_builders_validate_arguments():
     fedir.build_fedir(model_fn, _sgd(0.1), 0)
 
 
-def test_type_signatures():
-  avg = algorithms.build_fedavg(model_fn, _sgd(0.1))
+# --- built once: processes several tests train ------------------------------
+
+@pytest.fixture(scope="module")
+def fedavg_process():
+  """FedAvg, client SGD(0.1), its defaults otherwise."""
+  return algorithms.build_fedavg(model_fn, _sgd(0.1))
+
+
+@pytest.fixture(scope="module")
+def fedir_process():
+  """FedIR, client SGD(0.1), its defaults otherwise (uniform target p)."""
+  return fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES)
+
+
+def test_type_signatures(fedavg_process, fedir_process):
+  avg = fedavg_process
   assert isinstance(avg, tff.learning.templates.LearningProcess)
-  ir = fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES)
+  ir = fedir_process
   # Same data and model weights types; FedIR's client-work state carries p.
   assert (avg.next.type_signature.parameter[1]
           == ir.next.type_signature.parameter[1])
@@ -138,10 +152,16 @@ def context():
 IMBALANCED = [[0, 0, 0, 1, 2, 0, 0], [1, 1, 2, 2, 2], [2, 0, 1, 1]]
 
 
-def test_fedavg_matches_tff_weighted_fed_avg(context):
+@pytest.fixture(scope="module")
+def fedavg_imbalanced(context, fedavg_process):
+  """`_train(FedAvg, IMBALANCED)`: 3 rounds' weights and losses."""
   del context
+  return _train(fedavg_process, _client_datasets(IMBALANCED))
+
+
+def test_fedavg_matches_tff_weighted_fed_avg(fedavg_imbalanced):
   data = _client_datasets(IMBALANCED)
-  ours, our_losses = _train(algorithms.build_fedavg(model_fn, _sgd(0.1)), data)
+  ours, our_losses = fedavg_imbalanced
   theirs, _ = _train(tff.learning.algorithms.build_weighted_fed_avg(
       model_fn, _sgd(0.1), _sgd(1.0)), data)
   for a, b in zip(ours, theirs):
@@ -149,10 +169,9 @@ def test_fedavg_matches_tff_weighted_fed_avg(context):
   assert our_losses[-1] < our_losses[0]
 
 
-def test_fedavgm_without_momentum_is_fedavg(context):
-  del context
+def test_fedavgm_without_momentum_is_fedavg(fedavg_imbalanced):
   data = _client_datasets(IMBALANCED)
-  avg, _ = _train(algorithms.build_fedavg(model_fn, _sgd(0.1)), data)
+  avg, _ = fedavg_imbalanced
   avgm0, _ = _train(algorithms.build_fedavgm(
       model_fn, _sgd(0.1), server_learning_rate=1.0, server_momentum=0.0), data)
   for a, b in zip(avg, avgm0):
@@ -162,19 +181,20 @@ def test_fedavgm_without_momentum_is_fedavg(context):
   assert max(np.abs(a - b).max() for a, b in zip(avg, avgm)) > 1e-3
 
 
-def test_fedir_with_own_distribution_is_fedavg(context):
+def test_fedir_with_own_distribution_is_fedavg(context, fedavg_process,
+                                               fedir_process):
   del context
   # Every client has the same class distribution q = (3/6, 1/6, 2/6) = p.
   same = [[0, 0, 0, 1, 2, 2], [2, 0, 1, 0, 2, 0], [0, 2, 1, 2, 0, 0]]
   data = _client_datasets(same)
   p = [3 / 6, 1 / 6, 2 / 6]
-  avg, _ = _train(algorithms.build_fedavg(model_fn, _sgd(0.1)), data)
+  avg, _ = _train(fedavg_process, data)
   ir, _ = _train(fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES,
                                    target_distribution=p), data)
   for a, b in zip(avg, ir):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-  # A different target changes training.
-  ir_u, _ = _train(fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES), data)
+  # A different target (uniform) changes training.
+  ir_u, _ = _train(fedir_process, data)
   assert max(np.abs(a - b).max() for a, b in zip(avg, ir_u)) > 1e-4
 
 
@@ -339,12 +359,15 @@ def _with_nan(ds):
 
 @pytest.mark.parametrize("weighting", ["num_examples", "uniform"])
 @pytest.mark.parametrize("method", ["fedavg", "fedir"])
-def test_clients_dropped_non_finite_counted(context, weighting, method):
+def test_clients_dropped_non_finite_counted(context, fedavg_process,
+                                           fedir_process, weighting, method):
   del context
   weighting = tff.learning.ClientWeighting[weighting.upper()]
   good, bad, empty = _client_datasets([[0, 1, 2, 0], [1, 2, 2], []])
   bad = _with_nan(bad)
-  if method == "fedavg":
+  if weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:  # The default.
+    process = {"fedavg": fedavg_process, "fedir": fedir_process}[method]
+  elif method == "fedavg":
     process = algorithms.build_fedavg(model_fn, _sgd(0.1),
                                       client_weighting=weighting)
   else:

@@ -1,6 +1,8 @@
 """Client groups (algorithms/client_groups.py): the grouped path gives the
 ungrouped path's metrics and model, and a killed run resumes exactly."""
 
+import collections
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -55,31 +57,40 @@ def _server(kind):
   return server_optimizers.build_adaptive("adam", 0.05, tau=0.01)
 
 
-def _grouped(kind, model_fn):
+def _grouped(work, model_fn, server=None):
   update = {"fedir": lambda: fedir.grouped_update(10),
-            "fedprox": lambda: fedprox.grouped_update(MU)}.get(kind)
+            "fedprox": lambda: fedprox.grouped_update(MU)}.get(work)
   return client_groups.GroupedMethod(
-      model_fn, tff.learning.optimizers.build_sgdm(0.1), _server(kind),
+      model_fn, tff.learning.optimizers.build_sgdm(0.1), _server(server),
       group_size=2, clients_per_round=CLIENTS_PER_ROUND,
       update=update() if update else None)
 
 
-def _methods(kind, model_fn):
+def _methods(work, model_fn, server=None):
+  """The ungrouped and grouped processes of FedAvg with the client `work`
+  ('plain', 'fedir' or 'fedprox') and the `server` optimizer (None: SGD(1),
+  'adam': FedAdam's)."""
   sgd = tff.learning.optimizers.build_sgdm
-  if kind == "fedir":
-    ref = fedir.build_fedir(model_fn, sgd(0.1), 10, client_label_counts=True)
-  elif kind == "fedprox":
+  if work == "fedir":
+    ref = fedir.build_fedir(model_fn, sgd(0.1), 10, client_label_counts=True,
+                            server_optimizer=_server(server))
+  elif work == "fedprox":
     ref = algorithms.build_fedavg(
-        model_fn, sgd(0.1), client_work=fedprox.build_fedprox_client_work(
-            model_fn, sgd(0.1), MU))
+        model_fn, sgd(0.1), _server(server),
+        client_work=fedprox.build_fedprox_client_work(model_fn, sgd(0.1), MU))
   else:
-    ref = algorithms.build_fedavg(model_fn, sgd(0.1), _server(kind))
-  return ref, _grouped(kind, model_fn)
+    ref = algorithms.build_fedavg(model_fn, sgd(0.1), _server(server))
+  return ref, _grouped(work, model_fn, server)
 
 
 def _run(process, fed, spec, sampler):
   """Per round: (client_work metrics, flat model weights)."""
-  training = training_loop.build_training_process(process, fed, spec)
+  return _rounds(training_loop.build_training_process(process, fed, spec),
+                 sampler)
+
+
+def _rounds(training, sampler):
+  """`_run` of a built training process."""
   state = training.initialize()
   out = []
   for r in range(1, ROUNDS + 1):
@@ -91,21 +102,60 @@ def _run(process, fed, spec, sampler):
   return out
 
 
-@pytest.mark.parametrize("kind", ["fedavg", "fedir", "fedvc", "fedprox",
-                                  "adam"])
-def test_grouped_equals_ungrouped(kind):
+# (client work, server optimizer, FedVC's data side): each component in one
+# case, components of different kinds composed in one (a broken component
+# breaks its case's equality); `BUILT` below composes them otherwise.
+@pytest.mark.parametrize("work, server, virtual_clients", [
+    ("plain", None, False), ("fedir", "adam", False),
+    ("fedprox", None, True)], ids=["fedavg", "fedir+adam", "fedprox+fedvc"])
+def test_grouped_equals_ungrouped(work, server, virtual_clients):
   from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
   fed = _data()
   spec = cdl.TrainingSpec(batch_size=3, seed=4)
   ids = fed.client_data.client_ids
-  if kind == "fedvc":
+  if virtual_clients:
     spec, sampler = fedvc.virtual_clients(spec, ids, list(SIZES),
                                           CLIENTS_PER_ROUND, 5, seed=4)
   else:
     sampler = sampling.UniformSampler(ids, CLIENTS_PER_ROUND, 4)
-  ref, grouped = _methods(kind, _model_fn(fed, spec))
-  _assert_same_rounds(_run(ref, fed, spec, sampler),
-                      _run(grouped, fed, spec, sampler))
+  ref, grouped = _methods(work, _model_fn(fed, spec), server)
+  a, b = (training_loop.build_training_process(p, fed, spec)
+          for p in (ref, grouped))
+  # Checkpoints of either path load into the other (same state type).
+  assert (a.next.type_signature.parameter[0]
+          == b.process.next.type_signature.parameter[0])
+  _assert_same_rounds(_rounds(a, sampler), _rounds(b, sampler))
+  if work != "fedprox":  # Its learning rate is not in the state: below.
+    _assert_non_finite_dropped_alike(a, b, sampler)
+
+
+def _assert_non_finite_dropped_alike(a, b, sampler):
+  """A client learning rate that overflows some clients' models (1e37, set
+  in the client work's state, where both paths read it): both paths drop
+  the same clients (zero update, weight 0) and count them."""
+  lr = collections.OrderedDict(learning_rate=np.float32(1e37))
+
+  def overflowing(state):
+    work = state.client_work
+    if isinstance(work, fedir.FedIRState):  # (Its hparams, p.)
+      return state._replace(client_work=work._replace(optimizer_hparams=lr))
+    return state._replace(client_work=lr)
+
+  results = [t.next(overflowing(t.initialize()), sampler.round_keys(1))
+             .metrics["client_work"] for t in (a, b)]
+  _assert_dropped_alike(*results)
+
+
+def _assert_dropped_alike(expected, got):
+  """First-round client_work metrics of the ungrouped (`expected`) and
+  grouped paths: some clients dropped, the same count, the same examples,
+  batches and loss."""
+  assert expected["clients_dropped_non_finite"] > 0
+  assert got["clients_dropped_non_finite"] == expected["clients_dropped_non_finite"]
+  for key in ("num_examples", "num_batches"):
+    assert got["train"][key] == expected["train"][key]
+  np.testing.assert_allclose(got["train"]["loss"], expected["train"]["loss"],
+                             rtol=1e-5, equal_nan=True)
 
 
 def _assert_same_rounds(expected, got):
@@ -180,17 +230,6 @@ def test_group_keys_and_sizes():
       group_size_lib.parse_group_size(bad)
 
 
-def test_grouped_state_is_the_ungrouped_state():
-  """Checkpoints of either path load into the other (same state type)."""
-  fed = _data()
-  spec = cdl.TrainingSpec(batch_size=3, seed=4)
-  ref, grouped = _methods("fedavg", _model_fn(fed, spec))
-  a = training_loop.build_training_process(ref, fed, spec)
-  b = training_loop.build_training_process(grouped, fed, spec)
-  assert (a.next.type_signature.parameter[0]
-          == b.process.next.type_signature.parameter[0])
-
-
 def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
   from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
   fed = _data()
@@ -203,7 +242,7 @@ def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
 
   def run(out, sampler):
     return training_loop.run_federated_training(
-        "grouped", _grouped("fedavg", model_fn), fed, spec, sampler,
+        "grouped", _grouped("plain", model_fn), fed, spec, sampler,
         evaluate, training_loop.LoopConfig(
             total_rounds=ROUNDS, output_dir=str(out), rounds_per_eval=1,
             rounds_per_checkpoint=1), log_fn=None)
@@ -220,16 +259,19 @@ def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
 
 def test_train_main_grouped_equals_ungrouped_and_records_the_size(
     tmp_path, monkeypatch):
-  """Sizes 1 and 2 agree (1e-5); the default, 'auto', is min(25, ceil(C /
-  4)) = 2 at C = 8 whatever the machine: a default run stopped after round
-  2 and resumed on "another machine" (64 cores) ends with size 2's
-  metrics.csv exactly, and records the flag ('auto') and the size (2)."""
+  """An explicit size is recorded as the flag and the size it ran with; the
+  default, 'auto', is min(25, ceil(C / 4)) = 2 at C = 8 whatever the
+  machine: a default run stopped after round 2 and resumed on "another
+  machine" (64 cores) ends with size 2's metrics.csv exactly, and records
+  the flag ('auto') and the size (2). (Sizes 1 and 2 agree through
+  train_main: test_mixing_train_main.py's
+  test_grouped_strategies_equal_ungrouped, whose 'none' is FedAvg on the
+  clients' data; the library's paths: test_grouped_equals_ungrouped.)"""
   import json  # pylint: disable=g-import-not-at-top
   import os  # pylint: disable=g-import-not-at-top
   args = ["--algorithm=fedavg", "--num_clients=10", "--clients_per_round=8",
           "--client_batch_size=20", "--total_rounds=3", "--rounds_per_eval=1",
           "--centralized_epochs=0", "--seed=3", f"--root_output_dir={tmp_path}"]
-  rows = {}
 
   def recorded(name, flag, size):
     hparams = json.loads((tmp_path / name / "hparams.json").read_text())
@@ -238,15 +280,11 @@ def test_train_main_grouped_equals_ungrouped_and_records_the_size(
     assert settings["client_group_size"] == size  # The size it ran with.
     return metric_rows(tmp_path / name / "fedavg" / "metrics.csv")
 
-  for size in ("1", "2"):  # In this process: the test reads files only.
-    in_process.run_train_main(f"--experiment_name=g{size}",
-                              f"--client_group_size={size}", *args)
-    rows[size] = recorded(f"g{size}", size, int(size))
-  assert len(rows["1"]) == len(rows["2"]) == 3
-  for a, b in zip(rows["1"], rows["2"]):
-    assert a["round"] == b["round"] and a["clients"] == b["clients"]
-    for key in ("train_loss", "train_accuracy", "test_loss", "test_accuracy"):
-      np.testing.assert_allclose(float(b[key]), float(a[key]), atol=1e-5)
+  # In this process: the test reads files only.
+  in_process.run_train_main("--experiment_name=g2", "--client_group_size=2",
+                            *args)
+  size_2 = recorded("g2", "2", 2)
+  assert [r["round"] for r in size_2] == ["1", "2", "3"]
   # No --client_group_size: 2 rounds here, the third on 64 cores.
   in_process.run_train_main("--experiment_name=auto", *args,
                             "--total_rounds=2")
@@ -254,7 +292,7 @@ def test_train_main_grouped_equals_ungrouped_and_records_the_size(
   monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(64)),
                       raising=False)
   in_process.run_train_main("--experiment_name=auto", *args)
-  assert recorded("auto", "auto", 2) == rows["2"]
+  assert recorded("auto", "auto", 2) == size_2
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "2.5", "big", "4097"])
@@ -312,27 +350,21 @@ def test_with_client_groups_applies_the_validation_rule(variants, settings,
   assert auto.settings == {**method.settings, "client_group_size": 1}
 
 
-@pytest.mark.parametrize("kind", ["fedavg", "fedir", "fedprox"])
-def test_non_finite_clients_are_dropped_and_counted_alike(kind):
+def test_fedprox_non_finite_clients_are_dropped_and_counted_alike():
   """A client learning rate that overflows some clients' models: both paths
-  drop the same clients (zero update, weight 0) and count them."""
+  drop the same clients (zero update, weight 0) and count them. (FedProx's
+  client work keeps its learning rate out of the state: processes built
+  with it; FedAvg's and FedIR's: test_grouped_equals_ungrouped.)"""
   from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
   fed = _data()
   spec = cdl.TrainingSpec(batch_size=3, seed=4)
   model_fn = _model_fn(fed, spec)
   sgd = tff.learning.optimizers.build_sgdm
   lr = 1e37
-  if kind == "fedir":
-    ref = fedir.build_fedir(model_fn, sgd(lr), 10, client_label_counts=True)
-    update = fedir.grouped_update(10)
-  elif kind == "fedprox":
-    ref = algorithms.build_fedavg(
-        model_fn, sgd(lr), client_work=fedprox.build_fedprox_client_work(
-            model_fn, sgd(lr), MU))
-    update = fedprox.grouped_update(MU)
-  else:
-    ref = algorithms.build_fedavg(model_fn, sgd(lr))
-    update = None
+  ref = algorithms.build_fedavg(
+      model_fn, sgd(lr), client_work=fedprox.build_fedprox_client_work(
+          model_fn, sgd(lr), MU))
+  update = fedprox.grouped_update(MU)
   grouped = client_groups.GroupedMethod(
       model_fn, sgd(lr), None, group_size=3, clients_per_round=len(SIZES),
       update=update)
@@ -342,51 +374,7 @@ def test_non_finite_clients_are_dropped_and_counted_alike(kind):
     training = training_loop.build_training_process(process, fed, spec)
     out = training.next(training.initialize(), sampler.round_keys(1))
     results.append(out.metrics["client_work"])
-  expected, got = results
-  assert expected["clients_dropped_non_finite"] > 0
-  assert got["clients_dropped_non_finite"] == expected["clients_dropped_non_finite"]
-  for key in ("num_examples", "num_batches"):
-    assert got["train"][key] == expected["train"][key]
-  np.testing.assert_allclose(got["train"]["loss"], expected["train"]["loss"],
-                             rtol=1e-5, equal_nan=True)
-
-
-MIXING_COVERED = ("none", "oracle", "example_transfer")
-
-
-def test_train_main_grouped_mixing_equals_ungrouped(tmp_path):
-  """The mixing strategies through the fast path (none: FedAvg on the
-  clients' data; oracle: on the data with the missing classes restored;
-  example transfer: on clients' data shuffled with centralized examples,
-  Augenstein et al. Algorithm 3): group size 2 gives group size 1's metrics
-  (1e-5) over 3 rounds, both the mixing columns and the usual ones."""
-  args = ["--dataset=digits", "--missing_classes=8,9",
-          f"--mixing={','.join(MIXING_COVERED)}",
-          "--central_examples_per_client=3",
-          "--algorithm=fedavg", "--num_clients=6", "--clients_per_round=4", "--client_batch_size=20",
-          "--total_rounds=3", "--rounds_per_eval=1", "--centralized_epochs=0",
-          "--seed=5", f"--root_output_dir={tmp_path}"]
-  rows = {}
-  for size in ("1", "2"):  # In this process: the test reads files only.
-    in_process.run_train_main(f"--experiment_name=m{size}",
-                              f"--client_group_size={size}", *args)
-    for strategy in MIXING_COVERED:
-      method = f"fedavg+{strategy}"
-      rows[size, strategy] = metric_rows(
-          tmp_path / f"m{size}" / method / "metrics.csv")
-  for strategy in MIXING_COVERED:
-    ungrouped, grouped = rows["1", strategy], rows["2", strategy]
-    assert len(ungrouped) == len(grouped) == 3
-    compared = 0
-    for a, b in zip(ungrouped, grouped):
-      assert a["round"] == b["round"] and a["clients"] == b["clients"]
-      for key, value in a.items():
-        if key in ("round", "clients", "round_seconds") or value in ("", None):
-          continue
-        np.testing.assert_allclose(float(b[key]), float(value), atol=1e-5,
-                                   err_msg=f"{strategy}: {key}")
-        compared += 1
-    assert compared >= 3 * 4  # Losses, accuracies and the per-group columns.
+  _assert_dropped_alike(*results)
 
 
 def test_mixing_with_fedir_is_not_grouped(tmp_path):

@@ -17,15 +17,25 @@ def test_default_is_the_iterator_loop():
   assert fedavg.DEFAULT_LOOP == _ITERATOR
 
 
-@pytest.mark.parametrize("build", [
-    lambda loop: algorithms.build_fedavg(model_fn, _sgd(0.1),
-                                         loop_implementation=loop),
-    lambda loop: fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES,
-                                   target_distribution=[0.2, 0.3, 0.5],
-                                   loop_implementation=loop),
-], ids=["fedavg", "fedir"])
-def test_loops_give_the_same_model(context, build):  # pylint: disable=redefined-outer-name
+@pytest.fixture(scope="module")
+def fedavg_loops():
+  """{loop: FedAvg (client SGD 0.1) with that client loop}, built once; the
+  iterator's is the default build (test_default_is_the_iterator_loop)."""
+  return {_REDUCE: algorithms.build_fedavg(model_fn, _sgd(0.1),
+                                           loop_implementation=_REDUCE),
+          _ITERATOR: algorithms.build_fedavg(model_fn, _sgd(0.1))}
+
+
+def _fedir(loop):
+  return fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES,
+                           target_distribution=[0.2, 0.3, 0.5],
+                           loop_implementation=loop)
+
+
+@pytest.mark.parametrize("method", ["fedavg", "fedir"])
+def test_loops_give_the_same_model(context, fedavg_loops, method):  # pylint: disable=redefined-outer-name
   del context
+  build = fedavg_loops.get if method == "fedavg" else _fedir
   data = _client_datasets(IMBALANCED)
   reduce_weights, reduce_losses = _train(build(_REDUCE), data)
   iter_weights, iter_losses = _train(build(_ITERATOR), data)
@@ -48,12 +58,11 @@ def _next_fn_bytes(process) -> bytes:
       process.next).SerializeToString()
 
 
-def test_fedavg_client_graph_has_no_reduce_dataset():
+def test_fedavg_client_graph_has_no_reduce_dataset(fedavg_loops):  # pylint: disable=redefined-outer-name
   # The speed lever: a reduce function is a tf.data function that no Grappler
   # pass optimises (see fedavg.DEFAULT_LOOP).
-  iterator = _next_fn_bytes(algorithms.build_fedavg(model_fn, _sgd(0.1)))
+  iterator = _next_fn_bytes(fedavg_loops[_ITERATOR])  # The default build.
   assert b"ReduceDataset" not in iterator
   assert b"IteratorGetNext" in iterator
-  reduce = _next_fn_bytes(algorithms.build_fedavg(
-      model_fn, _sgd(0.1), loop_implementation=_REDUCE))
+  reduce = _next_fn_bytes(fedavg_loops[_REDUCE])
   assert b"ReduceDataset" in reduce

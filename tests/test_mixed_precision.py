@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import TRAIN_MAIN, metric_rows, run_module
+from conftest import SMALL_RUN, TRAIN_MAIN, metric_rows, run_module
 from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import run_record
 from federated_vision import models as models_lib
@@ -166,17 +166,19 @@ def test_refused_model_is_exit_2_and_one_line(tmp_path):
 # --- Runs. -------------------------------------------------------------------
 
 @pytest.fixture(scope="module", name="runs")
-def _runs(tmp_path_factory, train_in_process):
-  """{name: run directory} of the tiny run without the flag, with
-  --mixed_precision=float32 and with --mixed_precision=bfloat16 (in this
+def _runs(tmp_path_factory, train_in_process, reference_run):
+  """{name: run directory} of the tiny run without the flag and with
+  --mixed_precision=bfloat16; of the session's reference run (digits,
+  no flag) and its first 2 rounds with --mixed_precision=float32 (in this
   process: conftest's train_in_process; the tests read results only)."""
   root = tmp_path_factory.mktemp("mixed_precision")
-  out = {}
-  for name, extra in [("default", []),
-                      ("float32", ["--mixed_precision=float32"]),
-                      ("bfloat16", ["--mixed_precision=bfloat16"])]:
+  out = {"reference": reference_run}
+  for name, args in [
+      ("default", TINY), ("bfloat16", TINY + ["--mixed_precision=bfloat16"]),
+      ("float32", SMALL_RUN + ["--total_rounds=2", "--centralized_epochs=0",
+                               "--mixed_precision=float32"])]:
     proc = train_in_process(f"--root_output_dir={root}",
-                            f"--experiment_name={name}", *TINY, *extra)
+                            f"--experiment_name={name}", *args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out[name] = root / name
   return out
@@ -187,9 +189,11 @@ def _json(path):
 
 
 def test_float32_run_equals_the_run_without_the_flag(runs):
-  assert metric_rows(runs["default"] / "fedavg" / "metrics.csv") == \
-      metric_rows(runs["float32"] / "fedavg" / "metrics.csv")
-  for name in ("default", "float32"):
+  float32 = metric_rows(runs["float32"] / "fedavg" / "metrics.csv")
+  assert [r["round"] for r in float32] == ["1", "2"]
+  assert float32 == metric_rows(
+      runs["reference"] / "fedavg" / "metrics.csv")[:2]
+  for name in ("reference", "default", "float32"):
     assert _json(runs[name] / "experiment.json")["settings"][
         "mixed_precision"] == "float32"
     assert _json(runs[name] / "hparams.json")["mixed_precision"] == "float32"

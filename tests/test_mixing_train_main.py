@@ -2,6 +2,7 @@
 per-group metrics, resume, digits and the CelebA SQLite fixture."""
 
 import csv
+import functools
 import json
 
 import numpy as np
@@ -77,6 +78,14 @@ DIGITS = ["--dataset=digits", "--missing_classes=8,9", f"--mixing={FIVE}",
           "--central_steps=2", "--central_batch_size=8", "--seed=1"]
 
 
+def _digits(mixing):
+  """DIGITS with --mixing=`mixing` (none of parallel's and gradient
+  transfer's settings: refused without them)."""
+  only = ("--mixing=", "--central_steps=", "--central_batch_size=")
+  return [a for a in DIGITS if not a.startswith(only)] + [
+      f"--mixing={mixing}"]
+
+
 # A test may train the module's fixture (its own timeout 900 s) and its run.
 pytestmark = pytest.mark.timeout(2400)
 
@@ -147,13 +156,57 @@ def test_digits_five_strategies_payload_and_groups(digits_run):
   assert hparams["config"]["mixing"]["central_examples_per_client"] == 3
 
 
-def test_digits_mixing_resumes(digits_run, tmp_path):
+# The mixing strategies client groups cover (`methods.groups`): none (FedAvg
+# on the clients' data), oracle (on the data with the missing classes
+# restored), example transfer (on the clients' data shuffled with
+# centralized examples, Augenstein et al. Algorithm 3).
+GROUPED = ("none", "oracle", "example_transfer")
+
+
+def test_grouped_strategies_equal_ungrouped(digits_run, tmp_path):
+  """The module's run groups the covered strategies by default ('auto' =
+  min(25, ceil(5 / 4)) = 2 clients a slot) and only those; a run of them
+  with --client_group_size=1 gives their metrics (1e-5), the mixing
+  columns and the usual ones, round by round."""
   out, _ = digits_run
+  summary = json.loads((out / "summary.json").read_text())
+  for name, m in summary["methods"].items():
+    size = 2 if name.split("+")[1] in GROUPED else 1
+    assert m["settings"]["client_group_size"] == size, name
+  # In this process: the test reads files only.
+  in_process.run_train_main(*_digits(",".join(GROUPED)),
+                            "--client_group_size=1", "--total_rounds=2",
+                            f"--root_output_dir={tmp_path}",
+                            "--experiment_name=ungrouped")
+  strip = lambda r: {k: v for k, v in r.items() if k != "round_seconds"}
+  for strategy in GROUPED:
+    method = f"fedavg+{strategy}"
+    ungrouped = _rows(tmp_path / "ungrouped" / method / "metrics.csv")
+    grouped = _rows(out / method / "metrics.csv")
+    assert len(ungrouped) == len(grouped) == 2
+    compared = 0
+    for a, b in zip(map(strip, ungrouped), map(strip, grouped)):
+      assert a["round"] == b["round"] and a["clients"] == b["clients"]
+      for key, value in a.items():
+        if key in ("round", "clients") or value in ("", None):
+          continue
+        np.testing.assert_allclose(float(b[key]), float(value), atol=1e-5,
+                                   err_msg=f"{strategy}: {key}")
+        compared += 1
+    assert compared >= 2 * 4  # Losses, accuracies and the per-group columns.
+
+
+def test_digits_mixing_resumes(tmp_path):
+  """A mixing run extended by a round resumes from its checkpoint (its own
+  experiment of one strategy: the module's run is read by other tests)."""
+  args = _digits("example_transfer") + [f"--root_output_dir={tmp_path}",
+                                        "--experiment_name=mix"]
+  in_process.run_train_main(*args, "--total_rounds=2")
+  out = tmp_path / "mix"
   before = _rows(out / "fedavg+example_transfer" / "metrics.csv")
   # The same experiment, extended by one round (another --mixing list would
   # be another experiment: refused in this directory).
-  in_process.run_train_main(*DIGITS, f"--root_output_dir={out.parent}",
-                            "--experiment_name=mix", "--total_rounds=3")
+  in_process.run_train_main(*args, "--total_rounds=3")
   summary = json.loads((out / "summary.json").read_text())
   m = summary["methods"]["fedavg+example_transfer"]
   assert m["resumed_from_round"] == 2 and m["rounds"] == 3
@@ -163,17 +216,23 @@ def test_digits_mixing_resumes(digits_run, tmp_path):
   assert rows[2]["extra_broadcast_bytes"] == before[0]["extra_broadcast_bytes"]
 
 
-@pytest.mark.parametrize("flag_args, must_mention", [
+@pytest.mark.parametrize("flag_args, must_mention, real_process", [
     (["--mixing=gradient_transfer", "--fedir"],
-     ["--mixing=gradient_transfer", "--fedir"]),
+     ["--mixing=gradient_transfer", "--fedir"], True),
     (["--mixing=example_transfer", "--fedvc"],
-     ["--mixing=example_transfer", "--fedvc"]),
-    (["--mixing=none", "--missing_classes=3,11"], ["--missing_classes"]),
+     ["--mixing=example_transfer", "--fedvc"], True),
+    # Refused with the data (TensorFlow imported): in this process
+    # (in_process.run: main's exit status and stderr; the two above check
+    # a real process's).
+    (["--mixing=none", "--missing_classes=3,11"], ["--missing_classes"],
+     False),
 ])
 def test_bad_mixing_flags_exit_2_with_one_line(tmp_path, flag_args,
-                                               must_mention):
-  proc = run_module(BINARY, "--algorithm=fedavg", "--total_rounds=1",
-                    f"--root_output_dir={tmp_path}", *flag_args, timeout=300)
+                                               must_mention, real_process):
+  run = (functools.partial(run_module, timeout=300) if real_process
+         else in_process.run)
+  proc = run(BINARY, "--algorithm=fedavg", "--total_rounds=1",
+             f"--root_output_dir={tmp_path}", *flag_args)
   assert proc.returncode == 2, proc.stderr[-2000:]
   assert "Traceback" not in proc.stderr
   lines = [l for l in proc.stderr.splitlines() if all(m in l for m in
