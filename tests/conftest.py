@@ -172,16 +172,18 @@ REFERENCE_RUN_TIMEOUT = 1800
 # `make test` shares whole files out to its xdist processes (--dist loadfile)
 # in collection order: the longest files go first, so that no process is
 # left with a long file at the end while the others are idle. Measured
-# (seconds per file, 2 processes, after the in-process runs of issue 18):
-# most seconds first; files not named keep their order after these.
+# (seconds per file, 2 processes, fresh clone, before the issue-29 cuts of
+# the suite; files not named keep their order after these):
 LONGEST_FILES_FIRST = (
-    "test_docs_output", "test_run_integrity", "test_train_main",
-    "test_client_groups", "test_extra_components", "test_parallel_runs",
-    "test_reproduction_entry", "test_mixing_train_main", "test_mixing",
-    "test_training_loop_integrity", "test_algorithms",
-    "test_realworld_training", "test_multi_worker", "test_readme",
-    "test_mixed_precision", "test_workers_flags", "test_fedvc",
-    "test_run_friction", "test_timeouts", "test_realworld_loaders")
+    "test_extending", "test_docs_output", "test_client_groups",
+    "test_train_main", "test_parallel_runs", "test_run_integrity",
+    "test_reproduction_entry", "test_mixing_train_main",
+    "test_extra_components", "test_mixing", "test_run_faults",
+    "test_training_loop_integrity", "test_realworld_training",
+    "test_algorithms", "test_readme", "test_multi_worker",
+    "test_reproduction_seeds", "test_workers_flags", "test_fedvc",
+    "test_mixed_precision", "test_run_friction", "test_scaffold_runs",
+    "test_timeouts", "test_realworld_loaders")
 
 
 def _file_rank(item) -> int:
