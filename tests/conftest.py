@@ -172,18 +172,19 @@ REFERENCE_RUN_TIMEOUT = 1800
 # `make test` shares whole files out to its xdist processes (--dist loadfile)
 # in collection order: the longest files go first, so that no process is
 # left with a long file at the end while the others are idle. Measured
-# (seconds per file, 2 processes, fresh clone, before the issue-29 cuts of
-# the suite; files not named keep their order after these):
+# (seconds per file, 3 processes on 2 cores, fresh clone, after the issue-29
+# cuts of the suite); files not named keep their order after these.
 LONGEST_FILES_FIRST = (
-    "test_extending", "test_docs_output", "test_client_groups",
-    "test_train_main", "test_parallel_runs", "test_run_integrity",
-    "test_reproduction_entry", "test_mixing_train_main",
-    "test_extra_components", "test_mixing", "test_run_faults",
-    "test_training_loop_integrity", "test_realworld_training",
-    "test_algorithms", "test_readme", "test_multi_worker",
-    "test_reproduction_seeds", "test_workers_flags", "test_fedvc",
-    "test_mixed_precision", "test_run_friction", "test_scaffold_runs",
-    "test_timeouts", "test_realworld_loaders")
+    "test_docs_output", "test_extending", "test_parallel_runs",
+    "test_client_groups", "test_train_main", "test_mixing_train_main",
+    "test_mixing", "test_realworld_training", "test_readme",
+    "test_run_faults", "test_algorithms", "test_run_integrity",
+    "test_mixed_precision", "test_reproduction_entry",
+    "test_extra_components", "test_workers_flags", "test_reproduction_seeds",
+    "test_multi_worker", "test_training_loop_integrity",
+    "test_realworld_loaders", "test_scaffold_runs", "test_fedvc",
+    "test_library_recipes", "test_partition_per_class", "test_run_friction",
+    "test_sweeps")
 
 
 def _file_rank(item) -> int:
