@@ -98,3 +98,37 @@ def run_main(name: str, *args: str) -> str:
     sys.stderr.write(proc.stderr)
     raise SystemExit(proc.returncode)
   return proc.stdout
+
+
+# What a real binary process shows on stderr: `cli.fail` names the program
+# by `sys.argv[0]`'s base name, and absl's handler (`app.run` installs it)
+# writes its log lines there; in the test process both are pytest's.
+class _CurrentStderr:
+  """Writes to whatever `sys.stderr` is at the time (`in_process.run`
+  redirects it while the binary runs)."""
+
+  def write(self, text):
+    return sys.stderr.write(text)
+
+  def flush(self):
+    sys.stderr.flush()
+
+
+def run_as_binary(name: str, *args: str) -> subprocess.CompletedProcess:
+  """`run(name, *args)` with the binary's program name and its
+  absl log lines on the captured stderr."""
+  handler = absl_logging.get_absl_handler()
+  python_handler = handler.python_handler
+  root = logging.getLogger()
+  saved = sys.argv[0], python_handler.stream
+  added = handler not in root.handlers
+  sys.argv[0] = name.rsplit(".", 1)[-1] + ".py"
+  python_handler.stream = _CurrentStderr()
+  if added:
+    root.addHandler(handler)
+  try:
+    return run(name, *args)
+  finally:
+    if added:
+      root.removeHandler(handler)
+    sys.argv[0], python_handler.stream = saved

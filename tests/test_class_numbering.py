@@ -4,7 +4,7 @@ Issue 20, "Class numbering across sources" / acceptance check 4: TFF's
 `iNaturalist_train.csv` with the published `test.csv` (and Landmarks files,
 which never carry `label`) must not be read together unchecked. Budget: two
 train_main runs that stop before any training, in this process
-(`s2_in_process.run`: the binary's exit status, error and warning lines; a
+(`in_process.run`: the binary's exit status, error and warning lines; a
 real process's exit 2 for a refused flag is tests/test_docs_output.py's "bad
 flag value" row); the rest in-process too.
 """
@@ -17,7 +17,7 @@ import sys
 import pytest
 
 import realworld_fixtures as fixtures
-import s2_in_process
+import in_process
 from conftest import REPO
 from federated_vision.experiment import config as config_lib
 from federated_vision import tasks
@@ -86,7 +86,7 @@ def _warning(train, test, reason):
 
 
 def _train_main(inat, tmp_path, test, *extra):
-  return s2_in_process.run(
+  return in_process.run_as_binary(
       "experiments.train_main", "--dataset=inaturalist",
       f"--split_csv={inat['tff_train']}", "--inat_split=user_120k",
       f"--test_csv={test}", f"--image_root={tmp_path}",

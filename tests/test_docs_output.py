@@ -23,8 +23,7 @@ import pytest
 
 from conftest import REPO, run_module
 import in_process
-import s2_in_process
-import s2_run_checks
+import divergence_checks
 from experiments import cli
 from federated_vision.experiment import report_lib
 from federated_vision.evaluation import reporting
@@ -93,7 +92,7 @@ def finished(tmp_path_factory):
 
 # One scenario per situation of the table: (key words, run) -> process.
 def _bad_flag(tmp_path, finished):
-  # The other values' lines in this process (`s2_in_process.run`: the
+  # The other values' lines in this process (`in_process.run`: the
   # binary's exit status and stderr); the row's real process is the last.
   for flag, named in (("--root_output_dir=", "--root_output_dir='': must "
                        "be a non-empty path"),
@@ -103,7 +102,7 @@ def _bad_flag(tmp_path, finished):
                       ("--algorithm=fedavg,fedavg", "--algorithm=fedavg,"
                        "fedavg: fedavg is given 2 times; give each algorithm "
                        "once")):
-    proc = s2_in_process.run(BINARY, flag)
+    proc = in_process.run_as_binary(BINARY, flag)
     lines = _errors(proc)
     assert proc.returncode == 2 and len(lines) == 1, (flag, proc.stderr)
     assert lines[0].startswith(f"train_main.py: error: {named}"), lines
@@ -132,7 +131,7 @@ def _diverged(tmp_path, finished):
   assert any("- in central_acc: not trained: a method diverged" in l
              for l in table), table
   assert any("- in relative_acc:" in l for l in table), table
-  m = s2_run_checks.check_stopped_at_round_1(tmp_path / "div")
+  m = divergence_checks.check_stopped_at_round_1(tmp_path / "div")
   assert m["clients_dropped_non_finite"] == 2  # Every client update (TINY).
   return proc, "[fedavg] diverged at round 1"
 
@@ -148,7 +147,7 @@ def _every_method_diverged(tmp_path, finished):
       "them to the end): summary.json marks them 'diverged' and gives no "
       "relative accuracy")
   assert "on_divergence='continue'" in proc.stdout
-  summary = s2_run_checks.strict_json(tmp_path / "cont" / "summary.json")
+  summary = divergence_checks.strict_json(tmp_path / "cont" / "summary.json")
   assert summary["status"] == "diverged"
   assert summary["centralized"]["status"] == "diverged"
   m = summary["methods"]["fedavg"]

@@ -7,7 +7,7 @@ preset).
     task `toy_synth` with its own --toy_num_classes. Both are passed to
     train_main with --extra_modules in a child process (so this session's
     registries stay as the package makes them), 2 rounds each: their two
-    runs in one child (tests/s1_train_runs.py), the refused command lines
+    runs in one child (tests/child_train_runs.py), the refused command lines
     and --help each a process of its own (one line, before TensorFlow).
 """
 
@@ -66,7 +66,7 @@ def trained(tmp_path_factory):
                  *args] for name, args in (("half", VARIANT_RUN),
                                            ("toy", TASK_RUN))}
   proc = subprocess.run(
-      [sys.executable, os.path.join(TESTS, "s1_train_runs.py"), REPO,
+      [sys.executable, os.path.join(TESTS, "child_train_runs.py"), REPO,
        json.dumps(runs)], cwd=REPO, capture_output=True, text=True,
       timeout=900, check=False,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", MPLBACKEND="Agg", **ENV))

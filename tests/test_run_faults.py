@@ -6,7 +6,7 @@ a 1-epoch centralized baseline) is trained once, in this process; every case
 works on a copy of it and reruns the same command in this process
 (`in_process.run`: its exit status and one-line error are what the binary
 would exit with and print; the method FedAvg is built once for all of them,
-tests/s2_built_methods.py). The failure-table rows these cases document run
+tests/built_method_memo.py). The failure-table rows these cases document run
 as real processes in tests/test_docs_output.py.
 """
 
@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import in_process
-import s2_built_methods
+import built_method_memo
 from conftest import REPO, run_module
 from federated_vision.evaluation import partition_report
 from federated_vision.training import run_files
@@ -46,13 +46,13 @@ PROVENANCE = ("resumed_from_round", "seconds", "reused", "root_output_dir")
 pytestmark = pytest.mark.timeout(900)
 
 
-# The methods the module's first invocation built (s2_built_methods): every
+# The methods the module's first invocation built (built_method_memo): every
 # `_train` runs the same FLAGS, and these cases are about the run's files.
 _BUILT_METHODS = {}
 
 
 def _train(root):
-  with s2_built_methods.methods_built_once(_BUILT_METHODS):
+  with built_method_memo.methods_built_once(_BUILT_METHODS):
     return in_process.run("experiments.train_main",
                           f"--root_output_dir={root}",
                           f"--experiment_name={NAME}", *FLAGS)

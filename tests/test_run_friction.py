@@ -17,8 +17,8 @@ import os
 
 import pytest
 
-import s2_built_methods
-import s2_in_process
+import built_method_memo
+import in_process
 from conftest import run_module
 from federated_vision.experiment import config as config_lib
 from experiments import reproduce_lib
@@ -219,10 +219,10 @@ def test_malformed_split_csv_leaves_no_directory(tmp_path):
   split = tmp_path / "split.csv"
   split.write_text("user_id,image_id,class\nu,1,0\nu,x,1\n")
   root = tmp_path / "out" / "sub"
-  # In this process (`s2_in_process.run`): the binary's exit status and its
+  # In this process (`in_process.run`): the binary's exit status and its
   # one line; a real process's exit 2 for a refused flag is
   # tests/test_docs_output.py's "bad flag value" row.
-  proc = s2_in_process.run("experiments.train_main",
+  proc = in_process.run_as_binary("experiments.train_main",
                            "--dataset=synthetic_cifar10",
                            f"--split_csv={split}", f"--root_output_dir={root}",
                            "--experiment_name=e", "--total_rounds=1")
@@ -297,9 +297,9 @@ def test_hparams_after_extension_hold_current_result_settings(tmp_path):
                 clients_per_round=2, client_batch_size=20, rounds_per_eval=1,
                 rounds_per_checkpoint=1, centralized_epochs=0, seed=1,
                 root_output_dir=str(tmp_path), experiment_name="ext")
-  # FedAvg built once for both (s2_built_methods): the check is the HParams
+  # FedAvg built once for both (built_method_memo): the check is the HParams
   # records, not the build.
-  with s2_built_methods.methods_built_once({}):
+  with built_method_memo.methods_built_once({}):
     runner.run(config_lib.from_values(dict(values, total_rounds=2)))
     runner.run(config_lib.from_values(dict(values, total_rounds=3)))
   logdir = tmp_path / "ext" / "fedavg" / "tensorboard"

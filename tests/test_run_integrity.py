@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import in_process
-import s2_run_checks
+import divergence_checks
 from conftest import REPO, run_module
 from conftest import SMALL_RUN, metric_rows
 
@@ -35,7 +35,7 @@ def _error_lines(proc):
   return [l for l in proc.stderr.splitlines() if "error:" in l]
 
 
-_strict_json = s2_run_checks.strict_json
+_strict_json = divergence_checks.strict_json
 
 
 # Several train_main runs per test, the module's fixture included.
@@ -178,7 +178,7 @@ def test_divergence_exits_3_and_marks_the_method(tmp_path, flag,
   assert proc.returncode == 3, proc.stderr[-3000:]
   lines = _error_lines(proc)
   assert len(lines) == 1 and "[fedavg] diverged at round 1" in lines[0]
-  s2_run_checks.check_stopped_at_round_1(tmp_path / "div")
+  divergence_checks.check_stopped_at_round_1(tmp_path / "div")
 
 
 # A diverged centralized baseline gives no relative accuracy, and every

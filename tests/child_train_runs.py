@@ -5,7 +5,7 @@ start-up paid once for all of them. Components from --extra_modules
 register process-wide, which is why this is a child of pytest and not
 pytest itself.
 
-    python tests/s1_train_runs.py <repo> '<json {name: [arg, ...]}>'
+    python tests/child_train_runs.py <repo> '<json {name: [arg, ...]}>'
 
 prints one line `RESULT <json {name: {"code": exit status, "stdout": ...,
 "stderr": ...}}>`.
