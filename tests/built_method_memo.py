@@ -16,22 +16,23 @@ from unittest import mock
 
 @contextlib.contextmanager
 def methods_built_once(built: dict):
-  """While open, `methods.build_method(config, inputs, mixing)` returns the
-  method `built` holds for (config, mixing, the inputs' clients, sizes and
-  seed), building and adding it the first time. Callers keep `built` for as
+  """While open, `methods.build_method(config, inputs, mixing,
+  client_group_size)` returns the method `built` holds for (config, mixing,
+  group size, the inputs' clients, sizes and seed), building and adding it
+  the first time. Callers keep `built` for as
   long as their runs share a data set and model (the key does not hold the
   model builder)."""
   from federated_vision import methods as methods_lib  # pylint: disable=g-import-not-at-top
   real = methods_lib.build_method
 
-  def build_method(config, inputs, mixing=None):
+  def build_method(config, inputs, mixing=None, client_group_size=None):
     # Everything of the inputs but the model builder (a closure), so that a
     # run on other clients, sizes or seed can never get another's process.
-    key = (repr(config), repr(mixing), inputs.num_classes,
-           tuple(inputs.client_ids), tuple(inputs.client_sizes),
-           inputs.clients_per_round, inputs.seed)
+    key = (repr(config), repr(mixing), repr(client_group_size),
+           inputs.num_classes, tuple(inputs.client_ids),
+           tuple(inputs.client_sizes), inputs.clients_per_round, inputs.seed)
     if key not in built:
-      built[key] = real(config, inputs, mixing)
+      built[key] = real(config, inputs, mixing, client_group_size)
     return built[key]
   with mock.patch.object(methods_lib, "build_method", build_method):
     yield

@@ -2,6 +2,7 @@
 ungrouped path's metrics and model, and a killed run resumes exactly."""
 
 import collections
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -178,9 +179,11 @@ def _assert_same_rounds(expected, got):
 
 # (algorithm, variants, server optimizer, its own settings): with the cases
 # above, every covered algorithm, client work, data side and server
-# optimizer, built as a run builds them (`build_method`, then
-# `with_client_groups`), so the grouped process is checked to be the
+# optimizer, built as a run builds them (`build_method` with a group size:
+# the grouped builders alone), so the grouped process is checked to be the
 # method's own (its spec, sampler, client work's hooks, server optimizer).
+# (`with_client_groups`, which mixing runs use: tests/test_mixing_train_main.py's
+# test_grouped_strategies_equal_ungrouped.)
 BUILT = [
     ("fedsgd", ("fedir",), "yogi", {"server_learning_rate": 0.05}),
     ("fedavgm", ("fedprox", "fedvc"), None, {}),  # sgdm, beta = 0.9.
@@ -203,7 +206,15 @@ def test_built_method_grouped_equals_ungrouped(algorithm, variants,
   inputs = methods.MethodInputs(model_fn, 10, fed.client_data.client_ids,
                                 list(SIZES), CLIENTS_PER_ROUND, seed=4)
   method = methods.build_method(config, inputs)
-  grouped = methods.with_client_groups(method, config, inputs, 2)
+  # Built once, grouped: no per-client process or client work is built
+  # (and discarded) first.
+  from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top
+  never = mock.Mock(side_effect=AssertionError("built per client"))
+  with mock.patch.object(fedavg, "build_fedavg", never), \
+       mock.patch.object(fedavg, "build_fedsgd", never), \
+       mock.patch.object(fedir, "build_fedir_client_work", never), \
+       mock.patch.object(fedprox, "build_fedprox_client_work", never):
+    grouped = methods.build_method(config, inputs, client_group_size=2)
   assert grouped.settings == {**method.settings, "client_group_size": 2}
   assert isinstance(grouped.process, client_groups.GroupedMethod)
   _assert_same_rounds(_run(method.process, fed, method.spec, method.sampler),

@@ -123,14 +123,16 @@ def build_experiment(config: config_lib.ExperimentConfig,
       methods_lib.MixingRun(s, config.mixing, scenario)
       for s in config.mixing.mixing]
   pairs = [(m, mix) for m in config.methods.expand() for mix in runs]
-  methods = [methods_lib.build_method(m, inputs, mix) for m, mix in pairs]
   # algorithms/client_groups (every method records its resolved size).
   size = client_group_size.parse_group_size(config.execution.client_group_size)
-  try:
-    methods = [methods_lib.with_client_groups(built, m, inputs, size)
-               for built, (m, _) in zip(methods, pairs)]
-  except ValueError as e:
-    raise bad("client_group_size", size, str(e)) from None
+  for m, mix in pairs:  # Config validation refused these first.
+    try:
+      client_group_size.method_group_size(
+          m, None if mix is None else mix.strategy, size, per_round)
+    except ValueError as e:
+      raise bad("client_group_size", size, str(e)) from None
+  methods = [methods_lib.build_method(m, inputs, mix, client_group_size=size)
+             for m, mix in pairs]
   stats = partition_report.counts_summary(fed.class_counts,
                                          fed.info.get("class_prior"))
   return Experiment(config, fed, keras_model_fn, methods, output_dir,

@@ -70,7 +70,9 @@ def plain_settings() -> Dict[str, object]:
 
 
 def build_method(config: MethodConfig, inputs: MethodInputs,
-                 mixing: Optional[MixingRun] = None) -> Method:
+                 mixing: Optional[MixingRun] = None,
+                 client_group_size: Optional[groups.GroupSize] = None
+                 ) -> Method:
   """Builds the method's process, spec, sampler and resolved settings.
 
   The method is checked first (`methods.method_config.validate`, pure
@@ -81,29 +83,64 @@ def build_method(config: MethodConfig, inputs: MethodInputs,
   client work and its server optimizer, its spec and a uniform sampler
   changed by the data-side variants. With `mixing`: the strategy's process
   on its data (its registered `build`), given the same components.
+
+  Args:
+    config: the method.
+    inputs: what its builders read (model, clients, seed, ...).
+    mixing: its mixing strategy, or None.
+    client_group_size: `--client_group_size` ('auto' or an int): the method
+      is trained through client groups when its size
+      (`groups.method_group_size`) is > 1, and records the size it runs
+      with as its `client_group_size` setting; None: trained per client,
+      no size recorded. Without `mixing`, a grouped method's process is
+      built once, by its components' grouped builders
+      (`Algorithm.grouped_build`, `ClientWork.grouped_update`, which give
+      the settings their builders give), not built per client first and
+      replaced (ours: each build traces TFF computations, seconds per
+      method); with `mixing`, see `with_client_groups`.
+
+  Raises:
+    ConfigError: see `validate`.
+    ValueError: an explicit group size > 1 for a method the groups do not
+      cover (config validation refuses it first).
   """
   validate(config)
   if mixing is not None:
-    return _build_mixing(config, inputs, mixing)
+    method = _build_mixing(config, inputs, mixing)
+    if client_group_size is None:
+      return method
+    return with_client_groups(method, config, inputs, client_group_size)
+  size = 1 if client_group_size is None else groups.method_group_size(
+      config, None, client_group_size, inputs.clients_per_round)
   settings = plain_settings()
-  parts = {}
+  parts, update = {}, None
   for name in config.variants:
     v = comp.get(name)
     if v.kind == comp.CLIENT_WORK:
-      parts["client_work"], extra = v.build(config, inputs)
+      if size > 1:
+        update, extra = v.grouped_update(config, inputs)
+      else:
+        parts["client_work"], extra = v.build(config, inputs)
       settings.update(extra, client_work=v.name)
     settings.update(v.recorded(config))  # Its declared hyper-parameters.
   optimizer, optimizer_settings = server_optimizer(config)
   algorithm = comp.get(config.algorithm, comp.ALGORITHM)
-  process, algo_settings = algorithm.build(config, inputs, comp.BuildParts(
+  build_parts = comp.BuildParts(
       server_optimizer=optimizer,
-      client_optimizer=fedavg_builtins.client_sgd(config), **parts))
+      client_optimizer=fedavg_builtins.client_sgd(config), **parts)
+  if size > 1:
+    process, algo_settings = algorithm.grouped_build(config, inputs,
+                                                     build_parts, update, size)
+  else:
+    process, algo_settings = algorithm.build(config, inputs, build_parts)
   settings.update(optimizer_settings)
   settings.update(algorithm.recorded(config))
   settings.update(algo_settings)
   spec, sampler, extra = _sampling(config, inputs)
   settings.update(extra)
   settings.update(_identity(config, config.name, spec, inputs))
+  if client_group_size is not None:
+    settings["client_group_size"] = size
   return Method(config.name, process, spec, sampler, settings)
 
 
@@ -206,7 +243,8 @@ def with_client_groups(method: Method, config: MethodConfig,
   The grouped process is built from the method's own components, as
   `build_method` builds them: the client SGD, the server optimizer, the
   client work's grouped update (`ClientWork.grouped_update`).
-  `client_group_size` joins its settings.
+  `client_group_size` joins its settings. (`build_method(...,
+  client_group_size=...)` builds a method without mixing grouped at once.)
 
   Args:
     method: `build_method(config, inputs, mixing)`.
@@ -222,19 +260,17 @@ def with_client_groups(method: Method, config: MethodConfig,
       (config validation refuses it first).
   """
   s = method.settings
-  size = groups.resolve_group_size(group_size, inputs.clients_per_round)
-  uncovered = groups.uncovered(config, s.get("mixing"))
-  if size == 1 or uncovered is not None:
-    if size > 1 and group_size != groups.AUTO:
-      raise ValueError(uncovered)
+  size = groups.method_group_size(config, s.get("mixing"), group_size,
+                                  inputs.clients_per_round)
+  if size == 1:
     return method._replace(settings={**s, "client_group_size": 1})
   update = None
   work = [comp.get(v) for v in config.variants
           if comp.get(v).kind == comp.CLIENT_WORK]
   if work:
-    update = work[0].grouped_update(config, inputs)
+    update, _ = work[0].grouped_update(config, inputs)
   optimizer, _ = server_optimizer(config)
-  grouped = comp.get(config.algorithm).grouped_build(
+  grouped, _ = comp.get(config.algorithm).grouped_build(
       config, inputs, comp.BuildParts(
           server_optimizer=optimizer,
           client_optimizer=fedavg_builtins.client_sgd(config)), update, size)

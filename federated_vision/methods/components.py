@@ -191,9 +191,11 @@ class Algorithm(Component):
       `ServerOptimizer`; `@<optimizer>` in a method name replaces it), or
       None: it has no server-optimizer slot.
     grouped_build: `(config, inputs, parts: BuildParts, update, group_size)
-      -> process`: the same round trained through client groups (`update`:
-      the client work's `client_groups.ClientUpdate` or None), or None: client
-      groups do not cover it. FedAvg's composition has one
+      -> (process, settings)`: the same round trained through client groups
+      (`update`: the client work's `client_groups.ClientUpdate` or None),
+      recording the settings `build` records (`build_method` builds a
+      grouped method with it alone), or None: client groups do not cover
+      it. FedAvg's composition has one
       (`methods.builtins.fedavg.grouped_fedavg`), which an algorithm whose
       round is FedAvg's may reuse; `grouped` follows it.
     client_state_models: model-sized float32 values it keeps per client
@@ -245,9 +247,10 @@ class ClientWork(Variant):
   process, settings)` (a `tff.learning.templates.ClientWorkProcess`).
 
   Attributes:
-    grouped_update: `(config, inputs) -> algorithms.client_groups.
-      ClientUpdate` (the per-client pieces client groups need), or None:
-      client groups do not cover it.
+    grouped_update: `(config, inputs) -> (algorithms.client_groups.
+      ClientUpdate, settings)` (the per-client pieces client groups need;
+      the settings `build` records), or None: client groups do not cover
+      it.
   """
   kind: ClassVar[str] = CLIENT_WORK
   grouped_update: Optional[Callable] = None

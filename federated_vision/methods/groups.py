@@ -61,6 +61,25 @@ def resolve_group_size(group_size: GroupSize, clients_per_round: int) -> int:
   return parse_group_size(str(group_size))
 
 
+def method_group_size(config, mixing: Optional[str], group_size: GroupSize,
+                      clients_per_round: int) -> int:
+  """The group size one method trains with: `resolve_group_size`, or 1
+  when that is 1 or when the size is 'auto' and client groups do not cover
+  the method (`uncovered`).
+
+  Raises:
+    ValueError: an explicit size > 1 for a method the groups do not cover
+      (config validation refuses it first, `check_methods`).
+  """
+  size = resolve_group_size(group_size, clients_per_round)
+  reason = uncovered(config, mixing)
+  if size > 1 and reason is not None:
+    if group_size != AUTO:
+      raise ValueError(reason)
+    return 1
+  return size
+
+
 def client_work(config) -> str:
   """The method's client-work variant, 'plain' without one: what
   `methods.build_method` records as its `client_work` setting.

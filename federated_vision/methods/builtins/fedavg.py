@@ -31,6 +31,12 @@ def fedsgd_client_spec(config, seed: int):
       dataclasses.replace(config, client_batch_size=0, client_epochs=1), seed)
 
 
+def _client_settings(config):
+  """What FedAvg's builders record (per client or grouped alike)."""
+  return {"client_optimizer": "sgd",
+          "client_learning_rate": config.client_learning_rate}
+
+
 def _build(fedsgd: bool):
   """FedAvg's composition (`algorithms.fedavg`) with the method's client
   work and server optimizer."""
@@ -45,8 +51,7 @@ def _build(fedsgd: bool):
       process = fedavg.build_fedavg(inputs.model_fn, parts.client_optimizer,
                                     parts.server_optimizer,
                                     client_work=parts.client_work)
-    return process, {"client_optimizer": "sgd",
-                     "client_learning_rate": config.client_learning_rate}
+    return process, _client_settings(config)
   return build
 
 
@@ -55,12 +60,13 @@ def grouped_fedavg(config, inputs, parts: comp.BuildParts, update,
   """FedAvg's round (McMahan et al. 2017, Algorithm 1) through client groups
   (`algorithms.client_groups.GroupedMethod`): the same server optimizer and
   client SGD, the client work's per-client `update`; an algorithm whose
-  round is FedAvg's composition declares it as its `grouped_build`."""
+  round is FedAvg's composition declares it as its `grouped_build`. Returns
+  (process, the settings `build` records)."""
   from federated_vision.algorithms import client_groups  # pylint: disable=g-import-not-at-top
   return client_groups.GroupedMethod(
       inputs.model_fn, parts.client_optimizer, parts.server_optimizer,
       group_size=group_size, clients_per_round=inputs.clients_per_round,
-      update=update)
+      update=update), _client_settings(config)
 
 
 comp.register(comp.Algorithm(

@@ -59,9 +59,10 @@ def _mixing(config, inputs):
 
 
 def _grouped(config, inputs):
+  """The grouped update and the settings `_work` records."""
   from federated_vision.algorithms import fedir  # pylint: disable=g-import-not-at-top
-  return fedir.grouped_update(inputs.num_classes,
-                              target(config, inputs))
+  return (fedir.grouped_update(inputs.num_classes, target(config, inputs)),
+          {"fedir_target": config.fedir_target})
 
 
 comp.register(comp.ClientWork(

@@ -31,9 +31,11 @@ def _build(config, inputs):
 
 
 def _grouped(config, inputs):
+  """The grouped update and the settings `_build` records."""
   del inputs
   from federated_vision.algorithms import fedprox  # pylint: disable=g-import-not-at-top
-  return fedprox.grouped_update(config.fedprox_mu)
+  return (fedprox.grouped_update(config.fedprox_mu),
+          {"fedprox_mu": config.fedprox_mu})
 
 
 comp.register(comp.ClientWork(
