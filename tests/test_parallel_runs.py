@@ -1,5 +1,7 @@
 """--parallel_runs=N of sweep_main / reproduce (issue 18): `experiments.parallel`."""
 
+import contextlib
+import fcntl
 import os
 import signal
 import subprocess
@@ -14,7 +16,8 @@ from conftest import REPO, metric_rows
 from experiments import parallel
 from federated_vision.errors import ConfigError
 
-# A 3-point digits sweep (registered by an --extra_modules module): 2 tiny
+# A 3-point digits sweep (registered by an --extra_modules module in a real
+# sweep_main process, by exec in a copy of the registry in this one): 2 tiny
 # points (1 round: enough to compare metrics; a third process at once is
 # still possible with 3 points) and one whose directory the test locks.
 SWEEP_MODULE = textwrap.dedent("""
@@ -122,35 +125,67 @@ def module_dir(tmp_path):
   return d
 
 
+@contextlib.contextmanager
+def _locked(directory):
+  """Holds `directory`'s run lock (an `flock` on its lock file, as
+  `training_loop.RunLock` takes it) through a file description of its own,
+  outside RunLock's re-entrant table of this process: a run in this process
+  (the sequential sweep) is refused as a run of another process (a parallel
+  sweep's child) is."""
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  directory.mkdir(parents=True)
+  with open(directory / training_loop.LOCK_FILE, "w") as f:
+    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    f.write(f"pid {os.getpid()} (the test)\n")
+    f.flush()
+    yield
+
+
+def _most_children(pid, until_done):
+  """(`until_done()`, the most live `run_point` children of `pid` seen at
+  once while it ran)."""
+  seen = []
+  sampling = threading.Event()
+
+  def sample():
+    while not sampling.is_set():
+      seen.append(len(_children(pid)))
+      time.sleep(0.05)
+  sampler = threading.Thread(target=sample)
+  sampler.start()
+  try:
+    result = until_done()
+  finally:
+    sampling.set()
+    sampler.join()
+  return result, max(seen)
+
+
 @pytest.mark.timeout(600)
 def test_parallel_sweep_equals_sequential_and_reports_a_failed_point(
-    tmp_path, module_dir):
+    tmp_path, monkeypatch):
   """--parallel_runs=2: the same metrics as 1, at most 2 points at once (the
   child processes, observed in /proc), a point whose directory another
-  process locks fails with its status while the others complete; exit 2."""
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  process locks fails with its status while the others complete; exit 2.
+
+  Both sweeps' sweep_main runs in this process (`in_process`; the sweep
+  registered in a copy of the registry for the test, not by --extra_modules,
+  which would register it process-wide); the points of --parallel_runs=2 run
+  in its real `run_point` child processes, those of 1 in this process. A
+  real sweep_main process: test_sigterm_stops_every_point_and_its_workers."""
+  import in_process  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import sweeps  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(sweeps, "SWEEPS", dict(sweeps.SWEEPS))
+  exec(SWEEP_MODULE, {})  # pylint: disable=exec-used
   results = {}
   for n in (1, 2):
     root = tmp_path / f"n{n}"
-    locked = root / "digits_tiny" / "zz_locked"
-    locked.mkdir(parents=True)
-    with training_loop.RunLock(str(locked)):
-      proc = _sweep(root, module_dir, f"--parallel_runs={n}")
-      seen = []
-      sampling = threading.Event()
-
-      def sample(pid=proc.pid):
-        while not sampling.is_set():
-          seen.append(len(_children(pid)))
-          time.sleep(0.05)
-      sampler = threading.Thread(target=sample)
-      sampler.start()
-      try:
-        out, err = proc.communicate(timeout=500)
-      finally:
-        sampling.set()
-        sampler.join()
-    results[n] = (root, proc.returncode, out, err, max(seen))
+    with _locked(root / "digits_tiny" / "zz_locked"):
+      proc, most = _most_children(os.getpid(), lambda r=root, n=n: (
+          in_process.run_as_binary(
+              "experiments.sweep_main", "--sweep=digits_tiny",
+              f"--root_output_dir={r}", f"--parallel_runs={n}")))
+    results[n] = (root, proc.returncode, proc.stdout, proc.stderr, most)
   for n in (1, 2):
     root, code, out, err, most = results[n]
     assert code == 2, err[-2000:]
