@@ -56,49 +56,82 @@ def _run_script(tmp_path, code, name):
                         stdin=subprocess.DEVNULL, check=False)
 
 
-@pytest.mark.timeout(1200)  # Its snippets' subprocess may take 600 s.
-def test_library_api_snippets_run(tmp_path):
-  snippets = _library_api_snippets()
-  assert len(snippets) == 4
-  code = "\n".join(snippets).replace("/tmp/fv", str(tmp_path))
-  code += ("\nassert m.name == 'fedavgm+fedprox+fedvc'"
-           "\nassert vc.spec.virtual_client_size == 64"
-           "\nassert summary['methods']['fedavg+fedprox']['rounds'] == 2"
-           "\nassert summary['methods']['fedavg+fedprox']['settings']"
-           "['client_work'] == 'fedprox'\n"
-           # The DP snippet trained two rounds through the DP aggregator.
-           "\nimport numpy as np"
-           "\nassert 'dp' in str(dp_out.metrics['aggregator'])"
-           "\nassert dp_out.metrics['client_work']"
-           "['clients_dropped_non_finite'] == 0"
-           "\nassert np.isfinite(dp_out.metrics['client_work']['train']['loss'])"
-           "\nassert str(dp_training.initialize().aggregator) != "
-           "str(dp_state.aggregator)\n")
-  proc = _run_script(tmp_path, code, "snippets.py")
+_LIBRARY_CHECKS = (
+    "\nassert m.name == 'fedavgm+fedprox+fedvc'"
+    "\nassert vc.spec.virtual_client_size == 64"
+    "\nassert summary['methods']['fedavg+fedprox']['rounds'] == 2"
+    "\nassert summary['methods']['fedavg+fedprox']['settings']"
+    "['client_work'] == 'fedprox'\n"
+    # The DP snippet trained two rounds through the DP aggregator.
+    "\nimport numpy as np"
+    "\nassert 'dp' in str(dp_out.metrics['aggregator'])"
+    "\nassert dp_out.metrics['client_work']"
+    "['clients_dropped_non_finite'] == 0"
+    "\nassert np.isfinite(dp_out.metrics['client_work']['train']['loss'])"
+    "\nassert str(dp_training.initialize().aggregator) != "
+    "str(dp_state.aggregator)\n")
+
+_TOUR_CHECKS = (
+    "\nimport numpy as np"
+    "\nassert sorted(fed.client_data.client_ids) == "
+    "['u0000', 'u0001', 'u0002', 'u0003']"
+    "\nassert fed.num_classes == 3"
+    "\nassert fed.input_shape[:2] == (32, 32)"
+    "\ntrain = out.metrics['client_work']['train']"
+    "\nassert train['num_examples'] == 10, train"  # 2 clients x 5 examples
+    "\nassert np.isfinite(train['loss']) and 0 <= train['accuracy'] <= 1\n")
+
+# One fresh interpreter runs both pages' snippets, each in its own
+# namespace, the README's tour first (a user's own script: no
+# `runtime.install()` before it), then docs/algorithms.md's Library API;
+# a failure in one is printed and the other still runs (ours: one
+# TensorFlow import and TFF worker start fewer, test-suite time).
+_SCRIPT = """import traceback
+def section(name, code):
+  try:
+    exec(compile(code, name, "exec"), {"__name__": "__main__"})
+    print("SECTION OK", name, flush=True)
+  except BaseException:
+    print("SECTION FAILED", name, flush=True)
+    traceback.print_exc()
+section("tour", %r)
+section("library_api", %r)
+"""
+
+
+@pytest.fixture(scope="module")
+def snippets_ran(tmp_path_factory):
+  """The subprocess that ran the tour and the Library API snippets, and
+  its directory."""
+  tmp_path = tmp_path_factory.mktemp("snippets")
+  tour, library = _tour_snippets(), _library_api_snippets()
+  assert len(tour) == 1 and len(library) == 4
+  at = lambda code: code.replace("/tmp/fv", str(tmp_path))
+  script = _SCRIPT % (at(tour[0]) + _TOUR_CHECKS,
+                      at("\n".join(library)) + _LIBRARY_CHECKS)
+  return _run_script(tmp_path, script, "snippets.py"), tmp_path
+
+
+def _section_passed(proc, name):
   assert proc.returncode == 0, proc.stderr[-3000:]
+  assert f"SECTION OK {name}" in proc.stdout.splitlines(), (
+      proc.stdout[-2000:], proc.stderr[-3000:])
+
+
+@pytest.mark.timeout(1200)  # Its snippets' subprocess may take 600 s.
+def test_library_api_snippets_run(snippets_ran):
+  proc, tmp_path = snippets_ran
+  _section_passed(proc, "library_api")
   assert (tmp_path / "tiny" / "summary.json").is_file()
 
 
-@pytest.mark.timeout(900)
-def test_readme_tour_snippet_runs(tmp_path):
+@pytest.mark.timeout(1200)
+def test_readme_tour_snippet_runs(snippets_ran):
   """The tour's split loads (4 clients x 5 examples, 3 classes) and trains
   two rounds of 2 clients on the managed workers."""
-  snippets = _tour_snippets()
-  assert len(snippets) == 1
-  assert "contexts.managed_execution_context()" in snippets[0]
-  code = snippets[0].replace("/tmp/fv", str(tmp_path)) + (
-      "\nimport numpy as np"
-      "\nassert sorted(fed.client_data.client_ids) == "
-      "['u0000', 'u0001', 'u0002', 'u0003']"
-      "\nassert fed.num_classes == 3"
-      "\nassert fed.input_shape[:2] == (32, 32)"
-      "\ntrain = out.metrics['client_work']['train']"
-      "\nassert train['num_examples'] == 10, train"  # 2 clients x 5 examples
-      "\nassert np.isfinite(train['loss']) and 0 <= train['accuracy'] <= 1"
-      "\nprint('TOUR OK')\n")
-  proc = _run_script(tmp_path, code, "tour.py")
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  assert "TOUR OK" in proc.stdout
+  proc, tmp_path = snippets_ran
+  assert "contexts.managed_execution_context()" in _tour_snippets()[0]
+  _section_passed(proc, "tour")
   assert (tmp_path / "inat" / "split.csv").is_file()
 
 
