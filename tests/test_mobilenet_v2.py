@@ -115,6 +115,14 @@ def small_bottleneck_last2():
                                      trainable_last_layers=2, seed=3, **SMALL)
 
 
+@pytest.fixture(scope="module")
+def small_last2_no_decay():
+  """As `small` (same seed and groups) but trainable_last_layers=2 and no
+  weight decay: one build for the freezing counts and the seed check."""
+  return mnv2.create_mobilenet_v2_gn(num_classes=9, groups=8, seed=4,
+                                     trainable_last_layers=2, **SMALL)
+
+
 def test_small_forward_pass_logits_and_per_example_normalisation(small):
   model = small
   assert not any(isinstance(l, BN) for l in model.layers)
@@ -157,7 +165,8 @@ def test_bottleneck_shapes(small_bottleneck_last2, small):
       (1280 * 64 + 64 + 64 * 9 + 9) - (1280 * 9 + 9)
 
 
-def test_trainable_last_two_layers_counts(small_bottleneck_last2, small):
+def test_trainable_last_two_layers_counts(small_bottleneck_last2, small,
+                                         small_last2_no_decay):
   c = 9
   with_bn = small_bottleneck_last2
   assert [w.name for w in with_bn.trainable_weights] == [
@@ -166,8 +175,7 @@ def test_trainable_last_two_layers_counts(small_bottleneck_last2, small):
       1280 * 64 + 64 + 64 * c + c
   assert len(mnv2.trainable_units(with_bn)) == mnv2.num_weighted_layers(64) == 54
 
-  plain = mnv2.create_mobilenet_v2_gn(num_classes=c, trainable_last_layers=2,
-                                      **SMALL)
+  plain = small_last2_no_decay
   # Last conv (+ its GN) and the classifier. alpha=0.35: block 16 outputs
   # _make_divisible(320 * 0.35) = 112 channels.
   assert [w.name for w in plain.trainable_weights] == [
@@ -295,11 +303,17 @@ def test_weight_decay_on_conv_and_dense_kernels_not_depthwise_or_gn(small):
       assert layer.depthwise_regularizer is None, layer.name
 
 
-def test_no_weight_decay_and_seed_reproducible(small, small_bottleneck_last2):
-  same = mnv2.create_mobilenet_v2_gn(num_classes=9, groups=8, seed=4, **SMALL)
+def test_no_weight_decay_and_seed_reproducible(small, small_bottleneck_last2,
+                                              small_last2_no_decay):
+  # Same seed as `small`: the same initial weights, whatever the weight decay
+  # and the freezing (which reorders `weights`: compared by name).
+  same = small_last2_no_decay
   assert same.losses == []
   a = small.get_weights()
-  assert all(np.array_equal(x, y) for x, y in zip(a, same.get_weights()))
+  same_by_name = {w.name: w.numpy() for w in same.weights}
+  assert sorted(same_by_name) == sorted(w.name for w in small.weights)
+  assert all(np.array_equal(w.numpy(), same_by_name[w.name])
+             for w in small.weights)
   # seed=3 vs seed=4: the first conv kernel (same shape) differs.
   other = small_bottleneck_last2.get_layer("Conv1").kernel.numpy()
   assert other.shape == a[0].shape and not np.array_equal(a[0], other)

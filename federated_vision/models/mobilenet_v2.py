@@ -113,6 +113,13 @@ class GroupNorm(tf.keras.layers.GroupNormalization):
   """
 
   def call(self, inputs, mask=None):
+    return self._call_unconverted(inputs, mask)
+
+  # Keras autograph-converts a user layer's `call`, which wraps each of its
+  # ops in a `converted_call`; it has no tensor-dependent control flow, so
+  # unconverted it builds the same graph, ~8% faster (mobilenet_ops.ReLU6).
+  @tf.autograph.experimental.do_not_convert
+  def _call_unconverted(self, inputs, mask):
     rank = inputs.shape.rank
     channels = inputs.shape[-1]
     if mask is not None or rank is None or channels is None or \
