@@ -1,6 +1,7 @@
 """FedAvg / FedAvgM / FedSGD / FedIR processes: construction and exact runs."""
 
 import collections
+import functools
 
 import numpy as np
 import pytest
@@ -128,6 +129,17 @@ def fedir_process():
   return fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES)
 
 
+# The class distribution of every client in test_fedir_with_own_distribution_is_fedavg.
+OWN_P = (3 / 6, 1 / 6, 2 / 6)
+
+
+@pytest.fixture(scope="module")
+def fedir_own_p_process():
+  """FedIR with target p = OWN_P, client SGD(0.1)."""
+  return fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES,
+                           target_distribution=list(OWN_P))
+
+
 def test_type_signatures(fedavg_process, fedir_process):
   avg = fedavg_process
   assert isinstance(avg, tff.learning.templates.LearningProcess)
@@ -182,15 +194,16 @@ def test_fedavgm_without_momentum_is_fedavg(fedavg_imbalanced):
 
 
 def test_fedir_with_own_distribution_is_fedavg(context, fedavg_process,
-                                               fedir_process):
+                                               fedir_process,
+                                               fedir_own_p_process):
   del context
   # Every client has the same class distribution q = (3/6, 1/6, 2/6) = p.
   same = [[0, 0, 0, 1, 2, 2], [2, 0, 1, 0, 2, 0], [0, 2, 1, 2, 0, 0]]
+  for labels in same:
+    np.testing.assert_allclose(np.bincount(labels) / len(labels), OWN_P)
   data = _client_datasets(same)
-  p = [3 / 6, 1 / 6, 2 / 6]
   avg, _ = _train(fedavg_process, data)
-  ir, _ = _train(fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES,
-                                   target_distribution=p), data)
+  ir, _ = _train(fedir_own_p_process, data)
   for a, b in zip(avg, ir):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
   # A different target (uniform) changes training.
@@ -198,13 +211,16 @@ def test_fedir_with_own_distribution_is_fedavg(context, fedavg_process,
   assert max(np.abs(a - b).max() for a, b in zip(avg, ir_u)) > 1e-4
 
 
-def test_fedir_gradient_equals_explicitly_weighted_loss(context):
+def test_fedir_gradient_equals_explicitly_weighted_loss(context,
+                                                       fedir_own_p_process):
   del context
+  # q = (3/5, 1/5, 1/5) != p = OWN_P: w = p(y)/q(y) = (5/6, 5/6, 5/6, 5/6,
+  # 10/6), not a plain mean. The module's FedIR(p = OWN_P, SGD(0.1)).
   labels = [0, 0, 0, 1, 2]
   (data,) = _client_datasets([labels], batch_size=5)
-  p = np.array([0.2, 0.5, 0.3], np.float32)
-  process = fedir.build_fedir(model_fn, _sgd(0.5), NUM_CLASSES,
-                              target_distribution=p)
+  p = np.array(OWN_P, np.float32)
+  lr = 0.1
+  process = fedir_own_p_process
   state = process.initialize()
   start = process.get_model_weights(state)
   end = process.get_model_weights(process.next(state, [data]).state)
@@ -221,7 +237,7 @@ def test_fedir_gradient_equals_explicitly_weighted_loss(context):
     loss = tf.reduce_sum(w * l) / w.sum()
   grads = tape.gradient(loss, model.trainable_variables)
   for v0, g, v1 in zip(start.trainable, grads, end.trainable):
-    np.testing.assert_allclose(np.asarray(v0) - 0.5 * g.numpy(), v1,
+    np.testing.assert_allclose(np.asarray(v0) - lr * g.numpy(), v1,
                                rtol=1e-5, atol=1e-6)
 
 
@@ -269,15 +285,22 @@ UNIFORM = tff.learning.ClientWeighting.UNIFORM
 
 def test_unweighted_factory_needs_uniform_weighting():
   dp = tff.learning.dp_aggregator(0.1, 5)
-  for build in (lambda **kw: algorithms.build_fedavg(model_fn, _sgd(0.1), **kw),
+  fedavg = lambda **kw: algorithms.build_fedavg(model_fn, _sgd(0.1), **kw)
+  fedsgd = lambda **kw: algorithms.build_fedsgd(model_fn, 0.1, **kw)
+  for build in (fedavg, fedsgd,
                 lambda **kw: algorithms.build_fedavgm(model_fn, _sgd(0.1), **kw),
-                lambda **kw: algorithms.build_fedsgd(model_fn, 0.1, **kw),
                 lambda **kw: fedir.build_fedir(model_fn, _sgd(0.1), NUM_CLASSES,
                                                **kw)):
     with pytest.raises(ValueError, match="model_aggregator .*unweighted.*"
                        "client_weighting=NUM_EXAMPLES"):
       build(model_aggregator=dp)
+  # Accepted with UNIFORM. FedAvgM and FedIR: the processes (this factory)
+  # that test_dp_aggregator_trains_two_rounds_on_digits trains, built once.
+  for build in (fedavg, fedsgd):
     assert isinstance(build(model_aggregator=dp, client_weighting=UNIFORM),
+                      tff.learning.templates.LearningProcess)
+  for method in ("fedavgm", "fedir"):
+    assert isinstance(_dp_digits_process(method),
                       tff.learning.templates.LearningProcess)
   with pytest.raises(TypeError, match="model_aggregator"):
     algorithms.build_fedavg(model_fn, _sgd(0.1), model_aggregator="mean")
@@ -321,20 +344,29 @@ def _digits_setup(num_clients=5):
   return fed, spec, tff_model_fn
 
 
+@functools.cache
+def _dp_digits_process(method):
+  """`method` ('fedavgm' or 'fedir') on the digits CNN with
+  `tff.learning.dp_aggregator(0.1, 5)` and UNIFORM weighting; built once
+  per module (ours: test-suite CPU, issue 29): a process holds no state
+  between runs (each test initializes its own)."""
+  _, _, digits_model_fn = _digits_setup()
+  kwargs = dict(model_aggregator=tff.learning.dp_aggregator(0.1, 5),
+                client_weighting=UNIFORM)
+  if method == "fedavgm":
+    return algorithms.build_fedavgm(digits_model_fn, _sgd(0.05), **kwargs)
+  server = algorithms.build_server_momentum_optimizer(1.0, 0.9)
+  return fedir.build_fedir(digits_model_fn, _sgd(0.05), 10,
+                           server_optimizer=server, **kwargs)
+
+
 @pytest.mark.parametrize("method", ["fedavgm", "fedir"])
 def test_dp_aggregator_trains_two_rounds_on_digits(context, method):
   del context
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
-  fed, spec, digits_model_fn = _digits_setup()
-  kwargs = dict(model_aggregator=tff.learning.dp_aggregator(0.1, 5),
-                client_weighting=UNIFORM)
-  server = algorithms.build_server_momentum_optimizer(1.0, 0.9)
-  if method == "fedavgm":
-    process = algorithms.build_fedavgm(digits_model_fn, _sgd(0.05), **kwargs)
-  else:
-    process = fedir.build_fedir(digits_model_fn, _sgd(0.05), 10,
-                                server_optimizer=server, **kwargs)
-  training = training_loop.build_training_process(process, fed, spec)
+  fed, spec, _ = _digits_setup()
+  training = training_loop.build_training_process(_dp_digits_process(method),
+                                                  fed, spec)
   state = training.initialize()
   start = training.get_model_weights(state).trainable
   clients = sorted(fed.client_sizes)

@@ -69,6 +69,8 @@ def _scenario(zero_client_x=False):
 
 
 SPEC = cdl.TrainingSpec(batch_size=B, shuffle_buffer=0, seed=11)
+EXAMPLE_BYTES = F * 4 + 8  # float32 x[F] + int64 y.
+MODEL_BYTES = F * C * 4    # float32 W.
 
 
 def _method(strategy, fed, central, clients_per_round=2,
@@ -124,6 +126,15 @@ def _close(a, b):
   np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
 
 
+def _check_extra_broadcast_bytes(method, value):
+  """Acceptance 3: what `method` broadcasts per round beyond the model, and
+  what its settings (summary.json) record. Checked on the methods the exact
+  runs build (ours: test-suite CPU, issue 29; a method built only to read
+  its bytes costs a trace)."""
+  assert method.extra_broadcast_bytes == value, method.name
+  assert method.settings["extra_broadcast_bytes_per_round"] == value
+
+
 @pytest.fixture(scope="module")
 def context():
   with contexts.managed_execution_context() as worker:
@@ -134,7 +145,11 @@ def context():
 def fedavg_run(context):
   del context
   fed, central, clients, _ = _scenario()
-  ws = _run(_method("none", fed, central))
+  method = _method("none", fed, central)
+  # Nothing beyond the model, though the config's M (default 10) is set.
+  assert mixing.MixingConfig().central_examples_per_client > 0
+  _check_extra_broadcast_bytes(method, 0)
+  ws = _run(method)
   # FedAvg itself matches the numpy reference.
   for r in (1, 2):
     _close(ws[r], np_fedavg_round(ws[r - 1], list(clients.values())))
@@ -168,8 +183,10 @@ def test_parallel_merge_weight_zero_is_k_centralized_steps(context):
 def test_parallel_merges_both_models_from_the_same_start(context):
   del context
   fed, central, clients, (cx, cy) = _scenario()
-  ws = _run(_method("parallel", fed, central, config=mixing.MixingConfig(
-      merge_weight=0.25, central_steps=2, central_batch_size=N_CENTRAL)))
+  method = _method("parallel", fed, central, config=mixing.MixingConfig(
+      merge_weight=0.25, central_steps=2, central_batch_size=N_CENTRAL))
+  _check_extra_broadcast_bytes(method, 0)
+  ws = _run(method)
   for r in (1, 2):
     w_fed = np_fedavg_round(ws[r - 1], list(clients.values()))
     w_central = ws[r - 1]
@@ -208,8 +225,10 @@ def test_gradient_transfer_on_zero_gradient_clients_steps_along_g_c(context):
 def test_gradient_transfer_general_clients(context):
   del context
   fed, central, clients, (cx, cy) = _scenario()
-  ws = _run(_method("gradient_transfer", fed, central, config=mixing.MixingConfig(
-      gradient_weight=1.0, central_batch_size=N_CENTRAL)))
+  method = _method("gradient_transfer", fed, central, config=mixing.MixingConfig(
+      gradient_weight=1.0, central_batch_size=N_CENTRAL))
+  _check_extra_broadcast_bytes(method, MODEL_BYTES)  # g_c: one model's size.
+  ws = _run(method)
   for r in (1, 2):
     g_c = np_grad(ws[r - 1], cx, cy)
     _close(ws[r], np_fedavg_round(ws[r - 1], list(clients.values()), extra=g_c))
@@ -256,7 +275,9 @@ def test_example_transfer_trains_fedavg_on_the_mix_weighted_by_n_plus_m(context)
   del context
   fed, central, _, _ = _scenario()
   method = _method("example_transfer", fed, central,
-                   config=mixing.MixingConfig(central_examples_per_client=2))
+                   config=mixing.MixingConfig(central_examples_per_client=5))
+  # M x clients a round x bytes per example (5 x 2: M != K).
+  _check_extra_broadcast_bytes(method, 5 * 2 * EXAMPLE_BYTES)
   ws = _run(method)
   for r in (1, 2):
     mixes = [_client_examples(method.fed_data, k)
@@ -279,6 +300,7 @@ def test_oracle_is_fedavg_on_the_recombined_partition(context):
     np.testing.assert_array_equal(got[1], recombined[cid][1])
   assert method.fed_data.client_sizes == {"a": 7, "b": 9, "z": 2}
   np.testing.assert_array_equal(method.fed_data.class_counts[:, 2], [2, 2, 2])
+  _check_extra_broadcast_bytes(method, 0)
   ws = _run(method)
   for r in (1, 2):
     _close(ws[r], np_fedavg_round(ws[r - 1], list(recombined.values())))
@@ -366,24 +388,18 @@ def test_builders_validate_arguments():
 # --- acceptance 3: payload ------------------------------------------------------
 
 def test_extra_broadcast_bytes_equal_the_formula():
-  fed, central, _, _ = _scenario()
-  example_bytes = F * 4 + 8  # float32 x[F] + int64 y.
-  model_bytes = F * C * 4    # float32 W.
-  assert mixing_scenarios.bytes_per_example(central.element_spec) == example_bytes
-  assert mixing_payload.model_trainable_bytes(model_fn) == model_bytes
-  expected = {"none": 0, "oracle": 0, "parallel": 0,
-              "example_transfer": 5 * 2 * example_bytes,
-              "gradient_transfer": model_bytes}
-  for strategy, value in expected.items():
-    method = _method(strategy, fed, central,
-                     config=mixing.MixingConfig(central_examples_per_client=5))
-    assert method.extra_broadcast_bytes == value, strategy
-    assert method.settings["extra_broadcast_bytes_per_round"] == value
+  """The formula's parts; each strategy's built method reports its bytes in
+  its exact-value test (`_check_extra_broadcast_bytes`: none in `fedavg_run`,
+  parallel, gradient transfer, example transfer with M = 5, K = 2, the
+  oracle)."""
+  _, central, _, _ = _scenario()
+  assert mixing_scenarios.bytes_per_example(central.element_spec) == EXAMPLE_BYTES
+  assert mixing_payload.model_trainable_bytes(model_fn) == MODEL_BYTES
   # What gradient transfer's distributor actually broadcasts beyond w_t.
   distributor = mixing_gradient.build_central_gradient_distributor(model_fn, central, 4)
   payload = distributor.next.type_signature.result.result.member
-  assert mixing_payload.tensor_bytes(payload.central_gradient) == model_bytes
-  assert mixing_payload.tensor_bytes(payload.weights) == model_bytes
+  assert mixing_payload.tensor_bytes(payload.central_gradient) == MODEL_BYTES
+  assert mixing_payload.tensor_bytes(payload.weights) == MODEL_BYTES
   assert mixing.extra_broadcast_bytes(
       "example_transfer", clients_per_round=7, examples_per_client=3,
       bytes_per_example=100) == 2100
@@ -408,26 +424,40 @@ def test_centralized_sampling_is_seeded_by_round():
   assert not np.array_equal(batches(1), batches(1, seed=1))
 
 
-@pytest.mark.parametrize("strategy", ["parallel", "gradient_transfer"])
-def test_resumed_run_equals_uninterrupted(context, tmp_path, strategy):
+@pytest.fixture(scope="module")
+def evaluate(context):
+  """Keras evaluation on the scenario's test set, shared by the resume runs
+  (ours: test-suite CPU, issue 29). Sharing it changes no run: it assigns
+  the weights it is given before every evaluation, and makes its Keras model
+  at its first call (remade when a process built since switched Keras's
+  classes to v1: `keras_eval.build_keras_evaluate_fn`)."""
   del context
+  fed, _, _, _ = _scenario()
+  return training_loop.build_keras_evaluate_fn(
+      _keras_model, cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn))
+
+
+@pytest.mark.parametrize("strategy", ["parallel", "gradient_transfer"])
+def test_resumed_run_equals_uninterrupted(evaluate, tmp_path, strategy):
   fed, central, _, _ = _scenario()
   config = mixing.MixingConfig(central_batch_size=2, central_steps=2)
 
-  def run(rounds, out):
-    method = _method(strategy, fed, central, config=config)
-    # Built after the process (Keras models made outside TFF's graphs first).
-    evaluate = training_loop.build_keras_evaluate_fn(
-        _keras_model, cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn))
+  def run(method, rounds, out):
+    # Checkpoints at the last round only (LoopConfig's default every 10):
+    # the interrupted run's at round 2 is the one the resume reads.
     result = training_loop.run_federated_training(
         strategy, method.process, method.fed_data, method.spec, method.sampler,
-        evaluate, training_loop.LoopConfig(total_rounds=rounds, output_dir=out,
-                                           rounds_per_checkpoint=1),
+        evaluate, training_loop.LoopConfig(total_rounds=rounds, output_dir=out),
         log_fn=None)
     return [r["test_loss"] for r in result.rows], result.resumed_from
-  whole, _ = run(3, str(tmp_path / "whole"))
-  run(2, str(tmp_path / "split"))
-  resumed, start = run(3, str(tmp_path / "split"))
+  # The uninterrupted run and the interrupted one's first 2 rounds share a
+  # build (a process holds no state between runs: each run initializes its
+  # state); the resume is a fresh build, as a new process would make it.
+  method = _method(strategy, fed, central, config=config)
+  whole, _ = run(method, 3, str(tmp_path / "whole"))
+  run(method, 2, str(tmp_path / "split"))
+  resumed, start = run(_method(strategy, fed, central, config=config), 3,
+                       str(tmp_path / "split"))
   assert start == 2
   np.testing.assert_allclose([float(v) for v in resumed],
                              [float(v) for v in whole], rtol=1e-6)
