@@ -101,7 +101,7 @@ def test_lost_remote_worker_stops_run_and_rerun_resumes(reference_run,
                                                         train_in_process):
   port = portpicker.pick_unused_port()
   args = [f"--root_output_dir={tmp_path}", "--experiment_name=remote",
-          "--total_rounds=6", *SMALL_RUN, "--centralized_epochs=0",
+          "--total_rounds=4", *SMALL_RUN, "--centralized_epochs=0",
           "--local_workers=0", f"--workers=127.0.0.1:{port}"]
   out = tmp_path / "remote" / "fedavg"
   worker = workers.ManagedWorker(port=port)  # "Started by hand".
@@ -125,7 +125,7 @@ def test_lost_remote_worker_stops_run_and_rerun_resumes(reference_run,
   assert line.startswith("train_main.py: error: TFF worker at 127.0.0.1:")
   assert "lost during a computation" in line
   assert "rerun the same command" in line and "--rounds_per_checkpoint" in line
-  assert len(metric_rows(out / "metrics.csv")) < 6, "finished before the kill"
+  assert len(metric_rows(out / "metrics.csv")) < 4, "finished before the kill"
 
   worker = workers.ManagedWorker(port=port)  # The service is back.
   worker.start()
@@ -140,9 +140,10 @@ def test_lost_remote_worker_stops_run_and_rerun_resumes(reference_run,
   summary = json.loads((tmp_path / "remote" / "summary.json").read_text())
   assert summary["methods"]["fedavg"]["resumed_from_round"] >= 2
   rows = metric_rows(out / "metrics.csv")
-  assert [r["round"] for r in rows] == [str(r) for r in range(1, 7)]
-  _assert_rows_close(rows, metric_rows(reference_run / "fedavg" /
-                                       "metrics.csv"), 1e-6)
-  reference = json.loads((reference_run / "summary.json").read_text())
+  assert [r["round"] for r in rows] == [str(r) for r in range(1, 5)]
+  # Rounds 1-4 of the uninterrupted 6-round run (same seed: same numbers).
+  reference = metric_rows(reference_run / "fedavg" / "metrics.csv")
+  _assert_rows_close(rows, reference, 1e-6)
+  assert reference[3]["round"] == "4" and reference[3]["test_accuracy"]
   assert (summary["methods"]["fedavg"]["final_accuracy"]
-          == reference["methods"]["fedavg"]["final_accuracy"])
+          == float(reference[3]["test_accuracy"]))
