@@ -67,7 +67,7 @@ def test_two_local_workers_match_one_and_are_stopped(reference_run, tmp_path,
   sampler.start()
   try:
     proc = train_in_process(f"--root_output_dir={tmp_path}",
-                            "--experiment_name=two", "--total_rounds=4",
+                            "--experiment_name=two", "--total_rounds=2",
                             *SMALL_RUN, "--centralized_epochs=0",
                             "--local_workers=2")
   finally:
@@ -78,7 +78,7 @@ def test_two_local_workers_match_one_and_are_stopped(reference_run, tmp_path,
   assert len(seen) == 2, f"expected 2 local workers, saw {sorted(seen)}"
   rows = metric_rows(tmp_path / "two" / "fedavg" / "metrics.csv")
   reference = metric_rows(reference_run / "fedavg" / "metrics.csv")
-  assert [r["round"] for r in rows] == ["1", "2", "3", "4"]
+  assert [r["round"] for r in rows] == ["1", "2"]
   _assert_rows_close(rows, reference, 1e-5)
   time.sleep(0.5)
   assert not worker_pids() & seen, "a worker outlived train_main"
