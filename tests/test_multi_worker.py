@@ -183,7 +183,8 @@ class _SignallingSampler:
 
 def test_hung_remote_worker_stops_run_within_seconds(tmp_path, monkeypatch):
   """Resuming after a lost remote worker is tested through train_main
-  (test_workers_flags.test_lost_remote_worker_stops_run_and_rerun_resumes)."""
+  (test_workers_flags.
+  test_two_concurrent_runs_one_proceeds_lost_worker_stops_it_rerun_resumes)."""
   # 3 unanswered probes of 1 s (5 s in use): the same path, 12 s sooner.
   monkeypatch.setattr(workers, "_REMOTE_PROBE_TIMEOUT_SEC", 1.0)
   fed, spec, process, sampler, evaluate = _setup()

@@ -3,7 +3,9 @@
 The library side (slicing, watchdog, start-up errors) is tested in
 test_multi_worker.py; here only what the binary adds: the flags reach the
 workers, results equal one worker's, failures are one line and exit 1, and a
-run stopped by a lost worker resumes from its checkpoint.
+run stopped by a lost worker resumes from its checkpoint. That run is also
+issue 10's two concurrent runs of one command (one refused at the lock):
+its real processes serve both checks.
 """
 
 import json
