@@ -124,18 +124,27 @@ def test_sweep_seeds_are_points(parse, tmp_path):
           ("cnn_iid_C0.1_E5_B10_seed4", 4))]
 
 
+# The tiny preset's run: FedAvg alone (one method built per seed, not two).
+# Its table cells take the seeds' values of the run's method; which method
+# fills which column over seeds (FedAvg vs FedAvg + FedIR, distinct values)
+# is tests/test_reproduction_comparisons.py's
+# test_report_and_summary_json_hold_each_comparison, on finished runs.
+TINY_RUN = "tiny_fedavg_alpha_0.05"
+
+
 def _tiny_preset() -> spec.Preset:
-  """digits_claims' FedIR claim (FedAvg vs FedAvg+FedIR in one run), 2
-  rounds on 4 clients; its table: final accuracy of both methods."""
+  """digits_claims' claim-3 run and table reduced to FedAvg, 2 rounds on 4
+  clients; its table: the final accuracy of FedAvg."""
   p = presets.get_preset("digits_claims")
   run = p.run("digits_claims_fedir_alpha_0.05")
-  run = dataclasses.replace(run, flags=dict(
-      run.flags, total_rounds=2, rounds_per_eval=1, rounds_per_checkpoint=2,
-      num_clients=4, clients_per_round=2))
+  run = dataclasses.replace(run, name=TINY_RUN, flags=dict(
+      run.flags, fedir=False, total_rounds=2, rounds_per_eval=1,
+      rounds_per_checkpoint=2, num_clients=4, clients_per_round=2))
   (table,) = [t for t in p.tables if t.key[1] == "claim3"]
-  return spec.Preset("tiny_seeds", "digits", "tiny", (run,), (table,),
-                     comparisons=tuple(c for c in p.comparisons
-                                       if c.a.run == run.name))
+  (cell,) = [c for c in table.cells if c.method == "fedavg"]
+  table = dataclasses.replace(table, columns=(cell.column,), cells=(
+      dataclasses.replace(cell, run=TINY_RUN),))
+  return spec.Preset("tiny_seeds", "digits", "tiny", (run,), (table,))
 
 
 def _last_accuracy(path):
@@ -149,7 +158,7 @@ def test_tiny_preset_with_three_seeds_reports_mean_and_interval(tmp_path):
   out = []
   outcome = reproduce_lib.reproduce(_tiny_preset(), root, {}, seeds=3,
                                     echo=out.append)
-  base = "digits_claims_fedir_alpha_0.05"
+  base = TINY_RUN
   assert outcome == {base: "ran", f"{base}_seed1": "ran",
                      f"{base}_seed2": "ran"}
   for k in range(3):  # Each an ordinary run with its seed.
@@ -158,24 +167,24 @@ def test_tiny_preset_with_three_seeds_reports_mean_and_interval(tmp_path):
       assert json.load(f)["seed"] == k
   with open(os.path.join(root, "tiny_seeds.csv"), newline="") as f:
     rows = {r["column"]: r for r in csv.DictReader(f)}
+  assert list(rows) == ["FedAvg"]
   md = open(os.path.join(root, "tiny_seeds.md")).read()
-  for column, method in (("FedAvg", "fedavg"),
-                         ("FedAvg + FedIR", "fedavg+fedir")):
-    values = [_last_accuracy(os.path.join(
-        root, base if k == 0 else f"{base}_seed{k}", method, "metrics.csv"))
-              for k in range(3)]
-    mean = sum(values) / 3
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
-    half = 4.302652730 * sd / math.sqrt(3)
-    row = rows[column]
-    assert (row["n"], row["n_seeds"]) == ("3", "3")
-    assert float(row["ours"]) == pytest.approx(mean, abs=1e-9)
-    assert float(row["ci_low"]) == pytest.approx(mean - half, abs=1e-6)
-    assert float(row["ci_high"]) == pytest.approx(mean + half, abs=1e-6)
-    assert [float(v) for v in row["seed_values"].split(";")] == (
-        pytest.approx(values, abs=1e-9))
-    assert f"| {mean:.2f} ± {half:.2f} (n=3) " in md or (
-        f" {mean:.2f} ± {half:.2f} (n=3) |" in md)
+  values = [_last_accuracy(os.path.join(
+      root, base if k == 0 else f"{base}_seed{k}", "fedavg", "metrics.csv"))
+            for k in range(3)]
+  assert len(set(values)) > 1  # Three seeds, three runs: an interval.
+  mean = sum(values) / 3
+  sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
+  half = 4.302652730 * sd / math.sqrt(3)
+  row = rows["FedAvg"]
+  assert (row["n"], row["n_seeds"]) == ("3", "3")
+  assert float(row["ours"]) == pytest.approx(mean, abs=1e-9)
+  assert float(row["ci_low"]) == pytest.approx(mean - half, abs=1e-6)
+  assert float(row["ci_high"]) == pytest.approx(mean + half, abs=1e-6)
+  assert [float(v) for v in row["seed_values"].split(";")] == (
+      pytest.approx(values, abs=1e-9))
+  assert f"| {mean:.2f} ± {half:.2f} (n=3) " in md or (
+      f" {mean:.2f} ± {half:.2f} (n=3) |" in md)
   assert "Over 3 seeds (`--seeds=3`)" in md
   # A rerun trains nothing; --report_only reads all three.
   ran = []

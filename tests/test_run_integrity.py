@@ -1,21 +1,19 @@
 """Run integrity through the binaries (issue 10): one experiment per
-directory, the lock, divergence, unreadable checkpoints, --help and flags."""
+directory, the lock (two real processes at once: test_workers_flags.py),
+divergence, unreadable checkpoints, --help and flags."""
 
 import csv
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 import in_process
 import divergence_checks
-from conftest import REPO, run_module
+from conftest import run_module
 from conftest import SMALL_RUN, metric_rows
 
-BINARY = "experiments.train_main"
 # The other tests' runs (`runs` uses conftest's SMALL_RUN and reference_run).
 SMALL = ["--algorithm=fedavg", "--num_clients=6", "--clients_per_round=3",
          "--client_batch_size=20", "--rounds_per_eval=1",
@@ -135,32 +133,11 @@ def test_truncated_checkpoint_named_then_resumed_from_previous(
   assert (work / "fedavg" / "checkpoints" / "corrupt" / "round_6").is_dir()
 
 
-def test_two_concurrent_runs_exactly_one_proceeds(tmp_path):
-  # Acceptance 2. Both start at once; the loser is refused at its lock, held
-  # by the winner (its pid in the line), before loading any data (nothing on
-  # its stdout): what the code did, not a stopwatch (issue 29).
-  args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
-          "--experiment_name=both", "--total_rounds=6", *SMALL]
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", MPLBACKEND="Agg")
-  procs = [subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            text=True) for _ in range(2)]
-  try:
-    outs = [p.communicate() for p in procs]
-  finally:
-    for p in procs:
-      if p.poll() is None:
-        p.kill()
-  codes = sorted(p.returncode for p in procs)
-  assert codes == [0, 2], [o[1][-2000:] for o in outs]
-  loser = [i for i, p in enumerate(procs) if p.returncode == 2][0]
-  lines = [l for l in outs[loser][1].splitlines() if "error:" in l]
-  assert len(lines) == 1 and "is in use by another run" in lines[0]
-  assert f"(pid {procs[1 - loser].pid} on " in lines[0]
-  assert outs[loser][0] == ""  # No data loaded, no round trained.
-  rounds = [int(r["round"]) for r in
-            metric_rows(tmp_path / "both" / "fedavg" / "metrics.csv")]
-  assert rounds == list(range(1, 7))
+# Acceptance 2 (two concurrent runs of one command: exactly one proceeds, the
+# other is refused at the lock naming the winner's pid, before loading any
+# data): two real processes in tests/test_workers_flags.py's
+# test_two_concurrent_runs_one_proceeds_lost_worker_stops_it_rerun_resumes,
+# whose winner then loses its TFF worker (two processes, not three).
 
 
 # Acceptance 3 for client updates made non-finite (--client_learning_rate=
