@@ -206,3 +206,30 @@ def test_worker_stops_at_once_when_sigint_is_ignored_here():
   assert not ignored & (1 << (signal.SIGINT - 1))
   # Stopped by stop()'s SIGINT, not by its SIGKILL after the timeout.
   assert process.returncode == -signal.SIGINT
+
+
+def test_worker_channel_opens_only_once_its_port_listens(monkeypatch):
+  """`ManagedWorker.start` opens its gRPC channel once the port accepts a
+  connection: a channel opened before would wait out gRPC's 1 s initial
+  reconnect backoff after its first refused attempt (checked by what the
+  code did, not by a stopwatch)."""
+  import socket  # pylint: disable=g-import-not-at-top
+  real = workers.grpc.insecure_channel
+  seen = []
+
+  def channel(address, options=None):
+    host, port = address.rsplit(":", 1)
+    try:
+      with socket.create_connection((host, int(port)), timeout=1):
+        seen.append("listening")
+    except OSError:
+      seen.append("refused")
+    return real(address, options)
+
+  monkeypatch.setattr(workers.grpc, "insecure_channel", channel)
+  worker = workers.ManagedWorker()
+  try:
+    worker.start()
+  finally:
+    worker.stop()
+  assert seen == ["listening"]

@@ -34,6 +34,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -258,10 +259,24 @@ class ManagedWorker(_Worker):
     self.starts += 1
     self._spawned_at = time.monotonic()
 
+  def _wait_listening(self, deadline: float) -> None:
+    """Returns once the spawned worker's port accepts a TCP connection, or
+    it exited, or `deadline` passed (`_connect` then says which). Ours: a
+    gRPC channel opened before the port listens waits out gRPC's initial
+    reconnect backoff (1 s) after its first refused attempt."""
+    while self.probe() is None and time.monotonic() < deadline:
+      try:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+          return
+      except OSError:
+        time.sleep(0.01)
+
   def wait_ready(self) -> None:
     """Blocks until the spawned worker serves; stops it and raises if not."""
+    deadline = self._spawned_at + self._startup_timeout
     try:
-      self._connect(self._spawned_at + self._startup_timeout, self.probe)
+      self._wait_listening(deadline)
+      self._connect(deadline, self.probe)
     except WorkerStartError as e:
       reason = self.probe()
       self.stop()
