@@ -163,6 +163,9 @@ class _Worker:
     raise NotImplementedError
 
 
+_LOOPBACK = "127.0.0.1"  # loopback_bind.so's listening address.
+
+
 class ManagedWorker(_Worker):
   """One local TFF C++ worker process, owned by this Python process.
 
@@ -205,7 +208,7 @@ class ManagedWorker(_Worker):
 
   @property
   def address(self) -> str:
-    return f"127.0.0.1:{self.port}"  # loopback_bind.so's listening address.
+    return f"{_LOOPBACK}:{self.port}"
 
   def describe(self) -> str:
     return f"local TFF worker on port {self.port} (pid {self.pid})"
@@ -266,7 +269,7 @@ class ManagedWorker(_Worker):
     reconnect backoff (1 s) after its first refused attempt."""
     while self.probe() is None and time.monotonic() < deadline:
       try:
-        with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+        with socket.create_connection((_LOOPBACK, self.port), timeout=0.5):
           return
       except OSError:
         time.sleep(0.01)

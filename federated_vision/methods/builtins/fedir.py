@@ -44,13 +44,18 @@ def target(config, inputs) -> Optional[Sequence[float]]:
                                             inputs.num_classes)
 
 
+def _settings(config):
+  """What FedIR's client work records, per client or grouped alike."""
+  return {"fedir_target": config.fedir_target}
+
+
 def _work(config, inputs, client_label_counts: bool):
   from federated_vision.algorithms import fedir  # pylint: disable=g-import-not-at-top
   work = fedir.build_fedir_client_work(
       inputs.model_fn, fedavg.client_sgd(config), inputs.num_classes,
       target_distribution=target(config, inputs),
       client_label_counts=client_label_counts)
-  return work, {"fedir_target": config.fedir_target}
+  return work, _settings(config)
 
 
 def _mixing(config, inputs):
@@ -62,7 +67,7 @@ def _grouped(config, inputs):
   """The grouped update and the settings `_work` records."""
   from federated_vision.algorithms import fedir  # pylint: disable=g-import-not-at-top
   return (fedir.grouped_update(inputs.num_classes, target(config, inputs)),
-          {"fedir_target": config.fedir_target})
+          _settings(config))
 
 
 comp.register(comp.ClientWork(

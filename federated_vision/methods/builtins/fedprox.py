@@ -23,19 +23,23 @@ class FedProxOptions:
       lower_bound=0)
 
 
+def _settings(config):
+  """What FedProx's client work records, per client or grouped alike."""
+  return {"fedprox_mu": config.fedprox_mu}
+
+
 def _build(config, inputs):
   from federated_vision.algorithms import fedprox  # pylint: disable=g-import-not-at-top
   work = fedprox.build_fedprox_client_work(
       inputs.model_fn, fedavg.client_sgd(config), config.fedprox_mu)
-  return work, {"fedprox_mu": config.fedprox_mu}
+  return work, _settings(config)
 
 
 def _grouped(config, inputs):
   """The grouped update and the settings `_build` records."""
   del inputs
   from federated_vision.algorithms import fedprox  # pylint: disable=g-import-not-at-top
-  return (fedprox.grouped_update(config.fedprox_mu),
-          {"fedprox_mu": config.fedprox_mu})
+  return fedprox.grouped_update(config.fedprox_mu), _settings(config)
 
 
 comp.register(comp.ClientWork(
