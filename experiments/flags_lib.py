@@ -74,6 +74,12 @@ def _define_training() -> None:
   flags.DEFINE_float("target_accuracy", None, "If set, summary.json reports "
                      "each method's rounds to first reach this test accuracy "
                      "(McMahan et al. 2017: best-so-far, interpolated).")
+  flags.DEFINE_bool("full_train_loss", False, "Also evaluate the server "
+                    "model's loss on the pooled training data (every "
+                    "client's training examples, no augmentation) every "
+                    "--rounds_per_eval rounds: metrics.csv column "
+                    "full_train_loss (McMahan et al. 2017 Figure 6). Costs "
+                    "one pass over the training set per evaluation.")
 
 
 def _define_output() -> None:

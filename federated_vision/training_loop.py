@@ -35,7 +35,8 @@ import math
 import os
 import sys
 import time
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import (Callable, Dict, List, Mapping, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 import numpy as np
 import tensorflow as tf
@@ -72,6 +73,7 @@ MetricsCsv = metrics_csv_lib.MetricsCsv
 METRIC_COLUMNS = metrics_csv_lib.METRIC_COLUMNS
 TIMING_COLUMNS = metrics_csv_lib.TIMING_COLUMNS
 CSV_COLUMNS = metrics_csv_lib.CSV_COLUMNS
+FULL_TRAIN_LOSS = metrics_csv_lib.FULL_TRAIN_LOSS
 TENSORBOARD_TAGS = tensorboard.TENSORBOARD_TAGS
 KEPT_EVENTS_FILE = tensorboard.KEPT_EVENTS_FILE
 purge_tensorboard = tensorboard.purge_tensorboard
@@ -104,6 +106,10 @@ class LoopConfig(NamedTuple):
       (e.g. mixing's `extra_broadcast_bytes`), before the timing columns.
     eval_columns: extra keys of `evaluate_fn`'s result written as
       `test_<key>` columns on evaluated rounds (e.g. per-group accuracy).
+    full_train_loss: `evaluate_fn`'s result also holds `FULL_TRAIN_LOSS`,
+      the loss on the pooled training data
+      (`keras_eval.with_full_train_loss`), written as that column on
+      evaluated rounds (McMahan et al. 2017 Figure 6).
   """
   total_rounds: int
   output_dir: str
@@ -114,12 +120,15 @@ class LoopConfig(NamedTuple):
   resume_from_last_valid: bool = False
   round_columns: Tuple[Tuple[str, object], ...] = ()
   eval_columns: Tuple[str, ...] = ()
+  full_train_loss: bool = False
 
   @property
   def columns(self) -> Tuple[str, ...]:
     """metrics.csv's columns: the standard ones + the extra ones, timing last."""
     return (METRIC_COLUMNS + tuple(c for c, _ in self.round_columns)
-            + tuple(f"test_{k}" for k in self.eval_columns) + TIMING_COLUMNS)
+            + tuple(f"test_{k}" for k in self.eval_columns)
+            + ((FULL_TRAIN_LOSS,) if self.full_train_loss else ())
+            + TIMING_COLUMNS)
 
   def validate(self) -> "LoopConfig":
     for name in ("total_rounds", "rounds_per_eval", "rounds_per_checkpoint",
@@ -229,6 +238,16 @@ def _result(name, rows, version, config, status) -> RunResult:
                    seconds=seconds, resumed_from=version,
                    output_dir=config.output_dir, status=status,
                    non_finite_rounds=non_finite)
+
+
+def _full_train_loss(evaluation: Mapping[str, float]) -> float:
+  """The training-set loss of `evaluate_fn`'s result (ValueError naming
+  what builds it when absent)."""
+  if FULL_TRAIN_LOSS not in evaluation:
+    raise ValueError(
+        f"LoopConfig.full_train_loss: evaluate_fn returned no "
+        f"{FULL_TRAIN_LOSS!r} (build it with keras_eval.with_full_train_loss)")
+  return evaluation[FULL_TRAIN_LOSS]
 
 
 def run_federated_training(
@@ -344,6 +363,8 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
         row["test_loss"] = evaluation["loss"]
         row["test_accuracy"] = evaluation["accuracy"]
         row.update({f"test_{k}": evaluation[k] for k in config.eval_columns})
+        if config.full_train_loss:
+          row[FULL_TRAIN_LOSS] = _full_train_loss(evaluation)
       reasons = non_finite_reasons(
           output.metrics, _model_weights(training_process, state), evaluation)
       row["non_finite"] = int(bool(reasons))

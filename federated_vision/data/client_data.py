@@ -95,6 +95,15 @@ class FederatedDataset(NamedTuple):
     """The test set as batched {'x', 'y'} model input (`eval_map_fn`)."""
     return build_eval_dataset(self.test_data, self.eval_map_fn, batch_size)
 
+  def pooled_train_batches(self, batch_size: int = 256) -> tf.data.Dataset:
+    """Every client's training examples (each client's whole local data,
+    clients in `client_data.client_ids` order), decoded without
+    augmentation (`eval_map_fn`), as batched {'x', 'y'}: the training set
+    a run's full-training-set loss is computed on."""
+    ids = tf.data.Dataset.from_tensor_slices(list(self.client_data.client_ids))
+    pooled = ids.flat_map(self.client_data.serializable_dataset_fn)
+    return build_eval_dataset(pooled, self.eval_map_fn, batch_size)
+
 
 class TrainingSpec(NamedTuple):
   """How a client's raw elements become training batches in one round.

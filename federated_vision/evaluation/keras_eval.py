@@ -64,3 +64,36 @@ def build_keras_evaluate_fn(keras_model_fn: Callable[[], tf.keras.Model],
     loss, accuracy = model.evaluate(eval_dataset, verbose=0)
     return {"loss": float(loss), "accuracy": float(accuracy)}
   return evaluate
+
+
+FULL_TRAIN_LOSS = "full_train_loss"  # == training.metrics_csv's column.
+
+
+def with_full_train_loss(evaluate_fn: EvaluateFn,
+                         keras_model_fn: Callable[[], tf.keras.Model],
+                         train_dataset: tf.data.Dataset) -> EvaluateFn:
+  """`evaluate_fn` whose result also holds `FULL_TRAIN_LOSS`: the loss of
+  the same weights over every example of `train_dataset` (McMahan et al.
+  2017 §3: "FedAvg is effective at optimizing the training loss as well",
+  their Figure 6).
+
+  Args:
+    evaluate_fn: the run's test-set evaluation.
+    keras_model_fn: the model the process trains (as for
+      `build_keras_evaluate_fn`).
+    train_dataset: batched {'x', 'y'}: the pooled training data,
+      `FederatedDataset.pooled_train_batches()` (every client's training
+      examples, decoded without augmentation).
+
+  Returns:
+    `model_weights -> {**evaluate_fn(weights), FULL_TRAIN_LOSS: loss}`, the
+    loss as the test loss is computed: mean sparse softmax cross-entropy
+    over the examples plus the model's regularization losses (Keras
+    `evaluate`).
+  """
+  on_train = build_keras_evaluate_fn(keras_model_fn, train_dataset)
+
+  def evaluate(model_weights: tff.learning.models.ModelWeights):
+    return {**evaluate_fn(model_weights),
+            FULL_TRAIN_LOSS: on_train(model_weights)["loss"]}
+  return evaluate

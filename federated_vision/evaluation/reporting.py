@@ -180,8 +180,11 @@ def write_json(path: str, value, sealed: bool = False) -> str:
 
 def save_figure(fig, path: str, **kwargs) -> str:
   """`fig.savefig` to `path` atomically (`run_files.atomic_path`); the
-  format is `path`'s extension."""
+  format is `path`'s extension. A PNG carries no metadata that varies
+  (matplotlib's version, a time): the same figure gives the same bytes."""
   fmt = os.path.splitext(path)[1][1:] or "png"
+  if fmt == "png":
+    kwargs.setdefault("metadata", {"Software": None})
   with run_files.atomic_path(path) as tmp:
     fig.savefig(tmp, format=fmt, **kwargs)
   return path

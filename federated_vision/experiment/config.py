@@ -87,6 +87,9 @@ class TrainingConfig:
     centralized_epochs: epochs of the centralized baseline; 0 skips it.
     seed: seed of partition, sampling, shuffling and initialisation.
     target_accuracy: report rounds to this test accuracy (McMahan 2017).
+    full_train_loss: also evaluate the server model's loss on the pooled
+      training data every rounds_per_eval rounds (metrics.csv column
+      `full_train_loss`; McMahan 2017 Figure 6).
   """
   total_rounds: int = 60
   rounds_per_eval: int = 5
@@ -96,6 +99,7 @@ class TrainingConfig:
   centralized_epochs: int = 30
   seed: int = 0
   target_accuracy: Optional[float] = None
+  full_train_loss: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,7 +35,7 @@ NOT_RECORDED = ("root_output_dir", "experiment_name", "overwrite",
                         config_lib.ExecutionConfig))
 # Settings added after records were written, with the value every older
 # run had: a record without one holds that value, so it still resumes.
-ADDED_SETTINGS = {"mixed_precision": "float32"}
+ADDED_SETTINGS = {"mixed_precision": "float32", "full_train_loss": False}
 # Files a run writes at the top of its directory (other than method dirs).
 _KEEP_ON_CLEAR = (".lock",)
 

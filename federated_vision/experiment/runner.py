@@ -161,7 +161,8 @@ def _train(exp: Experiment, evaluate):
               round_columns=(() if exp.scenario is None else
                              (("extra_broadcast_bytes",
                                method.extra_broadcast_bytes),)),
-              eval_columns=mixing_report.eval_columns(exp)))
+              eval_columns=mixing_report.eval_columns(exp),
+              full_train_loss=t.full_train_loss))
     except training_loop.DivergenceError as e:
       results[method.name] = e.result
       return results, e
@@ -269,6 +270,7 @@ def _run(exp: Experiment) -> dict:
   """Trains, writes and prints results (under the directory's lock)."""
   from federated_vision.data import client_data as cdl  # pylint: disable=g-import-not-at-top
   from federated_vision.evaluation import metrics as metrics_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.evaluation import keras_eval  # pylint: disable=g-import-not-at-top
   from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
 
@@ -291,6 +293,9 @@ def _run(exp: Experiment) -> dict:
     from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
     evaluate = mixing_scenarios.build_group_evaluate_fn(
         exp.keras_model_fn, eval_ds, fed.num_classes, exp.scenario.groups)
+  if t.full_train_loss:  # The clients' training examples, every eval.
+    evaluate = keras_eval.with_full_train_loss(
+        evaluate, exp.keras_model_fn, fed.pooled_train_batches())
   results, diverged = _train(exp, evaluate)
   central, reused = (central_baseline.train_or_reuse(
       exp, eval_ds, lambda c: central_status(c) == "completed")

@@ -57,6 +57,7 @@ ALWAYS_USED = {
     "centralized_epochs": "the centralized baseline (0 skips it)",
     "seed": "partition, sampling, shuffling and initialisation",
     "target_accuracy": "rounds to target in summary.json (None: none)",
+    "full_train_loss": "the training-set loss column of every method",
     "mixing": "the mixing strategies (empty: none)",
     "workers": "the remote TFF workers (empty: none)",
     "local_workers": "the local TFF workers",

@@ -24,6 +24,7 @@ from federated_vision.evaluation import convergence
 from federated_vision.evaluation import curves
 from federated_vision.reproduction import comparisons as comparisons_lib
 from federated_vision.reproduction import effective_lr
+from federated_vision.reproduction import figures as figures_lib
 from federated_vision.reproduction import published as published_lib
 from federated_vision.reproduction import results
 from federated_vision.reproduction import seeds as seeds_lib
@@ -103,6 +104,7 @@ class Report:
   cells: Sequence[CellResult]
   studies: Sequence["effective_lr.StudyResult"]
   comparisons: Sequence[comparisons_lib.Result] = ()
+  figures: Sequence[figures_lib.FigureResult] = ()
 
 
 class _Context:
@@ -341,7 +343,7 @@ def build_report(preset: spec.Preset, root: str,
                  published: Optional[Mapping[tuple,
                                              published_lib.PublishedValue]] = None,
                  ) -> Report:
-  """Fills every table and study of `preset` from `<root>/<run>/`.
+  """Fills every table, study and figure of `preset` from `<root>/<run>/`.
 
   Args:
     preset: the preset.
@@ -362,7 +364,9 @@ def build_report(preset: spec.Preset, root: str,
   studies = [effective_lr.run_study(study, preset, ctx.runs)
              for study in preset.studies]
   compared = [compare(c, preset, ctx) for c in preset.comparisons]
-  return Report(preset, root, tuple(cells), tuple(studies), tuple(compared))
+  drawn = figures_lib.fill_all(preset, ctx, _ours)
+  return Report(preset, root, tuple(cells), tuple(studies), tuple(compared),
+                drawn)
 
 
 def compare(comparison: claim_spec.Comparison, preset: spec.Preset,

@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Sequence
 
 from federated_vision.reproduction import comparisons as comparisons_lib
 from federated_vision.reproduction import effective_lr
+from federated_vision.reproduction import figures as figures_lib
 from federated_vision.reproduction import published as published_lib
 from federated_vision.reproduction import results
 from federated_vision.reproduction import seeds as seeds_lib
@@ -172,12 +173,26 @@ def format_markdown(report: Report) -> str:
     if notes:
       lines += [""] + notes
     lines.append("")
+    lines += _figure_lines(report, table.key)
   for study in report.studies:
-    lines += effective_lr.format_markdown(study) + [""]
+    lines += effective_lr.format_markdown(study) + [
+        "", f"![{study.spec.title}]({p.name}_{study.spec.key}.png)", ""]
+  lines += _figure_lines(report, None)
   lines += comparisons_lib.markdown_lines(report.comparisons)
   if p.sources:
     lines += ["## Settings and their sources", ""] + p.source_lines()
   return "\n".join(lines).rstrip() + "\n"
+
+
+def _figure_lines(report: Report, table_key) -> List[str]:
+  """The figures shown under the table `table_key` (None: after the
+  tables), each linked with its data."""
+  out = []
+  for result in figures_lib.by_table(report.figures, table_key):
+    out += figures_lib.markdown_lines(
+        result, figures_lib.file_prefix(report.preset.name, result.spec),
+        seeds_lib.num_seeds(report.preset))
+  return out
 
 
 _SEEDS_NOTE = (
@@ -283,8 +298,8 @@ def _raw(v):
 
 def write_report(report: Report, output_dir: str) -> Dict[str, str]:
   """Writes <preset>.md, <preset>.csv, <preset>_summary.json (every cell's
-  numbers and every comparison, `summary_json`) and each study's CSV and
-  PNG.
+  numbers and every comparison, `summary_json`), each study's CSV and
+  PNG and each figure's (`<preset>_<figure key>.csv` / `.png`).
 
   Files are written to a temporary name and renamed, so a failure never
   leaves a half-written report. Returns {kind: path}.
@@ -306,6 +321,9 @@ def write_report(report: Report, output_dir: str) -> Dict[str, str]:
   for study in report.studies:
     paths.update(effective_lr.write_study(
         study, os.path.join(output_dir, f"{name}_{study.spec.key}")))
+  for figure in report.figures:
+    paths.update(figures_lib.write(figure, os.path.join(
+        output_dir, figures_lib.file_prefix(name, figure.spec))))
   return paths
 
 

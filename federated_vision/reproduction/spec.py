@@ -337,6 +337,8 @@ class Preset:
     comparisons: the papers' claims as paired comparisons over the seeds
       (`claim_spec.Comparison`, evaluated by `comparisons`): the report's
       differences, intervals and verdicts.
+    figures: the papers' figures it draws from its runs
+      (`figure_spec.FigureSpec`, drawn by `figures`), each under its table.
   """
   name: str
   paper: str
@@ -349,6 +351,7 @@ class Preset:
   replicas_of: Mapping[str, Tuple[str, ...]] = dataclasses.field(
       default_factory=dict)
   comparisons: Tuple["claim_spec.Comparison", ...] = ()
+  figures: Tuple["figure_spec.FigureSpec", ...] = ()
 
   def __post_init__(self):
     object.__setattr__(self, "sources", types.MappingProxyType(
@@ -378,6 +381,11 @@ class Preset:
       for side in (comparison.a, comparison.b):
         self._check_cell(spec_table(f"comparison {comparison.key}"),
                          side.cell(), by_name)
+    figure_keys = [f.key for f in self.figures]
+    if len(figure_keys) != len(set(figure_keys)):
+      raise ValueError(f"preset {self.name}: duplicate figure keys")
+    for figure in self.figures:
+      figure.check(self.name, by_name, tuple(t.key for t in self.tables))
     for study in self.studies:
       for name in study.runs + ((study.baseline,) if study.baseline else ()):
         if name not in by_name:

@@ -55,7 +55,8 @@ INT_COLUMNS = frozenset(("round", "clients", "batch_budget",
                          "clients_dropped_non_finite", "non_finite",
                          "extra_broadcast_bytes"))
 FLOAT_COLUMNS = frozenset(("train_loss", "train_accuracy", "test_loss",
-                           "test_accuracy", "round_seconds"))
+                           "test_accuracy", "round_seconds",
+                           "full_train_loss"))
 _INT = re.compile(r"-?[0-9]+\Z")
 _NUMBER = re.compile(r"(-?([0-9]+\.?[0-9]*|\.[0-9]+)(e[-+]?[0-9]+)?|nan|-?inf)\Z")
 

@@ -13,7 +13,7 @@ from federated_vision.training.errors import describe_error
 
 TENSORBOARD_TAGS = ("train_loss", "train_accuracy", "test_loss",
                     "test_accuracy", "cumulative_batch_budget",
-                    fedavg.DROPPED_NON_FINITE)
+                    fedavg.DROPPED_NON_FINITE, "full_train_loss")
 
 # Sorts before the names TF gives event files (events.out.tfevents.<time>...),
 # so TensorBoard reads the kept steps before those written after a resume.

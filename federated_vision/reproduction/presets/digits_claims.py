@@ -31,6 +31,7 @@ presets' `fedavgm@nesterov`: why is `SOURCES["algorithm"]`.
 """
 
 from federated_vision.reproduction import claim_spec
+from federated_vision.reproduction import figure_spec as fs
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common as c
 
@@ -280,7 +281,64 @@ def claims() -> spec.Preset:
              "FedAvgM is the package's plain fedavgm (heavy-ball), not the "
              "Hsu presets' " + c.FEDAVGM + ": see the source of "
              "--algorithm.",),
-      sources=SOURCES, comparisons=COMPARISONS)
+      sources=SOURCES, comparisons=COMPARISONS,
+      figures=claim_figures())
+
+
+def _figure_source(shape: str) -> str:
+  return (spec.OURS + f"our check of the claim on scikit-learn's digits, "
+          f"drawn as {shape}; the paper's figure is of another data set")
+
+
+def claim_figures() -> tuple:
+  """One figure per claim, each under its claim's table: claim 1 final
+  accuracy against EMD; claim 2 test accuracy against the batch budget and
+  rounds; claim 3 against rounds; claim 4 best so far against rounds with
+  the target; claim 5 overall and missing-class accuracy per strategy."""
+  claim1 = fs.FigureSpec(
+      "claim1", "Claim 1: final test accuracy vs EMD",
+      _figure_source("Hsu 2020 Figure 4"), (fs.Panel(
+          "digits, 60 clients", fs.PER_RUN, tuple(
+              fs.Series(label, tuple((run, m) for run in CLAIM1_RUNS))
+              for m, label in (("fedavg", "FedAvg"),
+                               (HEAVY_BALL, "FedAvgM"))), x=fs.EMD_X),),
+      table=(PAPER, "claim1"))
+  vc = (fs.curve("FedAvg", CLAIM2_RUN, "fedavg"),
+        fs.curve("FedAvg + FedVC", CLAIM2_RUN, "fedavg+fedvc"))
+  claim2 = fs.FigureSpec(
+      "claim2", "Claim 2: FedVC on imbalanced clients, test accuracy vs the "
+      "batch budget and vs rounds", _figure_source("Hsu 2020 Figure 6"),
+      (fs.Panel("vs batch budget", fs.CURVE, vc, x=fs.BATCHES),
+       fs.Panel("vs rounds", fs.CURVE, vc)), table=(PAPER, "claim2"))
+  claim3 = fs.FigureSpec(
+      "claim3", "Claim 3: FedIR on strongly skewed clients, test accuracy vs "
+      "rounds", _figure_source("Hsu 2020 Figure 7"),
+      (fs.Panel("alpha = 0.05", fs.CURVE, (
+          fs.curve("FedAvg", CLAIM3_RUN, "fedavg"),
+          fs.curve("FedAvg + FedIR", CLAIM3_RUN, "fedavg+fedir"))),),
+      table=(PAPER, "claim3"))
+  target = fs.ReferenceLine(f"target {100 * CLAIM4_TARGET:g} %",
+                            value=100 * CLAIM4_TARGET)
+  claim4 = fs.FigureSpec(
+      "claim4", "Claim 4: best-so-far test accuracy vs rounds, FedAvg (E=5, "
+      "B=10) and FedSGD", _figure_source("McMahan 2017 Figure 2"), tuple(
+          fs.Panel(label, fs.CURVE, (
+              fs.curve("FedAvg E=5 B=10", run, "fedavg"),
+              fs.curve("FedSGD", run, "fedsgd")), best_so_far=True,
+                   lines=(target,))
+          for label, run in CLAIM4_RUNS.items()),
+      table=(PAPER, "claim4"))
+  points = tuple((run, f"fedavg+{m}") for m, run in CLAIM5_RUNS.items())
+  claim5 = fs.FigureSpec(
+      "claim5", f"Claim 5: accuracy per mixing strategy, classes "
+      f"{MISSING_CLASSES} missing from every client",
+      _figure_source("Augenstein Figure 1"), (fs.Panel("digits", fs.BARS, (
+          fs.Series("overall", points),
+          fs.Series(f"classes {MISSING_CLASSES}", points, spec.Metric(
+              spec.METHOD_FIELD, key="missing_class_accuracy"))),
+                                                   categories=MIXING),),
+      table=(PAPER, "claim5"))
+  return (claim1, claim2, claim3, claim4, claim5)
 
 
 def effective_lr() -> spec.Preset:

@@ -21,6 +21,7 @@ from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common as c
 from federated_vision.reproduction.presets import hsu2020_cifar as cifar
+from federated_vision.reproduction.presets import hsu2020_figures as figs
 from federated_vision.reproduction.presets import hsu2020_sources as src
 
 PAPER = "hsu2020"
@@ -101,12 +102,12 @@ def _centralized_row(rows, cells, run: spec.Run, column: str) -> None:
 
 
 def _preset(name: str, description: str, runs, table: spec.TableSpec,
-            *sources: Mapping[str, str], comparisons=(),
+            *sources: Mapping[str, str], comparisons=(), figures=(),
             **fallback) -> spec.Preset:
   runs = c.unique_runs(runs)
   return spec.Preset(name, PAPER, description, runs, (table,),
                      sources=_sources(runs, *sources, **fallback),
-                     comparisons=tuple(comparisons))
+                     comparisons=tuple(comparisons), figures=tuple(figures))
 
 
 # Table 1's columns: what each reads from the row's centralized run
@@ -218,7 +219,7 @@ def table2() -> spec.Preset:
           "rounds_per_eval": src.OURS + "every 50 rounds: the Acc@Batch "
                              "budgets fall between evaluations for the plain "
                              "methods"}, _NESTEROV, src.CENTRAL_SOURCES,
-      comparisons=comparisons)
+      comparisons=comparisons, figures=(figs.figure6(runs, baseline.name),))
 
 
 def table3() -> spec.Preset:
@@ -268,7 +269,9 @@ def table3() -> spec.Preset:
                           "length; Table 3's last column is Acc@Round 5k",
           "rounds_per_eval": src.OURS + "every 250 rounds: 1k, 2.5k and 5k "
                              "are evaluations"}, _NESTEROV,
-      src.CENTRAL_SOURCES)
+      src.CENTRAL_SOURCES, figures=(figs.figure7({
+          f"C = {k}": ([r for r in runs if r.flags["clients_per_round"] == k],
+                       baseline.name) for k in (10, 100)}),))
 
 
 def table4() -> spec.Preset:
@@ -356,7 +359,12 @@ def table4() -> spec.Preset:
           "rounds_per_eval": src.OURS + "every 250 rounds: 1k, 2.5k and 5k "
                              "are evaluations"}, _NESTEROV,
       src.CENTRAL_SOURCES,
-      comparisons=comparisons)
+      comparisons=comparisons, figures=(figs.figure5({
+          f"{pub.LAYERS[0 if two else 1]}, C = {k}": (
+              [r for r in runs if r.flags["clients_per_round"] == k and
+               ("trainable_last_layers" in r.flags) == two],
+              baselines[two].name)
+          for two in (True, False) for k in (10, 50, 100)}),))
 
 
 # Table 5's FedVC, inferred from the paper's numbers (it prints no FedVC
@@ -380,7 +388,7 @@ def table5() -> spec.Preset:
   """Table 5 (Appendix A.2): rounds to relative accuracy, pretrained vs
   scratch, FedAvg/FedAvgM x C on Geo-3k, FedVC on (`_TABLE5_FEDVC`)."""
   baselines = {p: c.inat_centralized(p) for p in (True, False)}
-  runs, rows, cells = [], [], []
+  runs, rows, cells, curves = [], [], [], []
   for label, init, clients, _ in pub.TABLE5:  # One run per row.
     algorithm = dict((b, a) for a, b in _ALGORITHMS)[label]
     method = _method(algorithm, "fedvc")
@@ -390,6 +398,7 @@ def table5() -> spec.Preset:
     runs.append(run)
     row = pub.table5_row(label, init, clients)
     rows.append(row)
+    curves.append((row, run, baselines[pretrained].name))
     cells += [spec.CellSpec(row, col, run.name,
                             spec.Metric(spec.ROUNDS_TO_RELATIVE, f), method,
                             baselines[pretrained].name,
@@ -420,7 +429,7 @@ def table5() -> spec.Preset:
           "rounds_per_eval": src.OURS + "every 50 rounds; rounds to a target "
                              "are interpolated between evaluations "
                              "(McMahan et al.'s convention)"},
-      _NESTEROV, src.CENTRAL_SOURCES)
+      _NESTEROV, src.CENTRAL_SOURCES, figures=(figs.figure9(curves),))
 
 
 PRESETS = (table1, table2, table3, table4, table5, cifar.figure4,

@@ -11,6 +11,7 @@ from typing import Tuple
 from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common as c
+from federated_vision.reproduction.presets import hsu2020_figures as figs
 
 PAPER = "hsu2020"
 
@@ -44,7 +45,8 @@ def figure4() -> spec.Preset:
       sources={**c.COMMON_SOURCES, **c.CIFAR_SOURCES,
                "methods": _FIGURE4_QUOTE + " (FedAvg and FedAvgM) | "
                           + c.NESTEROV_SOURCE},
-      comparisons=_figure4_comparisons())
+      comparisons=_figure4_comparisons(),
+      figures=(figs.figure4(), figs.figure10()))
 
 
 def _figure4_comparisons() -> Tuple[claim_spec.Comparison, ...]:

@@ -1,0 +1,279 @@
+"""A preset's figures filled from run directories: their data, CSV and links.
+
+`fill(figure, preset, ctx, cell_value)` reads every point a `FigureSpec`
+declares -- a curve's evaluated rounds from the method's metrics.csv, a
+per-run point or a bar as a report cell is read (`report`'s cell value, so
+a figure shows exactly the numbers of the tables) -- and returns a
+`FigureResult`: one `Point` per drawn value and, for every (run, method)
+that is not finished (missing, running, diverged, another configuration,
+a damaged file), one `Point` without a value saying why. The figure is
+drawn from the points that have values (`figure_plot`) and the report
+names the others under it (`markdown_lines`): never an empty or silently
+partial picture. `write` writes `<prefix>.csv` (every point, reference
+line and paper value) and `<prefix>.png`.
+
+With `--seeds=N` a figure reads the first seed's runs (the preset's own
+run names), as the effective-learning-rate studies do; the report says so.
+"""
+
+import csv
+import dataclasses
+import math
+import os
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from federated_vision.evaluation import convergence
+from federated_vision.reproduction import figure_plot
+from federated_vision.reproduction import figure_spec as fs
+from federated_vision.reproduction import results
+from federated_vision.reproduction import spec
+from federated_vision.training import run_files
+
+OK = "ok"
+PAPER = "paper"
+# The CSV's `kind` of a row.
+POINT, REFERENCE = "point", "reference"
+CSV_COLUMNS = ("figure", "panel", "kind", "series", "run", "method", "x",
+               "x_label", "y", "unit", "status", "detail")
+SHOWN_MISSING = 12  # Not-drawn entries named in the markdown (the CSV: all).
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+  """A drawn value (status OK) or why a (run, method) has none.
+
+  Attributes:
+    panel: the panel's index in the figure.
+    series: the series' label.
+    run, method: where it was read ('' method: a run-level metric).
+    x, y: in the panel's units (accuracies in %); None unless OK.
+    x_label: a bar's category or a categorical x's value as shown.
+    status: OK or a `results` / `report` status.
+    detail: one line naming the file or run, when not OK.
+  """
+  panel: int
+  series: str
+  run: str
+  method: str
+  x: Optional[float] = None
+  y: Optional[float] = None
+  x_label: str = ""
+  status: str = OK
+  detail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Line:
+  """A reference line as drawn: its y, or why it has none."""
+  panel: int
+  label: str
+  y: Optional[float]
+  status: str = OK
+  detail: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class FigureResult:
+  """A figure filled from run directories."""
+  spec: fs.FigureSpec
+  points: Tuple[Point, ...]
+  lines: Tuple[Line, ...]
+
+  def not_drawn(self) -> List[str]:
+    """'run/method: status (detail)' of every series point or reference
+    line without a value, once each, in figure order."""
+    out = []
+    for p in self.points:
+      if p.status != OK:
+        where = f"{p.run}/{p.method}" if p.method else p.run
+        out.append(f"{where}: {p.status} ({p.detail})")
+    out += [f"reference line {l.label!r}: {l.status} ({l.detail})"
+            for l in self.lines if l.status != OK]
+    return list(dict.fromkeys(out))
+
+  def drawn(self, panel: int, series: str) -> List[Point]:
+    return [p for p in self.points if p.panel == panel and p.series == series
+            and p.status == OK]
+
+
+CellValue = Callable[[object, spec.CellSpec], object]  # report's cell value.
+
+
+def _missing(i, series, run, method, status, detail) -> List[Point]:
+  return [Point(i, series.label, run, method or "", status=status,
+                detail=detail)]
+
+
+def _curve(i: int, panel: fs.Panel, series: fs.Series, ctx) -> List[Point]:
+  """The evaluated rounds of one method's metrics.csv as (x, y) points."""
+  (run, method), = series.points
+  state = ctx.method(run, method)
+  if state.status != results.FINISHED:
+    return _missing(i, series, run, method, state.status, state.detail)
+  column = (fs.TEST_ACCURACY if panel.y == fs.RELATIVE_ACCURACY else panel.y)
+  try:
+    rows = ctx.rows(run, method)
+  except run_files.RunFileError as e:
+    return _missing(i, series, run, method, results.INVALID,
+                    str(e).splitlines()[0])
+  if not rows or column not in rows[0]:
+    return _missing(i, series, run, method, "unavailable",
+                    f"{ctx.runs[run].path}/{method}/metrics.csv has no "
+                    f"{column} column" + (
+                        " (trained without --full_train_loss)"
+                        if column == fs.FULL_TRAIN_LOSS else ""))
+  evaluated = [r for r in rows if r.get(column) is not None]
+  xs = [float(r[panel.x]) for r in evaluated]
+  ys = [float(r[column]) for r in evaluated]
+  if panel.best_so_far:
+    ys = [float(v) for v in convergence.best_so_far(ys)]
+  if panel.y == fs.TEST_ACCURACY:
+    ys = [100.0 * v for v in ys]
+  elif panel.y == fs.RELATIVE_ACCURACY:
+    base = ctx.baseline(series.baseline)
+    if base.status != OK:
+      return _missing(i, series, run, method, base.status, base.detail)
+    ys = [v / base.value for v in ys]
+  return [Point(i, series.label, run, method, x, y) for x, y in zip(xs, ys)]
+
+
+def _x_of_run(panel: fs.Panel, preset: spec.Preset, run: str, ctx,
+              cell_value: CellValue):
+  """(x, shown label, None) of a per-run point, or (None, '', the Value
+  saying why there is none)."""
+  if panel.x == fs.EMD_X:
+    v = cell_value(ctx, spec.CellSpec("x", panel.x, run,
+                                      spec.Metric(spec.EMD)))
+    return (v.value, "", None) if v.status == OK else (None, "", v)
+  value = float(preset.run(run).flags[panel.x])
+  return value, f"{value:g}", None
+
+
+def _values(i: int, panel: fs.Panel, series: fs.Series, preset, ctx,
+            cell_value: CellValue) -> List[Point]:
+  """A per-run series' points or a bar series' bars, read as cells."""
+  out = []
+  for k, (run, method) in enumerate(series.points):
+    v = cell_value(ctx, spec.CellSpec(series.label, panel.title, run,
+                                      series.y_metric, method))
+    if panel.kind == fs.BARS:
+      x, label, why = float(k), panel.categories[k], None
+    else:
+      x, label, why = _x_of_run(panel, preset, run, ctx, cell_value)
+    bad = v if v.status != OK else why
+    if bad is not None:
+      out.append(Point(i, series.label, run, method or "", x_label=label,
+                       status=bad.status, detail=bad.detail))
+    else:
+      out.append(Point(i, series.label, run, method or "", x, v.value, label))
+  return out
+
+
+def _line(i: int, line: fs.ReferenceLine, ctx) -> Line:
+  if line.value is not None:
+    return Line(i, line.label, float(line.value))
+  base = ctx.baseline(line.baseline)
+  if base.status != OK:
+    return Line(i, line.label, None, base.status, base.detail)
+  return Line(i, line.label, 100.0 * base.value)
+
+
+def fill(figure: fs.FigureSpec, preset: spec.Preset, ctx,
+         cell_value: CellValue) -> FigureResult:
+  """Every point and reference line of `figure` from `ctx` (`report`'s
+  run directories, read once) and `cell_value` (`report`'s cell reader)."""
+  points, lines = [], []
+  for i, panel in enumerate(figure.panels):
+    for series in panel.series:
+      points += (_curve(i, panel, series, ctx) if panel.kind == fs.CURVE else
+                 _values(i, panel, series, preset, ctx, cell_value))
+    lines += [_line(i, line, ctx) for line in panel.lines]
+  return FigureResult(figure, tuple(points), tuple(lines))
+
+
+def file_prefix(preset_name: str, figure: fs.FigureSpec) -> str:
+  """`<preset>_<key>`: the figure's PNG and CSV names without extension."""
+  return f"{preset_name}_{figure.key}"
+
+
+def _raw(v) -> object:
+  if v is None:
+    return ""
+  return repr(float(v)) if isinstance(v, float) and math.isfinite(v) else v
+
+
+def csv_rows(result: FigureResult) -> List[Dict[str, object]]:
+  """Every point (drawn or not), reference line and paper value."""
+  key, panels = result.spec.key, result.spec.panels
+  out = []
+  for p in result.points:
+    out.append({"figure": key, "panel": panels[p.panel].title, "kind": POINT,
+                "series": p.series, "run": p.run, "method": p.method,
+                "x": _raw(p.x), "x_label": p.x_label, "y": _raw(p.y),
+                "unit": panels[p.panel].y_unit, "status": p.status,
+                "detail": p.detail})
+  for l in result.lines:
+    out.append({"figure": key, "panel": panels[l.panel].title,
+                "kind": REFERENCE, "series": l.label, "run": "", "method": "",
+                "x": "", "x_label": "", "y": _raw(l.y),
+                "unit": panels[l.panel].y_unit, "status": l.status,
+                "detail": l.detail})
+  for panel in panels:
+    for v in panel.paper:
+      out.append({"figure": key, "panel": panel.title, "kind": PAPER,
+                  "series": v.series, "run": "", "method": "",
+                  "x": _raw(float(v.x)), "x_label": v.text,
+                  "y": _raw(float(v.y)), "unit": panel.y_unit,
+                  "status": PAPER, "detail": v.source})
+  return out
+
+
+def markdown_lines(result: FigureResult, prefix: str,
+                   seeds: int = 1) -> List[str]:
+  """The figure under its table: title, image, source, data link, notes and
+  which runs it lacks."""
+  figure = result.spec
+  name = os.path.basename(prefix)
+  lines = [f"### {figure.title}", "", f"![{figure.title}]({name}.png)", "",
+           f"Source: {figure.source}", "",
+           f"Data: [{name}.csv]({name}.csv) (every point, reference line "
+           "and paper value).", ""]
+  lines += [f"- {note}" for note in figure.notes]
+  if seeds > 1:
+    lines.append(f"- Drawn from the first of the {seeds} seeds' runs.")
+  missing = result.not_drawn()
+  if missing:
+    shown = missing[:SHOWN_MISSING]
+    more = len(missing) - len(shown)
+    lines.append(f"- Not drawn ({len(missing)}; the rest is drawn): "
+                 + "; ".join(shown) + (f"; and {more} more (the CSV lists "
+                                       "them)" if more else ""))
+  if figure.notes or seeds > 1 or missing:
+    lines.append("")
+  return lines
+
+
+def write(result: FigureResult, prefix: str) -> Dict[str, str]:
+  """`<prefix>.csv` and `<prefix>.png` (deterministic bytes: the same runs
+  give the same files); returns {"figure_<key>_csv": path,
+  "figure_<key>_png": path}."""
+  csv_path, png_path = prefix + ".csv", prefix + ".png"
+  with run_files.atomic_path(csv_path) as tmp, \
+      open(tmp, "w", newline="") as f:
+    writer = csv.DictWriter(f, CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(csv_rows(result))
+  figure_plot.draw(result, png_path)
+  key = result.spec.key
+  return {f"figure_{key}_csv": csv_path, f"figure_{key}_png": png_path}
+
+
+def fill_all(preset: spec.Preset, ctx, cell_value: CellValue
+             ) -> Tuple[FigureResult, ...]:
+  return tuple(fill(f, preset, ctx, cell_value) for f in preset.figures)
+
+
+def by_table(results_: Sequence[FigureResult], key: Optional[Tuple[str, str]]
+             ) -> List[FigureResult]:
+  """The figures shown under the table `key` (None: after the tables)."""
+  return [r for r in results_ if r.spec.table == key]
