@@ -66,6 +66,7 @@ ALWAYS = {
     "centralized_epochs": "the centralized baseline (0 skips it)",
     "seed": "partition, sampling, shuffling, initialisation",
     "target_accuracy": "rounds_to_target in summary.json",
+    "full_train_loss": "every method's training-set loss column",
     "mixing": "the mixing strategies (empty: none)",
     "root_output_dir": "output location", "experiment_name": "output location",
     "overwrite": "run control", "on_divergence": "run control",
