@@ -32,21 +32,28 @@ def write_hparams(run_dir: str, flags: Mapping[str, object], **overrides):
 
 def write_metrics(run_dir: str, method: str,
                   curve: Sequence[Tuple[int, Optional[float]]],
-                  batches_per_round: int = 4) -> str:
+                  batches_per_round: int = 4,
+                  full_train_loss: Optional[Mapping[int, float]] = None
+                  ) -> str:
   """metrics.csv with one row per round 1..last; `curve` gives (round,
-  test accuracy) of the evaluated rounds (others have no test accuracy)."""
+  test accuracy) of the evaluated rounds (others have no test accuracy);
+  `full_train_loss` ({round: loss} of evaluated rounds): that column too,
+  before the timing column, as `--full_train_loss` runs write it."""
   evaluated = dict(curve)
   last = max(evaluated)
   path = os.path.join(run_dir, method, "metrics.csv")
   os.makedirs(os.path.dirname(path), exist_ok=True)
+  extra = full_train_loss is not None
   with open(path, "w", newline="") as f:
     w = csv.writer(f, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
+    w.writerow(CSV_COLUMNS[:-1] + (("full_train_loss",) if extra else ())
+               + CSV_COLUMNS[-1:])
     for r in range(1, last + 1):
       acc = evaluated.get(r)
+      loss = [full_train_loss.get(r, "")] if extra else []
       w.writerow([r, 10, 1.0, 0.5, "" if acc is None else 0.9,
                   "" if acc is None else acc, batches_per_round,
-                  r * batches_per_round, 0.1])
+                  r * batches_per_round] + loss + [0.1])
   return path
 
 
@@ -65,15 +72,19 @@ def write_summary(run_dir: str, methods: Mapping[str, Mapping[str, object]],
 def finished_run(root: str, run, curves: Mapping[str, Sequence[Tuple[int, float]]],
                  entries: Optional[Mapping[str, Mapping[str, object]]] = None,
                  centralized: Optional[float] = None, emd: float = 0.5,
-                 batches_per_round: int = 4, **summary_extra) -> str:
+                 batches_per_round: int = 4,
+                 full_train_loss: Optional[Mapping[str, Mapping[int, float]]]
+                 = None, **summary_extra) -> str:
   """A finished run of a `spec.Run`: hparams.json from its flags, metrics.csv
-  per method from `curves`, summary.json whose final_accuracy is each curve's
-  last value (updated by `entries`)."""
+  per method from `curves` (and `full_train_loss`'s column, per method),
+  summary.json whose final_accuracy is each curve's last value (updated by
+  `entries`)."""
   run_dir = os.path.join(root, run.name)
   write_hparams(run_dir, run.flags)
   methods = {}
   for method, curve in curves.items():
-    write_metrics(run_dir, method, curve, batches_per_round)
+    write_metrics(run_dir, method, curve, batches_per_round,
+                  (full_train_loss or {}).get(method))
     methods[method] = {"final_accuracy": curve[-1][1], "rounds": curve[-1][0]}
     methods[method].update((entries or {}).get(method, {}))
   write_summary(run_dir, methods, centralized, emd, **summary_extra)

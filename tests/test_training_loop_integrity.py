@@ -24,6 +24,7 @@ from federated_vision import training_loop as tl
 from federated_vision.algorithms import sampling
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
+from federated_vision.evaluation import keras_eval
 from federated_vision.evaluation import reporting
 from federated_vision.models import digits as digits_models
 from conftest import StopBefore
@@ -64,16 +65,20 @@ def _built(setup, client_lr, server_lr):
         model_fn, tff.learning.optimizers.build_sgdm(client_lr),
         server_learning_rate=server_lr, server_momentum=0.5)
     # Keras models for evaluation are built after TFF has traced its graphs.
-    evaluate = tl.build_keras_evaluate_fn(
-        digits_models.create_digits_cnn,
-        cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn))
+    # Every run of the module also records the training-set loss.
+    evaluate = keras_eval.with_full_train_loss(
+        tl.build_keras_evaluate_fn(
+            digits_models.create_digits_cnn,
+            cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn)),
+        digits_models.create_digits_cnn, fed.pooled_train_batches())
     _BUILT[key] = process, evaluate
   return _BUILT[key]
 
 
 def _run(setup, out, total_rounds=ROUNDS, client_lr=0.05, server_lr=1.0,
          sampler=None, log=None, **config):
-  """One tiny FedAvgM run on digits through `run_federated_training`."""
+  """One tiny FedAvgM run on digits through `run_federated_training`,
+  recording the loss on the pooled training data (`full_train_loss`)."""
   fed, spec = setup
   process, evaluate = _built(setup, client_lr, server_lr)
   sampler = sampler or sampling.UniformSampler(fed.client_data.client_ids, 3,
@@ -82,7 +87,8 @@ def _run(setup, out, total_rounds=ROUNDS, client_lr=0.05, server_lr=1.0,
   lines = [] if log is None else log
   return tl.run_federated_training(
       "fedavgm", process, fed, spec, sampler, evaluate,
-      tl.LoopConfig(total_rounds=total_rounds, output_dir=str(out), **config),
+      tl.LoopConfig(total_rounds=total_rounds, output_dir=str(out),
+                    full_train_loss=True, **config),
       log_fn=lines.append)
 
 
@@ -117,6 +123,39 @@ def test_reference_run_records_every_column(reference):
   assert [s for s, _ in tb["train_loss"]] == [1, 2, 3, 4]
   np.testing.assert_allclose([v for _, v in tb["train_loss"]],
                              [float(r["train_loss"]) for r in rows], rtol=1e-6)
+
+
+def test_full_train_loss_is_the_final_models_loss_on_the_pooled_data(
+    setup, reference):
+  """Issue 35, check 4: the last round's full_train_loss equals the loss
+  computed here, with the run's final weights (its round-4 checkpoint), on
+  every client's training examples (decoded without augmentation): mean
+  softmax cross-entropy in float64 plus the model's regularization losses.
+  Every evaluated round has one, and it is not the test loss."""
+  out, rows = reference
+  fed, _ = setup
+  process, _ = _built(setup, 0.05, 1.0)
+  state, version = tl.Checkpoints(str(out / "checkpoints"), 2,
+                                  lambda _: None).load_latest(
+                                      process.initialize())
+  assert version == ROUNDS
+  model = digits_models.create_digits_cnn()
+  process.get_model_weights(state).assign_weights_to(model)
+  examples = [fed.eval_map_fn(e) for cid in fed.client_data.client_ids
+              for e in fed.client_data.create_tf_dataset_for_client(cid)]
+  x = np.stack([e["x"].numpy() for e in examples])
+  y = np.array([e["y"].numpy() for e in examples])
+  # The 6 clients of 239 examples use 1,434 of the 1,438 training images.
+  assert len(y) == sum(fed.client_sizes.values()) == 6 * 239
+  logits = model(x, training=False).numpy().astype(np.float64)
+  logits -= logits.max(axis=1, keepdims=True)
+  log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+  loss = -log_p[np.arange(len(y)), y].mean() + sum(
+      float(l) for l in model.losses)
+  assert float(rows[-1]["full_train_loss"]) == pytest.approx(loss, rel=2e-6)
+  assert all(r["full_train_loss"] not in ("", r["test_loss"]) for r in rows)
+  tb = _scalars(out / "tensorboard")
+  assert [s for s, _ in tb["full_train_loss"]] == [1, 2, 3, 4]
 
 
 def test_interrupted_run_resumes_purges_tensorboard_and_sums_seconds(
