@@ -4,10 +4,12 @@
 `my_digits_table`: FedAvg and FedAvg with this module's neighbour's
 `clipped_sgd` server optimizer (tests/extra_server_optimizer.py) on digits,
 2 rounds, Acc@Round 2 in a two-row table (ours: a test preset; no paper
-numbers, so every cell is ours alone).
+numbers, so every cell is ours alone), and a figure of both methods' test
+accuracy against rounds under it.
 """
 
 import extra_server_optimizer  # pylint: disable=unused-import  (clipped_sgd)
+from federated_vision.reproduction import figure_spec
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
 
@@ -25,7 +27,15 @@ TABLE = spec.TableSpec(
                         spec.Metric(spec.ACC_AT_ROUND, 2), method)
           for row, method in ROWS))
 
+FIGURE = figure_spec.FigureSpec(
+    "curves", "My figure: test accuracy vs rounds", "ours: the curves behind "
+    "my table's cells", (figure_spec.Panel(
+        "digits, 4 clients", figure_spec.CURVE, tuple(
+            figure_spec.curve(row, RUN.name, method) for row, method in ROWS)),),
+    table=TABLE.key)
+
 presets.register_preset(spec.Preset(
     "my_digits_table", "my_lab", "FedAvg vs a clipped server step on digits "
     "(ours: a test preset)", (RUN,), (TABLE,),
-    sources={"methods": "ours: the comparison this test preset makes"}))
+    sources={"methods": "ours: the comparison this test preset makes"},
+    figures=(FIGURE,)))

@@ -153,6 +153,20 @@ def test_a_registered_preset_runs_reports_and_resumes(ran):
                       ("FedAvg, clipped server step", "fedavg@clipped_sgd")):
     value = 100 * summary["methods"][method]["acc_at_round"]
     assert f"| {row} | {value:.2f} |" in report, report
+  # Its figure, under its table: each curve is the run's metrics.csv.
+  assert report.index("## My table") < report.index(
+      "![My figure: test accuracy vs rounds](my_digits_table_curves.png)")
+  assert (root / "my_digits_table_curves.png").stat().st_size > 10_000
+  with open(root / "my_digits_table_curves.csv", newline="") as f:
+    drawn = list(csv.DictReader(f))
+  for row, method in (("FedAvg", "fedavg"),
+                      ("FedAvg, clipped server step", "fedavg@clipped_sgd")):
+    with open(root / "my_digits_table_run" / method / "metrics.csv",
+              newline="") as f:
+      want = [(float(r["round"]), 100 * float(r["test_accuracy"]))
+              for r in csv.DictReader(f)]
+    assert [(float(r["x"]), float(r["y"])) for r in drawn
+            if r["series"] == row] == want
 
 
 def test_extra_methods_rows_sit_beside_the_papers_with_its_settings(ran):
