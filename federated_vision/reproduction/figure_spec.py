@@ -54,6 +54,7 @@ _AXIS_LABELS = {
     FULL_TRAIN_LOSS: "training-set loss (server model, pooled client data)",
     TRAIN_LOSS: "mean client training loss",
     EMD_X: "EMD non-identicalness",
+    "alpha": "Dirichlet concentration α (--alpha)",
 }
 _KEY = re.compile(r"[a-z0-9_]+\Z")
 
