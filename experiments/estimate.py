@@ -220,17 +220,22 @@ def project_run(name: str, config: config_lib.ExperimentConfig,
       lines.append(f"    {method}: {timing.wall:.2f} s/round "
                    f"({timing.cpu:.2f} CPU-s)")
     lines.insert(0, "  calibrated directly on this run's config")
-  if c.evaluation_half is not None and test != c.test_examples:
+  # --full_train_loss: every evaluation also passes over the training set
+  # (the calibration timed the test set's alone).
+  evaluated = test + (train if t.full_train_loss else 0)
+  if c.evaluation_half is not None and evaluated != c.test_examples:
     ev = cost.on_line(*cost.linear_fit(c.evaluation_half, c.evaluation,
-                                       c.half_examples, c.test_examples), test)
+                                       c.half_examples, c.test_examples),
+                      evaluated)
   else:
     ev = c.evaluation.scaled(cost.eval_scale(
-        cost.Work(1, 1, c.test_examples), cost.Work(1, 1, test)))
+        cost.Work(1, 1, c.test_examples), cost.Work(1, 1, evaluated)))
   steps = math.ceil(train / central_b)
   p = cost.project(c.build + c.warmup_excess, round_times, t.total_rounds,
                    t.rounds_per_eval, ev, t.centralized_epochs, steps, step)
-  lines.append(f"    evaluation ({test} examples): {ev.wall:.2f} s x "
-               f"{p.num_evaluations} per method")
+  lines.append(f"    evaluation ({evaluated} examples"
+               f"{', test and training' if t.full_train_loss else ''}): "
+               f"{ev.wall:.2f} s x {p.num_evaluations} per method")
   if t.centralized_epochs:
     lines.append(f"    centralized: {t.centralized_epochs} epochs x ({steps} "
                  f"steps x {step.wall:.3f} s + an evaluation)")

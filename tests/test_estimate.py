@@ -268,3 +268,25 @@ def test_estimate_settings_need_estimate(parse):
       parse(f"--{name}=5")
     assert str(e.value) == (f"flag --{name}=5: only with --estimate (a "
                             "setting of its calibration)")
+
+
+def test_full_train_loss_prices_each_evaluation_over_the_training_set_too():
+  """An evaluation of a --full_train_loss run also passes over the 120,300
+  training examples: the projection adds, per method and evaluation, the
+  calibrated test-set evaluation scaled by 120,300 / 8 examples."""
+  settings = estimate.Settings(rounds=3, scaled_rounds=1, clients=2)
+  recorded = Calibration(
+      build=T(30.0, 40.0), warmup_excess=T(10.0, 12.0),
+      rounds={"fedavg+fedvc": T(14.0, 25.0),
+              "fedavg+fedir+fedvc": T(15.0, 26.0)},
+      evaluation=T(0.8, 1.2), test_examples=8, train_examples=128,
+      step=cost.ZERO, seconds=120.0)
+  plain = _table3_like(10)
+  full = config_lib.replace_fields(plain, dict(full_train_loss=True))
+  e_plain, e_full = (estimate.project_run(
+      "inat", run, estimate.calibration_config(run, settings), recorded)
+                     for run in (plain, full))
+  extra = 20 * 2 * 0.8 * 120_300 / 8  # evaluations x methods x seconds
+  assert e_full.projection.total.wall - e_plain.projection.total.wall == (
+      pytest.approx(extra, rel=1e-12))
+  assert "(142990 examples, test and training)" in "\n".join(e_full.lines)
