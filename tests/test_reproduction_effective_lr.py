@@ -86,6 +86,11 @@ def test_digits_sweep_writes_contour_png_and_grouped_table(tmp_path):
   paths = report_text.write_report(rep, str(tmp_path / "out"))
   with open(paths["effective_lr_png"], "rb") as f:
     assert f.read(8) == PNG_MAGIC
+  # The contour is linked in the report, under its study's table.
+  with open(paths["markdown"]) as f:
+    markdown = f.read()
+  assert markdown.index(f"## {study.title}") < markdown.index(
+      f"]({p.name}_effective_lr.png)")
   with open(paths["effective_lr_csv"], newline="") as f:
     rows = list(csv.DictReader(f))
   assert len(rows) == 2 * 5
