@@ -232,3 +232,22 @@ def test_run_record_names_differences_and_allows_only_extension(tmp_path):
   (tmp_path / "fedavg").mkdir()
   run_record.clear(str(tmp_path))
   assert os.listdir(tmp_path) == [".lock"]
+
+
+def test_a_record_from_before_full_train_loss_resumes_without_it(tmp_path):
+  """A run recorded before --full_train_loss existed wrote no such column:
+  its record (no such setting) resumes without the flag and refuses it."""
+  from federated_vision.experiment import config as config_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import run_record  # pylint: disable=g-import-not-at-top
+  from federated_vision.errors import ConfigError  # pylint: disable=g-import-not-at-top
+  base = config_lib.from_values({"total_rounds": 3})
+  settings = run_record.recorded_settings(base)
+  assert settings.pop("full_train_loss") is False
+  (tmp_path / run_record.RECORD_FILE).write_text(json.dumps(
+      {"settings": settings, "partition_fingerprint": "f"}))
+  assert run_record.check(str(tmp_path), base)["settings"] == settings
+  with pytest.raises(ConfigError) as e:
+    run_record.check(str(tmp_path), config_lib.replace_fields(
+        base, {"full_train_loss": True}))
+  assert e.value.field == "full_train_loss"
+  assert "--full_train_loss=True (recorded False)" in str(e.value)
