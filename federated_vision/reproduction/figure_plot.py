@@ -31,13 +31,15 @@ def _colours(result) -> Dict[str, object]:
 
 
 def _categorical(points) -> List[float]:
-  """The distinct x values of a categorical axis, in first-seen order."""
-  return list(dict.fromkeys(p.x for p in points))
+  """The distinct x values of a categorical axis, in the order the series
+  declare them (drawn or not)."""
+  return list(dict.fromkeys(p.x for p in points if p.x is not None))
 
 
 def _draw_panel(ax, i: int, panel: fs.Panel, result, colours) -> None:
-  drawn = [p for p in result.points if p.panel == i and p.status == "ok"]
-  order = _categorical(drawn) if panel.categorical_x else []
+  points = [p for p in result.points if p.panel == i]
+  drawn = [p for p in points if p.y is not None]  # Not drawn: no y.
+  order = _categorical(points) if panel.categorical_x else []
   position = (lambda x: float(order.index(x))) if order else (lambda x: x)
   width = 0.8 / len(panel.series)
   for k, series in enumerate(panel.series):
@@ -70,7 +72,7 @@ def _draw_panel(ax, i: int, panel: fs.Panel, result, colours) -> None:
     ax.set_xticklabels(panel.categories, rotation=20, fontsize=8)
   elif order:
     ax.set_xticks(range(len(order)))
-    ax.set_xticklabels([next(p.x_label for p in drawn if p.x == x)
+    ax.set_xticklabels([next(p.x_label for p in points if p.x == x)
                         for x in order], fontsize=8)
   if panel.log_x:
     ax.set_xscale("log")

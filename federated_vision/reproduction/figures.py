@@ -46,7 +46,8 @@ class Point:
     panel: the panel's index in the figure.
     series: the series' label.
     run, method: where it was read ('' method: a run-level metric).
-    x, y: in the panel's units (accuracies in %); None unless OK.
+    x, y: in the panel's units (accuracies in %); y None unless OK (x
+      too, unless it is known without the run: a flag's value, a bar).
     x_label: a bar's category or a categorical x's value as shown.
     status: OK or a `results` / `report` status.
     detail: one line naming the file or run, when not OK.
@@ -161,9 +162,9 @@ def _values(i: int, panel: fs.Panel, series: fs.Series, preset, ctx,
     else:
       x, label, why = _x_of_run(panel, preset, run, ctx, cell_value)
     bad = v if v.status != OK else why
-    if bad is not None:
-      out.append(Point(i, series.label, run, method or "", x_label=label,
-                       status=bad.status, detail=bad.detail))
+    if bad is not None:  # Its x (a flag's value, a bar) where known.
+      out.append(Point(i, series.label, run, method or "", x, None, label,
+                       bad.status, bad.detail))
     else:
       out.append(Point(i, series.label, run, method or "", x, v.value, label))
   return out
