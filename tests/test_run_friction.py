@@ -52,9 +52,12 @@ def test_report_only_needs_no_data_flags_and_writes_under_results_root(
                     "--report_only", f"--results_root={root}", timeout=120,
                     env=QUIET)
   assert proc.returncode == 0, proc.stderr[-2000:]
-  # (and the summary of its cells and claims, issue 28)
+  # (and the summary of its cells and claims, issue 28; its Figure 7,
+  # drawn from no finished run: issue 35)
   assert sorted(os.listdir(root)) == ["hsu2020_table3.csv",
                                       "hsu2020_table3.md",
+                                      "hsu2020_table3_figure7.csv",
+                                      "hsu2020_table3_figure7.png",
                                       "hsu2020_table3_summary.json"]
   assert any(l.startswith(f"written: {root}/hsu2020_table3.csv, "
                           f"{root}/hsu2020_table3.md")
@@ -69,6 +72,8 @@ def test_results_root_defaults_to_root_output_dir(tmp_path):
   assert proc.returncode == 0, proc.stderr[-2000:]
   assert sorted(os.listdir(root)) == ["hsu2020_table3.csv",
                                       "hsu2020_table3.md",
+                                      "hsu2020_table3_figure7.csv",
+                                      "hsu2020_table3_figure7.png",
                                       "hsu2020_table3_summary.json"]
   both = run_module("experiments.reproduce", "--preset=hsu2020_table3",
                     "--report_only", f"--root_output_dir={root}",
