@@ -19,6 +19,8 @@ from typing import Callable, Mapping
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from federated_vision.training import run_files
+
 EvaluateFn = Callable[[tff.learning.models.ModelWeights], Mapping[str, float]]
 
 
@@ -66,7 +68,7 @@ def build_keras_evaluate_fn(keras_model_fn: Callable[[], tf.keras.Model],
   return evaluate
 
 
-FULL_TRAIN_LOSS = "full_train_loss"  # == training.metrics_csv's column.
+FULL_TRAIN_LOSS = run_files.FULL_TRAIN_LOSS
 
 
 def with_full_train_loss(evaluate_fn: EvaluateFn,

@@ -26,6 +26,7 @@ import re
 from typing import Mapping, Optional, Tuple
 
 from federated_vision.reproduction import spec
+from federated_vision.training import run_files
 
 CURVE = "curve"
 PER_RUN = "per_run"
@@ -39,7 +40,7 @@ CURVE_X = (ROUND, BATCHES)
 # CURVE y, with the unit it is drawn in.
 TEST_ACCURACY = "test_accuracy"          # %
 RELATIVE_ACCURACY = "relative_accuracy"  # test accuracy / the baseline's
-FULL_TRAIN_LOSS = "full_train_loss"      # the loss on the pooled training data
+FULL_TRAIN_LOSS = run_files.FULL_TRAIN_LOSS  # the pooled training data's loss
 TRAIN_LOSS = "train_loss"                # the clients' mean training loss
 CURVE_METRICS = {TEST_ACCURACY: "%", RELATIVE_ACCURACY: "",
                  FULL_TRAIN_LOSS: "", TRAIN_LOSS: ""}

@@ -15,10 +15,7 @@ METRIC_COLUMNS = ("round", "clients", "train_loss", "train_accuracy",
                   "cumulative_batch_budget", fedavg.DROPPED_NON_FINITE,
                   "non_finite")
 TIMING_COLUMNS = ("round_seconds",)
-# The server model's loss on the pooled training data (every client's
-# training examples, no augmentation), on evaluated rounds of a run that
-# asks for it (`LoopConfig.full_train_loss`; McMahan et al. 2017 Figure 6).
-FULL_TRAIN_LOSS = "full_train_loss"
+FULL_TRAIN_LOSS = run_files.FULL_TRAIN_LOSS  # Re-exported.
 CSV_COLUMNS = METRIC_COLUMNS + TIMING_COLUMNS
 # Re-exported: the cell format lives with the reader (run_files).
 format_value = run_files.format_value

@@ -49,14 +49,18 @@ from federated_vision.training.errors import RunFileError
 from federated_vision.training.errors import describe_error
 
 CHECKSUM_KEY = "sha256"
+# The server model's loss on the pooled training data, on evaluated rounds
+# of a run that asks for it (`--full_train_loss`; McMahan et al. 2017
+# Figure 6): `keras_eval.with_full_train_loss` computes it, the loop writes
+# it (`LoopConfig.full_train_loss`), figures read it.
+FULL_TRAIN_LOSS = "full_train_loss"
 # metrics.csv columns holding integers; "extra_broadcast_bytes": mixing runs.
 INT_COLUMNS = frozenset(("round", "clients", "batch_budget",
                          "cumulative_batch_budget",
                          "clients_dropped_non_finite", "non_finite",
                          "extra_broadcast_bytes"))
 FLOAT_COLUMNS = frozenset(("train_loss", "train_accuracy", "test_loss",
-                           "test_accuracy", "round_seconds",
-                           "full_train_loss"))
+                           "test_accuracy", "round_seconds", FULL_TRAIN_LOSS))
 _INT = re.compile(r"-?[0-9]+\Z")
 _NUMBER = re.compile(r"(-?([0-9]+\.?[0-9]*|\.[0-9]+)(e[-+]?[0-9]+)?|nan|-?inf)\Z")
 

@@ -8,12 +8,13 @@ from typing import Dict, Mapping, Tuple
 import tensorflow as tf
 
 from federated_vision.algorithms import fedavg
+from federated_vision.training import run_files
 from federated_vision.training.errors import OutputWriteError
 from federated_vision.training.errors import describe_error
 
 TENSORBOARD_TAGS = ("train_loss", "train_accuracy", "test_loss",
                     "test_accuracy", "cumulative_batch_budget",
-                    fedavg.DROPPED_NON_FINITE, "full_train_loss")
+                    fedavg.DROPPED_NON_FINITE, run_files.FULL_TRAIN_LOSS)
 
 # Sorts before the names TF gives event files (events.out.tfevents.<time>...),
 # so TensorBoard reads the kept steps before those written after a resume.
