@@ -18,6 +18,7 @@ from federated_vision.reproduction import figure_spec as fs
 PANEL_SIZE = (5.2, 3.9)  # inches per panel
 MAX_COLUMNS = 3
 DPI = 100
+MAX_PAPER_TEXTS = 4  # a panel with more paper values shows stars only
 CHARACTERS_PER_INCH = 17  # of the not-drawn note (6.5 pt) and the title
 
 
@@ -60,13 +61,18 @@ def _draw_panel(ax, i: int, panel: fs.Panel, result, colours) -> None:
       ax.axhline(line.y, color="0.45", ls="--", lw=1.0, label=(
           f"{line.label} ({line.y:.4g})" if declared.baseline else
           line.label))
-  for v in panel.paper:
+  paper = [v for j, v in result.paper if j == i]
+  for k, v in enumerate(paper):  # Stars in their series' colour.
     x = position(v.x) if order and v.x in order else v.x
-    ax.scatter([x], [v.y], marker="*", s=150, color=colours[v.series],
-               edgecolors="k", linewidths=0.6, zorder=5,
-               label=f"paper: {v.series} {v.text}")
-    ax.annotate(f"paper {v.text}", (x, v.y), textcoords="offset points",
-                xytext=(6, -10), fontsize=7)
+    few = len(paper) <= MAX_PAPER_TEXTS
+    ax.scatter([x], [v.y], marker="*", s=150 if few else 70,
+               color=colours[v.series], edgecolors="k", linewidths=0.6,
+               zorder=5, label=(f"paper: {v.series} {v.text}" if few else
+                                "paper (stars: its printed numbers)"
+                                if k == 0 else None))
+    if few:
+      ax.annotate(f"paper {v.text}", (x, v.y), textcoords="offset points",
+                  xytext=(6, -10), fontsize=7)
   if panel.kind == fs.BARS:
     ax.set_xticks(range(len(panel.categories)))
     ax.set_xticklabels(panel.categories, rotation=20, fontsize=8)

@@ -75,10 +75,21 @@ class Line:
 
 @dataclasses.dataclass(frozen=True)
 class FigureResult:
-  """A figure filled from run directories."""
+  """A figure filled from run directories.
+
+  Attributes:
+    spec: the declaration.
+    points: every series point, drawn or not.
+    lines: the reference lines.
+    paper: (panel index, value) of every number the paper states that the
+      figure shows: the panels' declared ones and those of its table's
+      published cells that fall on a series' curve or point
+      (`table_paper_values`).
+  """
   spec: fs.FigureSpec
   points: Tuple[Point, ...]
   lines: Tuple[Line, ...]
+  paper: Tuple[Tuple[int, fs.PaperValue], ...] = ()
 
   def not_drawn(self) -> List[str]:
     """'run/method: status (detail)' of every series point or reference
@@ -98,6 +109,63 @@ class FigureResult:
 
 
 CellValue = Callable[[object, spec.CellSpec], object]  # report's cell value.
+# (paper, table, row, column) -> `published.PublishedValue` or None.
+Lookup = Callable[[tuple], object]
+
+
+def _on_panel(panel: fs.Panel, metric: spec.Metric, value: float,
+              x_of_run: Optional[float]) -> Optional[Tuple[float, float]]:
+  """Where a published cell's number lies on `panel` ((x, y) in its
+  units), or None when the panel does not show that metric: Acc@Round N
+  at (N, %) on a test-accuracy curve against rounds, Acc@Batch N against
+  the batch budget, rounds to a target accuracy at (rounds, target %) on a
+  best-so-far curve (McMahan's definition), rounds to a fraction of the
+  centralized accuracy at (rounds, fraction) on a relative-accuracy curve,
+  a final accuracy at the run's x on a per-run panel of final accuracy."""
+  kind = metric.kind
+  if panel.kind == fs.CURVE and panel.y == fs.TEST_ACCURACY:
+    if (kind, panel.x) in ((spec.ACC_AT_ROUND, fs.ROUND),
+                           (spec.ACC_AT_BATCH, fs.BATCHES)):
+      return metric.arg, value
+    if kind == spec.ROUNDS_TO_TARGET and panel.best_so_far:
+      return value, 100 * metric.arg
+  if (panel.kind == fs.CURVE and panel.y == fs.RELATIVE_ACCURACY and
+      kind == spec.ROUNDS_TO_RELATIVE and panel.x == fs.ROUND):
+    return value, metric.arg
+  if (panel.kind == fs.PER_RUN and x_of_run is not None and
+      kind == spec.FINAL_ACCURACY):
+    return x_of_run, value
+  return None
+
+
+def table_paper_values(figure: fs.FigureSpec, preset: spec.Preset,
+                       lookup: Lookup) -> List[Tuple[int, fs.PaperValue]]:
+  """The numbers the paper prints in the figure's table (`figure.table`)
+  for a (run, method) a series draws, where the panel shows that metric
+  (`_on_panel`; a per-run panel over a flag: at the run's value of it),
+  each labelled with its series and quoted from `published`."""
+  tables = [t for t in preset.tables if t.key == figure.table]
+  out = []
+  for i, panel in enumerate(figure.panels):
+    for series in panel.series:
+      for run, method in series.points:
+        x_of_run = (float(preset.run(run).flags[panel.x])
+                    if panel.kind == fs.PER_RUN and panel.x != fs.EMD_X
+                    else None)
+        for table in tables:
+          for cell in table.cells:
+            if (cell.run, cell.method) != (run, method):
+              continue
+            printed = lookup(table.key + (cell.row, cell.column))
+            if printed is None or printed.value is None:
+              continue
+            at = _on_panel(panel, cell.metric, printed.value, x_of_run)
+            if at is not None:
+              unit = " %" if printed.unit == "%" else ""
+              out.append((i, fs.PaperValue(
+                  series.label, at[0], at[1], printed.text + unit,
+                  f"{cell.row}, {cell.column}: {printed.quote}")))
+  return out
 
 
 def _missing(i, series, run, method, status, detail) -> List[Point]:
@@ -180,16 +248,20 @@ def _line(i: int, line: fs.ReferenceLine, ctx) -> Line:
 
 
 def fill(figure: fs.FigureSpec, preset: spec.Preset, ctx,
-         cell_value: CellValue) -> FigureResult:
-  """Every point and reference line of `figure` from `ctx` (`report`'s
-  run directories, read once) and `cell_value` (`report`'s cell reader)."""
+         cell_value: CellValue, lookup: Lookup) -> FigureResult:
+  """Every point, reference line and paper value of `figure` from `ctx`
+  (`report`'s run directories, read once), `cell_value` (`report`'s cell
+  reader) and `lookup` (the published numbers)."""
   points, lines = [], []
   for i, panel in enumerate(figure.panels):
     for series in panel.series:
       points += (_curve(i, panel, series, ctx) if panel.kind == fs.CURVE else
                  _values(i, panel, series, preset, ctx, cell_value))
     lines += [_line(i, line, ctx) for line in panel.lines]
-  return FigureResult(figure, tuple(points), tuple(lines))
+  paper = [(i, v) for i, panel in enumerate(figure.panels)
+           for v in panel.paper]
+  paper += table_paper_values(figure, preset, lookup)
+  return FigureResult(figure, tuple(points), tuple(lines), tuple(paper))
 
 
 def file_prefix(preset_name: str, figure: fs.FigureSpec) -> str:
@@ -219,13 +291,12 @@ def csv_rows(result: FigureResult) -> List[Dict[str, object]]:
                 "x": "", "x_label": "", "y": _raw(l.y),
                 "unit": panels[l.panel].y_unit, "status": l.status,
                 "detail": l.detail})
-  for panel in panels:
-    for v in panel.paper:
-      out.append({"figure": key, "panel": panel.title, "kind": PAPER,
-                  "series": v.series, "run": "", "method": "",
-                  "x": _raw(float(v.x)), "x_label": v.text,
-                  "y": _raw(float(v.y)), "unit": panel.y_unit,
-                  "status": PAPER, "detail": v.source})
+  for i, v in result.paper:
+    out.append({"figure": key, "panel": panels[i].title, "kind": PAPER,
+                "series": v.series, "run": "", "method": "",
+                "x": _raw(float(v.x)), "x_label": v.text,
+                "y": _raw(float(v.y)), "unit": panels[i].y_unit,
+                "status": PAPER, "detail": v.source})
   return out
 
 
@@ -269,9 +340,10 @@ def write(result: FigureResult, prefix: str) -> Dict[str, str]:
   return {f"figure_{key}_csv": csv_path, f"figure_{key}_png": png_path}
 
 
-def fill_all(preset: spec.Preset, ctx, cell_value: CellValue
+def fill_all(preset: spec.Preset, ctx, cell_value: CellValue, lookup: Lookup
              ) -> Tuple[FigureResult, ...]:
-  return tuple(fill(f, preset, ctx, cell_value) for f in preset.figures)
+  return tuple(fill(f, preset, ctx, cell_value, lookup)
+               for f in preset.figures)
 
 
 def by_table(results_: Sequence[FigureResult], key: Optional[Tuple[str, str]]

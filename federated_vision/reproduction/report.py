@@ -364,7 +364,7 @@ def build_report(preset: spec.Preset, root: str,
   studies = [effective_lr.run_study(study, preset, ctx.runs)
              for study in preset.studies]
   compared = [compare(c, preset, ctx) for c in preset.comparisons]
-  drawn = figures_lib.fill_all(preset, ctx, _ours)
+  drawn = figures_lib.fill_all(preset, ctx, _ours, table.get)
   return Report(preset, root, tuple(cells), tuple(studies), tuple(compared),
                 drawn)
 
