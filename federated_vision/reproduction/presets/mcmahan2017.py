@@ -18,6 +18,7 @@ the preset's `sources` (`MCMAHAN_SOURCES` plus each table's own).
 from typing import Optional
 
 from federated_vision.reproduction import claim_spec
+from federated_vision.reproduction import lr_grid
 from federated_vision.reproduction import published
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common as c
@@ -202,7 +203,8 @@ def table1() -> spec.Preset:
       "with the speedup over C = 0.",
       c.unique_runs(runs), tuple(tables),
       notes=("Rounds are read from one learning rate per setting, not the "
-             "best of the paper's grid (see sources: client_learning_rate).",),
+             "best of the paper's grid (see sources: client_learning_rate; "
+             "mcmahan2017_table1_lr_grid runs the grid).",),
       sources=_sources(_TABLE1_SOURCES))
 
 
@@ -275,4 +277,20 @@ def table4() -> spec.Preset:
       comparisons=_more_computation_comparisons("mnist_2nn"))
 
 
-PRESETS = (table1, table2, table4)
+def table1_lr_grid() -> spec.Preset:
+  """Table 1 under McMahan 2017 §3's learning-rate protocol (`lr_grid`)."""
+  return lr_grid.expand(table1())
+
+
+def table2_lr_grid() -> spec.Preset:
+  """Table 2 under McMahan 2017 §3's learning-rate protocol."""
+  return lr_grid.expand(table2())
+
+
+def table4_lr_grid() -> spec.Preset:
+  """Table 4 under McMahan 2017 §3's learning-rate protocol."""
+  return lr_grid.expand(table4())
+
+
+PRESETS = (table1, table2, table4, table1_lr_grid, table2_lr_grid,
+           table4_lr_grid)
