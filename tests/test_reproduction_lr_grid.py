@@ -179,3 +179,32 @@ def test_grid_presets_are_registered_and_refuse_seeds():
       seeds.expand(grid, 2)
   with pytest.raises(ValueError, match="no cell reads rounds"):
     lr_grid.expand(presets.get_preset("mcmahan2017_slides"))
+
+
+def test_reproduce_goes_on_past_a_diverged_rate_of_a_grid_only(tmp_path):
+  from experiments import reproduce_lib  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import errors  # pylint: disable=g-import-not-at-top
+  digits = presets.get_preset("digits_claims")
+  run = digits.run("digits_claims_rounds_iid")
+  (cell,) = [c for t in digits.tables for c in t.cells
+             if c.run == run.name and c.method == "fedavg"]
+  one_rate = spec.Preset("grid_entry", "digits", "d", (run,), (spec.TableSpec(
+      ("digits", "claim4"), "t", (cell.row,), (cell.column,), (cell,)),))
+  grid = lr_grid.expand(one_rate, lr_grid.Grid(3, 1, 0))
+  low = grid.lr_grids[run.name][0]
+  ran, out = [], []
+
+  def run_fn(flags):
+    ran.append(flags["experiment_name"])
+    if flags["experiment_name"] == low:
+      raise errors.DivergenceError("fedavg", 3, ["loss nan"])
+
+  outcome = reproduce_lib.reproduce(grid, str(tmp_path), {}, run_fn=run_fn,
+                                    echo=out.append)
+  assert outcome == {low: "diverged", run.name: "ran"} and ran == [low,
+                                                                    run.name]
+  assert any(reproduce_lib.GRID_DIVERGED in line for line in out)
+  with pytest.raises(errors.DivergenceError):  # Not a grid: it stops.
+    reproduce_lib.reproduce(one_rate, str(tmp_path / "one"), {},
+                            run_fn=lambda f: run_fn(dict(
+                                f, experiment_name=low)), echo=out.append)
