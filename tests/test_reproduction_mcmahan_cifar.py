@@ -126,7 +126,10 @@ def test_table3_report_puts_sgd_updates_and_rounds_beside_the_paper(tmp_path):
   assert cells["FedAvg", "80%"].paper_speedup == pytest.approx(18000 / 280)
   assert cells["FedSGD", "82%"].paper_speedup == pytest.approx(31000 / 6600)
   assert cells["SGD", "85%"].paper.value == 99000
-  assert "280 (64.3×)" in report_text.format_markdown(rep)
+  markdown = report_text.format_markdown(rep)
+  assert "280 (64.3×)" in markdown
+  assert "Published numbers read in: a Markdown transcription of McMahan " \
+         "et al.'s AISTATS 2017 / arXiv 1602.05629 text" in markdown
   rows = report_text.csv_rows(rep)
   assert len(rows) == 9 and all("AISTATS 2017" in r["paper_via"]
                                 for r in rows)

@@ -175,6 +175,9 @@ def format_markdown(report: Report) -> str:
     notes = _footnotes(cells.values())
     if notes:
       lines += [""] + notes
+    vias = sorted({r.paper.via for r in cells.values() if r.paper})
+    if vias:  # Where the paper's numbers beside ours were read.
+      lines += [""] + [f"Published numbers read in: {via}." for via in vias]
     lines.append("")
   for study in report.studies:
     lines += effective_lr.format_markdown(study) + [""]
