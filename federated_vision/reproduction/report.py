@@ -182,7 +182,7 @@ def _updates_value(run: results.RunDir, target: float) -> Value:
   """Minibatch updates of a centralized run's SGD to `target`: its
   per-epoch test accuracies (summary.json "centralized": "history") at
   "minibatch_updates", monotone and interpolated as McMahan's rounds."""
-  acc, status, detail = results.centralized_accuracy(run)
+  _, status, detail = results.centralized_accuracy(run)
   if status != results.FINISHED:
     return Value(None, status, detail)
   central = run.summary["centralized"]

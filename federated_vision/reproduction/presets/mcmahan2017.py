@@ -252,7 +252,8 @@ def table2() -> spec.Preset:
       "the speedup over FedSGD (E = 1, B = inf).",
       c.unique_runs(runs), (table,),
       notes=("Rounds are read from one learning rate per setting, not the "
-             "best of the paper's grid (see sources: client_learning_rate).",),
+             "best of the paper's grid (see sources: client_learning_rate; "
+             "mcmahan2017_table2_lr_grid runs the grid).",),
       sources=_sources(_TABLE2_SOURCES),
       comparisons=_more_computation_comparisons("mnist_cnn"))
 
@@ -269,7 +270,8 @@ def table4() -> spec.Preset:
       "with the speedup over FedSGD (E = 1, B = inf).",
       c.unique_runs(runs), (table,),
       notes=("Rounds are read from one learning rate per setting, not the "
-             "best of the paper's grid (see sources: client_learning_rate).",
+             "best of the paper's grid (see sources: client_learning_rate; "
+             "mcmahan2017_table4_lr_grid runs the grid).",
              "Table 4's numbers were not transcribed (the tables are lost in "
              "the text; §3 states its IID speedup, \"46×\" for the 2NN)."),
       sources={k: v for k, v in _sources(_TABLE4_SOURCES).items()
