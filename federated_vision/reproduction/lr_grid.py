@@ -153,9 +153,10 @@ def expand(preset: spec.Preset, grid: Grid = PAPER_GRID,
   if LR_FLAG in sources:
     sources[LR_FLAG] = (
         "McMahan 2017 §3: \"training over a sufficiently wide grid of "
-        "learning rates (typically 11-13 values for eta on a multiplicative "
-        "grid of resolution 10^(1/3) or 10^(1/6))\"; the best rate per cell "
-        f"is reported. Grid: {grid.describe()}, centred on each run's own "
+        "learning rates (typically 11-13 values for [...] on a multiplicative "
+        "grid of resolution [...])\" (10^(1/3) or 10^(1/6)); \"we plot "
+        "metrics for the best performing rate selected individually\". "
+        f"Grid: {grid.describe()}, centred on each run's own "
         f"rate (ours: the centre). The one-rate preset's source: "
         f"{sources[LR_FLAG]}")
   return dataclasses.replace(

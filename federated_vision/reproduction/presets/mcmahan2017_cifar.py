@@ -38,14 +38,18 @@ _CIFAR_QUOTE = (
     "clients each containing 500 training and 100 testing examples; since "
     "there isn't a natural user partitioning of this data, we considered the "
     "balanced and IID setting.\"")
+# The captions were lost in the extraction here; read in the arXiv text's
+# transcription (`published._MCMAHAN_TABLE3_VIA`).
 _TABLE3_CAPTION = (
-    "McMahan 2017 Table 3's caption: \"SGD used a minibatch size of 100. "
-    "FedSGD and FedAvg used C = 0.1, with FedAvg using E = 5 and B = 50.\"")
+    "McMahan 2017 Table 3's caption (arXiv 1602.05629): \"SGD used a "
+    "minibatch size of 100. FedSGD and FedAvg used C = 0.1, with FedAvg using "
+    "E = 5 and B = 50.\"")
 _DECAY_QUOTE = (
     "McMahan 2017 §3: \"For all algorithms, we tuned a learning-rate decay "
     "parameter in addition to the initial learning rate.\"; Figure 4's "
-    "caption: \"FedSGD uses a learning-rate decay of 0.9934 per round; "
-    "FedAvg uses B = 50, learning-rate decay of 0.99 per round, and E = 5.\"")
+    "caption (arXiv 1602.05629): \"FedSGD uses a learning-rate decay of "
+    "0.9934 per round; FedAvg uses B = 50, learning-rate decay of 0.99 per "
+    "round, and E = 5.\"")
 DECAY_NOTE = (
     "Not yet in these runs: the paper's learning-rate decay (" + _DECAY_QUOTE
     + "). To add once the per-round schedule is on main: FedSGD "
@@ -67,15 +71,19 @@ ROUNDS_PER_EVAL = 10
 TABLE3_SOURCES = {
     **c.COMMON_SOURCES,
     "dataset": "McMahan 2017 §3: \"We also ran experiments on the CIFAR-10 "
-               "dataset [24] to further validate FedAvg.\"",
+               "dataset to further validate FedAvg.\"",
     "partition": _CIFAR_QUOTE + " (iid)",
     "num_clients": _CIFAR_QUOTE,
     "examples_per_client": _CIFAR_QUOTE,
     "model": "McMahan 2017 §3: \"The model architecture was taken from the "
-             "TensorFlow tutorial [38], which consists of two convolutional "
+             "TensorFlow tutorial [...] which consists of two convolutional "
              "layers followed by two fully connected layers and then a linear "
              "transformation layer to produce logits, for a total of about "
-             "10^6 parameters.\" cifar_cnn: 1,068,298 parameters. Ours: the "
+             "[...] parameters.\" (10^6); cifar_cnn: 1,068,298 parameters. "
+             "\"The images are preprocessed as part of the training input "
+             "pipeline, which consists of cropping the images to 24x24, "
+             "randomly flipping left-right and adjusting the contrast, "
+             "brightness and whitening.\" Ours: the "
              "tutorial's pooling is 3x3 stride 2 with local response "
              "normalisation and a truncated-normal initialisation ("
              + c.TF_TUTORIAL + " at 05a434d: \"tf.nn.max_pool(conv1, ksize="
@@ -91,16 +99,20 @@ TABLE3_SOURCES = {
                     "model (which §3 names) decays its two hidden dense "
                     "layers: " + c.TF_TUTORIAL + " local3 / local4 "
                     "\"wd=0.004\" (wd * tf.nn.l2_loss(w))",
-    "algorithm": "McMahan 2017 §2: \"B = inf and E = 1 which corresponds "
-                 "exactly to FedSGD\" (fedsgd); every other run FedAvg; the "
-                 "SGD baseline's one FedAvg round: "
+    "algorithm": "McMahan 2017 §2: \"at one endpoint of this algorithm "
+                 "family, we can take [...] which corresponds exactly to "
+                 "FedSGD\" (B = inf, E = 1: fedsgd); every other run FedAvg; "
+                 "the SGD baseline's one FedAvg round: "
                  + c.CENTRAL_ALGORITHM_SOURCE,
     "client_fraction": _TABLE3_CAPTION,
     "clients_per_round": c.CENTRAL_ALGORITHM_SOURCE + " (the SGD baseline's "
                          "one FedAvg round; 10 clients, unused)",
     "client_epochs": _TABLE3_CAPTION + " (FedAvg E = 5)",
     "client_batch_size": _TABLE3_CAPTION + " (SGD B = 100 as its minibatch, "
-                         "FedAvg B = 50)",
+                         "FedAvg B = 50); §3: \"For these experiments, we "
+                         "considered an additional baseline, standard SGD "
+                         "training on the full training set (no user "
+                         "partitioning), using minibatches of size 100.\"",
     "client_learning_rate": spec.OURS + "McMahan 2017 §3 tunes the initial "
                             "rate (\"we tuned a learning-rate decay parameter "
                             "in addition to the initial learning rate\") and "
@@ -126,12 +138,19 @@ TABLE3_SOURCES = {
                        "rounds (rounds to target interpolate between "
                        "evaluations, McMahan 2017 §3); the SGD baseline is "
                        "evaluated each epoch (500 updates)",
-    "rounds_per_checkpoint": spec.OURS + "operational (resuming)",
+    "rounds_per_checkpoint": spec.OURS + "operational (resuming); not a "
+                             "setting of the paper",
     "centralized_epochs": spec.OURS + "0 in the federated runs; the SGD "
                           "baseline 400 epochs = 200,000 updates of 100, past "
                           "the paper's \"86% test accuracy after 197,500 "
                           "minibatch updates\"",
 }
+
+
+def own_sources(runs, sources) -> dict:
+  """`sources` of the settings `runs` make (a preset states no other)."""
+  made = {flag for run in runs for flag in run.flags}
+  return {flag: text for flag, text in sources.items() if flag in made}
 
 
 def sgd_run(batch_size: int = 100) -> spec.Run:
@@ -187,7 +206,7 @@ def table3() -> spec.Preset:
       notes=("Rounds are read from one learning rate per algorithm, not the "
              "best of the paper's grid (see sources: client_learning_rate; "
              "mcmahan2017_table3_lr_grid runs the grid).", DECAY_NOTE),
-      sources=TABLE3_SOURCES)
+      sources=own_sources((sgd, fedsgd, fedavg), TABLE3_SOURCES))
 
 
 FIGURE4_ROUNDS = (100, 250, 500, 1000, 2000, 4000)
@@ -215,7 +234,7 @@ def figure4() -> spec.Preset:
       notes=("Figure 4 is a plot: the table gives its curves at six rounds; "
              "the picture is to be declared with the figure mechanism.",
              DECAY_NOTE),
-      sources=TABLE3_SOURCES)
+      sources=own_sources((fedsgd, fedavg), TABLE3_SOURCES))
 
 
 # Figure 9's panels were lost with the appendix; §3 names "modest values of
@@ -246,14 +265,14 @@ def figure9() -> spec.Preset:
       rows, published.MCMAHAN_TABLE3_COLUMNS, tuple(cells))
   sources = dict(TABLE3_SOURCES, client_fraction=(
       spec.OURS + "Figure 9 (Appendix A) was lost in the extraction; §3: "
-      "\"for modest values of C and E, FedAvg makes a similar amount of "
+      "\"for modest values of [...] FedAvg makes a similar amount of "
       "progress per minibatch computation\" and \"FedAvg with only one "
-      "client per round (C = 0)\": C in {0, 0.1}"), client_epochs=(
+      "client per round (C=0)\": C in {0, 0.1}"), client_epochs=(
           spec.OURS + "Figure 9's E values were lost; E in {1, 5}"),
       client_batch_size="McMahan 2017 §3: \"By running experiments with "
-      "minibatches of size B = 50 for both SGD and FedAvg, we can also look "
+      "minibatches of size [...] for both SGD and FedAvg, we can also look "
       "at accuracy as a function of the number of such minibatch gradient "
-      "calculations.\"")
+      "calculations.\" (B = 50)")
   return spec.Preset(
       "mcmahan2017_figure9", PAPER,
       "Accuracy per minibatch gradient computation on CIFAR-10 (B = 50): "
@@ -264,7 +283,7 @@ def figure9() -> spec.Preset:
              "its rounds by that to compare with SGD's updates; the picture "
              "(accuracy against gradient computations) is to be declared "
              "with the figure mechanism.", DECAY_NOTE),
-      sources=sources)
+      sources=own_sources(runs, sources))
 
 
 def table3_lr_grid() -> spec.Preset:

@@ -21,22 +21,24 @@ from federated_vision.reproduction.presets import mcmahan2017 as mcmahan
 PAPER = "mcmahan2017_slides"
 SLIDES_LR = 0.01
 SLIDES_ROUNDS = 200
-_HYPERPARAMETERS = ("Slides, \"Hyperparameters\": \"Learning Rate: 0.01 Local "
-                    "Epochs: 5 Local Batch Size: 10 Client Fraction: 0.1 "
-                    "Optimizer: SGD\"")
-_RESULTS = ("Slides, \"Results / Personal experiments\": \"MNIST 2NN with "
-            "E=1. [...] MNIST 2NN with E= 5.\"")
-SOURCES = {
+_HYPERPARAMETERS = ("Slides, Section Experiments, Hyperparameters: "
+                    "\"Learning Rate: 0.01 Local Epochs: 5 Local Batch Size: "
+                    "10 Client Fraction: 0.1 Optimizer: SGD\"")
+_RESULTS = ("Slides, Section Results: \"MNIST 2NN with E=1. [...] MNIST "
+            "2NN with E= 5.\"")
+_SOURCES = {
     **c.COMMON_SOURCES, **mcmahan.MCMAHAN_SOURCES,
-    "model": "Slides, \"Mode[l]\": \"A simple multilayer perceptron with 2 "
-             "hidden layers with 200 units each using ReLU activations.\" "
-             "(mnist_2nn)",
-    "partition": "Slides, \"Data Partitioning\": \"IID: data is shuffled, "
-                 "partitioned into 100 clients. Each client receives 600 "
-                 "examples. Non-IID: Sort the data by digit label, divide it "
-                 "into 200 shards. Each shard is of size 300. Assign each of "
-                 "100 clients 2 shards.\" (iid, shards)",
-    "algorithm": "FedAvg (the slides' \"Algorithm 1 FedAvg\")",
+    "model": "Slides, Section Experiments, Model: \"A simple multilayer "
+             "perceptron with 2 hidden layers with 200 units each using ReLU "
+             "activations.\" (mnist_2nn)",
+    "partition": "Slides, Section Experiments, Data Partitioning: "
+                 "\"IID: data is shuffled, partitioned into 100 clients. Each "
+                 "client receives 600 examples. Non-IID: Sort the data by "
+                 "digit label, divide it into 200 shards. Each shard is of "
+                 "size 300. Assign each of 100 clients 2 shards.\" (iid, "
+                 "shards)",
+    "algorithm": "Slides, Section Approach: \"Algorithm 1 FedAvg "
+                 "(server-side)\" (fedavg)",
     "client_learning_rate": _HYPERPARAMETERS + " (0.01)",
     "client_fraction": _HYPERPARAMETERS + " (0.1)",
     "client_batch_size": _HYPERPARAMETERS + " (10)",
@@ -80,7 +82,8 @@ def slides() -> spec.Preset:
       tuple(runs), (table,),
       notes=(f"The slides print no round count: ours run {SLIDES_ROUNDS} "
              "rounds and report the last evaluation.",),
-      sources=SOURCES)
+      sources={k: v for k, v in _SOURCES.items()
+               if any(k in run.flags for run in runs)})
 
 
 PRESETS = (slides,)
