@@ -163,3 +163,21 @@ def test_slides_preset_runs_the_slides_settings_beside_their_accuracies():
              if k[0] == "mcmahan2017_slides"}
   assert printed == {("E = 1", "IID"): 97.72, ("E = 1", "non-IID"): 95.82,
                      ("E = 5", "IID"): 97.97, ("E = 5", "non-IID"): 95.31}
+
+
+def test_table3_transcription_agrees_with_the_papers_text():
+  """§3: "We achieved an 86% test accuracy after 197,500 minibatch updates"
+  (SGD) and "FedAvg achieves a similar test accuracy of 85% after only 2,000
+  communication rounds"; the speedups are SGD's rounds over each cell's."""
+  cell = {k[2:]: v for k, v in published.PUBLISHED.items()
+          if k[:2] == ("mcmahan2017", "table3")}
+  assert cell[("FedAvg", "85%")].value == 2000
+  assert cell[("SGD", "85%")].value < 197_500  # 85% before 86%.
+  for row in ("FedSGD", "FedAvg"):
+    for column in published.MCMAHAN_TABLE3_COLUMNS:
+      v = cell[(row, column)]
+      if v.value is None:
+        assert v.text == "N/A"
+        continue
+      printed = float(v.text.split("(")[1].rstrip("x)"))
+      assert round(cell[("SGD", column)].value / v.value, 1) == printed
