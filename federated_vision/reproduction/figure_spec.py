@@ -271,16 +271,20 @@ class FigureSpec:
       names += [l.baseline for l in panel.lines]
     return tuple(dict.fromkeys(n for n in names if n))
 
-  def check(self, preset: str, runs: Mapping[str, spec.Run],
-            tables: Tuple[Tuple[str, str], ...]) -> None:
+  def check(self, preset: "spec.Preset", runs: Mapping[str, spec.Run]
+            ) -> None:
     """Raises ValueError naming the preset, figure and what is wrong: a run
-    it reads is not the preset's, a method not the run's, a baseline not
-    centralized, its table not the preset's."""
-    where = f"preset {preset}: figure {self.key}"
+    it reads is not the preset's (`runs`: by name), a method not the
+    run's, a baseline not centralized, its table not the preset's, another
+    figure of the preset has its key."""
+    where = f"preset {preset.name}: figure {self.key}"
+    if [f.key for f in preset.figures].count(self.key) > 1:
+      raise ValueError(f"{where}: two figures have this key")
     unknown = [r for r in self.runs() if r not in runs]
     if unknown:
       raise ValueError(f"{where} names unknown runs {unknown}")
-    if self.table is not None and self.table not in tables:
+    if self.table is not None and self.table not in [t.key for t in
+                                                     preset.tables]:
       raise ValueError(f"{where}: table {self.table} is not the preset's")
     for panel in self.panels:
       for name in [s.baseline for s in panel.series] + [

@@ -18,6 +18,7 @@ the preset's `sources` (`MCMAHAN_SOURCES` plus each table's own).
 from typing import Optional
 
 from federated_vision.reproduction import claim_spec
+from federated_vision.reproduction import lr_grid
 from federated_vision.reproduction import published
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common as c
@@ -210,7 +211,8 @@ def table1() -> spec.Preset:
       "with the speedup over C = 0.",
       c.unique_runs(runs), tuple(tables),
       notes=("Rounds are read from one learning rate per setting, not the "
-             "best of the paper's grid (see sources: client_learning_rate).",),
+             "best of the paper's grid (see sources: client_learning_rate; "
+             "mcmahan2017_table1_lr_grid runs the grid).",),
       sources=_sources(_TABLE1_SOURCES))
 
 
@@ -258,7 +260,8 @@ def table2() -> spec.Preset:
       "the speedup over FedSGD (E = 1, B = inf).",
       c.unique_runs(runs), (table,),
       notes=("Rounds are read from one learning rate per setting, not the "
-             "best of the paper's grid (see sources: client_learning_rate).",),
+             "best of the paper's grid (see sources: client_learning_rate; "
+             "mcmahan2017_table2_lr_grid runs the grid).",),
       sources=_sources(_TABLE2_SOURCES),
       comparisons=_more_computation_comparisons("mnist_cnn"),
       figures=_cnn_figures())
@@ -268,11 +271,20 @@ def _cnn_figures():
   """Figures 2, 6 and 8: Table 2's CNN runs (`mcmahan2017_figures`)."""
   def run_of(partition, e, b):
     return mcmahan_run("mnist_cnn", partition, 0.1, e, b)
-  target = MCMAHAN_TARGETS["mnist_cnn"]
-  return (figs.figure2(run_of, MCMAHAN_PARTITIONS, EB_ROWS, target),
+  return (figs.accuracy_figure(2, "MNIST CNN", run_of, MCMAHAN_PARTITIONS,
+                               EB_ROWS, MCMAHAN_TARGETS["mnist_cnn"],
+                               "table2_cnn", "Table 2"),
           figs.figure6(run_of, MCMAHAN_PARTITIONS, EB_ROWS),
-          figs.figure8(run_of, MCMAHAN_PARTITIONS, (1, 5, 20),
-                       (None, 50, 10), target))
+          figs.figure8(run_of, MCMAHAN_PARTITIONS, (1, 5, 20)))
+
+
+def _figure7():
+  """Figure 7: Figure 2's layout for Table 4's 2NN runs."""
+  def run_of(partition, e, b):
+    return mcmahan_run("mnist_2nn", partition, 0.1, e, b)
+  return figs.accuracy_figure(7, "MNIST 2NN", run_of, MCMAHAN_PARTITIONS,
+                              EB_ROWS, MCMAHAN_TARGETS["mnist_2nn"],
+                              "table4_2nn", "Table 4")
 
 
 def table4() -> spec.Preset:
@@ -287,13 +299,31 @@ def table4() -> spec.Preset:
       "with the speedup over FedSGD (E = 1, B = inf).",
       c.unique_runs(runs), (table,),
       notes=("Rounds are read from one learning rate per setting, not the "
-             "best of the paper's grid (see sources: client_learning_rate).",
+             "best of the paper's grid (see sources: client_learning_rate; "
+             "mcmahan2017_table4_lr_grid runs the grid).",
              "Table 4's numbers were not transcribed (the tables are lost in "
              "the text; §3 states its IID speedup, \"46×\" for the 2NN)."),
       sources={k: v for k, v in _sources(_TABLE4_SOURCES).items()
                # The 2NN has no weight decay to set; Figure 6 is the CNN's.
                if k not in ("weight_decay", "full_train_loss")},
-      comparisons=_more_computation_comparisons("mnist_2nn"))
+      comparisons=_more_computation_comparisons("mnist_2nn"),
+      figures=(_figure7(),))
 
 
-PRESETS = (table1, table2, table4)
+def table1_lr_grid() -> spec.Preset:
+  """Table 1 under McMahan 2017 §3's learning-rate protocol (`lr_grid`)."""
+  return lr_grid.expand(table1())
+
+
+def table2_lr_grid() -> spec.Preset:
+  """Table 2 under McMahan 2017 §3's learning-rate protocol."""
+  return lr_grid.expand(table2())
+
+
+def table4_lr_grid() -> spec.Preset:
+  """Table 4 under McMahan 2017 §3's learning-rate protocol."""
+  return lr_grid.expand(table4())
+
+
+PRESETS = (table1, table2, table4, table1_lr_grid, table2_lr_grid,
+           table4_lr_grid)
