@@ -311,6 +311,10 @@ def markdown_lines(result: FigureResult, prefix: str,
            f"Data: [{name}.csv]({name}.csv) (every point, reference line "
            "and paper value).", ""]
   lines += [f"- {note}" for note in figure.notes]
+  if result.paper:
+    lines.append(f"- Stars: the paper's {len(result.paper)} printed "
+                 "number(s) on these axes, as the paper's (the CSV's "
+                 "`paper` rows quote each).")
   if seeds > 1:
     lines.append(f"- Drawn from the first of the {seeds} seeds' runs.")
   missing = result.not_drawn()
@@ -320,7 +324,7 @@ def markdown_lines(result: FigureResult, prefix: str,
     lines.append(f"- Not drawn ({len(missing)}; the rest is drawn): "
                  + "; ".join(shown) + (f"; and {more} more (the CSV lists "
                                        "them)" if more else ""))
-  if figure.notes or seeds > 1 or missing:
+  if figure.notes or result.paper or seeds > 1 or missing:
     lines.append("")
   return lines
 
