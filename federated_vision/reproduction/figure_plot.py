@@ -46,9 +46,11 @@ def _draw_panel(ax, i: int, panel: fs.Panel, result, colours) -> None:
   for k, series in enumerate(panel.series):
     pts = result.drawn(i, series.label)
     colour = colours[series.label]
-    if panel.kind == fs.BARS:
-      ax.bar([p.x - 0.4 + width * (k + 0.5) for p in pts],
-             [p.y for p in pts], width, label=series.label, color=colour)
+    if panel.kind == fs.BARS:  # Each bar's value on it (a 0 is visible).
+      bars = ax.bar([p.x - 0.4 + width * (k + 0.5) for p in pts],
+                    [p.y for p in pts], width, label=series.label,
+                    color=colour)
+      ax.bar_label(bars, fmt="%.4g", fontsize=6)
       continue
     if panel.kind == fs.PER_RUN:
       pts = sorted(pts, key=lambda p: position(p.x))
