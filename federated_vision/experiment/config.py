@@ -46,6 +46,7 @@ from federated_vision import tasks
 from federated_vision.errors import ConfigError, bad
 from federated_vision.evaluation import convergence
 from federated_vision.experiment import methods_section
+from federated_vision.experiment import resolved_run
 from federated_vision.experiment import usage
 from federated_vision.methods import groups
 from federated_vision.methods import mixing as mixing_lib
@@ -273,8 +274,8 @@ def from_values(values: Mapping[str, object],
 
 
 def checked(values: Mapping[str, object], given: Iterable[str] = ()
-            ) -> Tuple[ExperimentConfig, Dict[str, object]]:
-  """(config, resolved settings) from {flag name: value}: validated once
+            ) -> Tuple[ExperimentConfig, resolved_run.ResolvedRun]:
+  """(config, its `ResolvedRun`) from {flag name: value}: validated once
   (`validate`); pass both to `runner.run(config, resolved)`, which then does
   not validate again."""
   config = replace_fields(ExperimentConfig(), values)
@@ -286,8 +287,9 @@ def from_flags(flag_values) -> ExperimentConfig:
   return checked_flags(flag_values)[0]
 
 
-def checked_flags(flag_values) -> Tuple[ExperimentConfig, Dict[str, object]]:
-  """(config, resolved settings) of parsed absl flags, validated once.
+def checked_flags(flag_values
+                  ) -> Tuple[ExperimentConfig, resolved_run.ResolvedRun]:
+  """(config, its `ResolvedRun`) of parsed absl flags, validated once.
 
   Every config field is read from the flag of the same name; the flags given
   on the command line (`.present`) also take part in validation (a flag the
@@ -358,7 +360,7 @@ def check_method_selection(m: MethodsConfig, given: Iterable[str]) -> None:
 
 
 def validate(config: ExperimentConfig,
-             given: Iterable[str] = ()) -> Dict[str, object]:
+             given: Iterable[str] = ()) -> resolved_run.ResolvedRun:
   """Checks the whole config before any data is loaded.
 
   Args:
@@ -366,7 +368,8 @@ def validate(config: ExperimentConfig,
     given: fields set explicitly (on the command line).
 
   Returns:
-    The resolved settings (`resolve`).
+    The run's `resolved_run.ResolvedRun` (defaults, C, each method's
+    client-group size), computed here once.
 
   Raises:
     ConfigError: naming the field (== flag).
@@ -424,11 +427,12 @@ def validate(config: ExperimentConfig,
     raise ConfigError(f"--mixing: --dataset={config.data.dataset} has no "
                       "mixing scenario (one of "
                       f"{', '.join(tasks.scenario_task_names())})", "mixing")
-  resolved = tasks.get_task(config.data.dataset).validate(
+  defaults = tasks.get_task(config.data.dataset).validate(
       config.data, config.model, given)
-  resolved["clients_per_round"] = clients_per_round(config, resolved["num_clients"])
   usage.check_given(config, given)  # A flag the run does not read: an error.
-  return resolved
+  return resolved_run.resolve(
+      defaults, expanded, config.mixing.mixing, t.clients_per_round,
+      t.client_fraction, config.execution.client_group_size)
 
 
 def clients_per_round(config: ExperimentConfig,
@@ -444,7 +448,8 @@ def clients_per_round(config: ExperimentConfig,
 
 
 def resolve(config: ExperimentConfig) -> Dict[str, object]:
-  """The defaults left unset, resolved: model, num_clients,
-  examples_per_client, partition, clients_per_round[, image_size, ...]."""
-  return validate(config)
+  """The defaults left unset, resolved, as a run records them: model,
+  num_clients, examples_per_client, partition, clients_per_round[,
+  image_size, ...] (`ResolvedRun.recorded`)."""
+  return validate(config).recorded()
 

@@ -19,7 +19,7 @@ def hparams(exp) -> dict:
   and `not_read`: {field: why} of the fields left out."""
   s = exp.partition_stats
   extras = dict(
-      config=usage.recorded(exp.config), resolved=exp.resolved,
+      config=usage.recorded(exp.config), resolved=exp.resolved.recorded(),
       not_read=usage.unused_fields(exp.config),
       data={k: v for k, v in exp.fed_data.info.items() if k != "label_names"},
       partition_stats={
