@@ -26,7 +26,6 @@ from typing import Callable, NoReturn, Sequence
 from absl import flags
 from absl import logging
 
-from experiments import flags_components
 from experiments import help_lib
 from federated_vision import runtime
 from federated_vision.errors import ConfigError, one_line
@@ -68,12 +67,14 @@ def parse_flags(argv: Sequence[str]):
 
   --extra_modules are imported first (found in `argv` before parsing), so
   the options their tasks and variants declare (`config_fields`) are flags
-  (`flags_components`) that parse and show in --help."""
+  (`flags_lib`) that parse and show in --help."""
   if "extra_modules" in flags.FLAGS:
     try:
       import_extra_modules(extra_modules_in(argv))
-      if "dataset" in flags.FLAGS:  # The binary defines the config flags.
-        flags_components.define_flags()
+      if "dataset" in flags.FLAGS:  # The binary defines the config flags
+        # (local: a binary without them, report_main, imports no config).
+        from experiments import flags_lib  # pylint: disable=g-import-not-at-top
+        flags_lib.define_flags()
       for hook in AFTER_EXTRA_MODULES:  # e.g. reproduce's --preset help.
         hook()
     except ValueError as e:  # ConfigError too.

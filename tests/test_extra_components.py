@@ -151,7 +151,7 @@ def test_generated_flags_carry_type_default_bounds_and_help(parse):
   f = parse("--imbalance_sigma=0.25", "--celeba_cache_dir=/x")
   assert (f.imbalance_sigma, f.celeba_cache_dir) == (0.25, "/x")
   names = {x.name for x in f.get_flags_for_module(
-      "experiments.flags_components")}
+      "experiments.flags_lib")}
   assert {"imbalance_sigma", "celeba_cache_dir"} <= names
   assert f["celeba_cache_dir"].help.startswith("celeba: the directory holding "
                                                "TFF's celeba.sqlite")

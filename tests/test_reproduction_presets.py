@@ -46,7 +46,7 @@ def defined_flag_names():
         and isinstance(node.args[0], ast.Constant)):
       names.add(node.args[0].value)
   # Plus the flags generated from the fields tasks and variants declare
-  # (experiments.flags_components; e.g. --celeba_cache_dir).
+  # (experiments.flags_lib; e.g. --celeba_cache_dir).
   return names | set(config_fields.field_names())
 
 
