@@ -48,6 +48,15 @@ def define_flags() -> None:
                     "docs/extending.md.")
 
 
+def define_dry_run(help_text: str) -> None:
+  """--dry_run with this binary's `help_text`: one flag shared by the
+  binaries that plan (train_main, sweep_main, reproduce), so that a process
+  importing several of them (the tests' in-process runs) defines it once."""
+  if "dry_run" not in flags.FLAGS:
+    flags.DEFINE_bool("dry_run", False, help_text)
+  flags.FLAGS["dry_run"].help = help_text
+
+
 # Called after --extra_modules were imported, before the flags are parsed
 # (a binary's help text naming what they registered).
 AFTER_EXTRA_MODULES = []

@@ -29,9 +29,9 @@ flags_lib.define_flags()
 cli.define_flags()
 estimate.define_flags()
 repeat.define_flags()
-flags.DEFINE_bool("dry_run", False, "Print the resolved plan (data, clients "
-                  "per round, every method with its settings and client "
-                  "groups, output directories); train and write nothing.")
+cli.define_dry_run("Print the resolved plan (data, clients per round, every "
+                   "method with its settings and client groups, output "
+                   "directories); train and write nothing.")
 for _module in flags_lib.key_flag_modules():
   flags.adopt_module_key_flags(_module)
 FLAGS = flags.FLAGS
@@ -45,13 +45,14 @@ def check_config():
 
 
 def main(argv):
+  checked = lambda: (_CHECKED or repeat.checked_for_run(FLAGS)).pop()
   if FLAGS.estimate:  # Calibrate in a temporary directory; train nothing.
     cli.main(argv, lambda: estimate.estimate_train_main(FLAGS))
   elif FLAGS.dry_run:
     cli.main(argv, lambda: print("\n".join(resolved_run.describe(
-        *_CHECKED[0]))), tff_runtime=False)
+        *checked()))), tff_runtime=False)
   else:
-    cli.main(argv, lambda: repeat.run_each(*_CHECKED.pop(), runner.run))
+    cli.main(argv, lambda: repeat.run_each(*checked(), runner.run))
 
 
 if __name__ == "__main__":

@@ -34,9 +34,10 @@ Importing this module imports nothing heavy and changes no global state.
 import dataclasses
 import math
 import typing
-from typing import Dict, Iterable, Mapping, Optional, Tuple
+from typing import Iterable, Mapping, Optional, Tuple
 
 from federated_vision.errors import ConfigError, bad
+from federated_vision.registry import Registry
 
 TASK = "task"
 # Method components' own hyper-parameters and the methods' shared ones
@@ -102,7 +103,12 @@ class Section:
     return f"{'/'.join(self.owners)}: {help_text(f)}"
 
 
-_SECTIONS: Dict[type, Section] = {}  # In declaration order.
+# Sections by their class's qualified name, in declaration order.
+_SECTIONS: Registry[Section] = Registry("config section", "extra_modules")
+
+
+def _key(cls: type) -> str:
+  return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def flag_kind(cls: type, f: dataclasses.Field) -> str:
@@ -172,13 +178,16 @@ def declare(kind: str, owner: str, cls: type) -> Section:
   if not (dataclasses.is_dataclass(cls) and
           cls.__dataclass_params__.frozen):  # pytype: disable=attribute-error
     raise ValueError(f"{owner}: options {cls!r} must be a frozen dataclass")
-  old = _SECTIONS.get(cls)
-  if old is not None:
-    if old.kind != kind:
-      raise ValueError(f"{owner}: {cls.__name__} is a {old.kind} section")
+  if _key(cls) in _SECTIONS:
+    old = _SECTIONS[_key(cls)]
+    if old.cls is not cls or old.kind != kind:
+      raise ValueError(f"{owner}: {cls.__name__} is a {old.kind} section"
+                       if old.cls is cls else f"{owner}: another section is "
+                       f"named {_key(cls)}")
     if owner not in old.owners:
-      _SECTIONS[cls] = dataclasses.replace(old, owners=old.owners + (owner,))
-    return _SECTIONS[cls]
+      _SECTIONS.replace(_key(cls), dataclasses.replace(
+          old, owners=old.owners + (owner,)))
+    return _SECTIONS[_key(cls)]
   taken = {n for s in _SECTIONS.values() for n in s.field_names}
   for f in Section(kind, (owner,), cls).fields:
     if f.default is dataclasses.MISSING or "help" not in f.metadata:
@@ -188,8 +197,7 @@ def declare(kind: str, owner: str, cls: type) -> Section:
       raise ValueError(f"{owner}: option {f.name!r} is already declared by "
                        f"{field_section(f.name).owners}")
     flag_kind(cls, f)
-  _SECTIONS[cls] = Section(kind, (owner,), cls)
-  return _SECTIONS[cls]
+  return _SECTIONS.add(_key(cls), Section(kind, (owner,), cls))
 
 
 def sections(kind: Optional[str] = None) -> Tuple[Section, ...]:
