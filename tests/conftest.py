@@ -92,8 +92,8 @@ def pytest_sessionfinish(session, exitstatus):
     print(f"\nERROR: TFF worker processes outlived the tests: "
           f"{sorted(_LEAKED_IN_WORKERS)}", file=sys.stderr)
     session.exitstatus = 1
-  from federated_vision.runtime import registry  # pylint: disable=g-import-not-at-top
-  registry.stop_all_workers()
+  from federated_vision.runtime import live_workers  # pylint: disable=g-import-not-at-top
+  live_workers.stop_all_workers()
   if "tensorflow_federated" in sys.modules:
     # TFF's import-time context (still the default when no test ran, e.g.
     # --collect-only) would print a traceback from its __del__ at exit.

@@ -28,7 +28,7 @@ Adding a section (e.g. run control, execution, mixing):
      is its flag's), generated as flags by `experiments.flags_lib`;
   2. a field of that type on `ExperimentConfig` and an entry in `SECTIONS`;
   3. its checks in `validate` (or in the library, raising `ConfigError`);
-  4. a rule in `federated_vision.experiment.usage` saying when a run reads
+  4. a rule in `federated_vision.experiment.fields_read` saying when a run reads
      each field.
 `from_flags`, `to_dict`, `flat` and `replace_fields` pick it up unchanged.
 Fields a task or variant declares itself (`federated_vision.config_fields`)
@@ -48,7 +48,7 @@ from federated_vision.evaluation import convergence
 from federated_vision.experiment import methods_section
 from federated_vision.experiment import resolved_run
 from federated_vision.experiment import sections
-from federated_vision.experiment import usage
+from federated_vision.experiment import fields_read
 from federated_vision.methods import groups
 from federated_vision.methods import mixing as mixing_lib
 from federated_vision.methods import names as method_names
@@ -70,7 +70,7 @@ MixingConfig = methods_lib.MixingSettings
 # Sec. 3: 197,500 SGD updates, one round each): a metrics.csv of ~100 MB; more
 # is a typo (weeks of running even at digits' ~0.2 s per round).
 MAX_TOTAL_ROUNDS = 1_000_000
-method_shorthands = usage.method_shorthands
+method_shorthands = fields_read.method_shorthands
 MethodsConfig = methods_section.MethodsConfig
 
 
@@ -227,7 +227,7 @@ def check_method_selection(m: MethodsConfig, given: Iterable[str]) -> None:
     if name in given or getattr(m, name) != getattr(default, name):
       raise ConfigError(f"--methods and --{name}: give only one (--methods "
                         "lists exactly the methods trained; "
-                        f"{usage.flag_list(shorthands, 'and')} are "
+                        f"{fields_read.flag_list(shorthands, 'and')} are "
                         "its shorthands)", "methods")
 
 
@@ -257,7 +257,7 @@ def check_methods(config: ExperimentConfig, given: Iterable[str] = ()
   expanded = m.expand()
   if not expanded:
     raise ConfigError("--noinclude_plain needs "
-                      f"{usage.flag_list(methods_lib.shorthands())}: nothing "
+                      f"{fields_read.flag_list(methods_lib.shorthands())}: nothing "
                       "to run", "include_plain")
   for method in expanded:
     methods_lib.validate(method)
@@ -318,7 +318,7 @@ def validate(config: ExperimentConfig,
                       f"{', '.join(tasks.scenario_task_names())})", "mixing")
   defaults = tasks.get_task(config.data.dataset).validate(
       config.data, config.model, given)
-  usage.check_given(config, given)  # A flag the run does not read: an error.
+  fields_read.check_given(config, given)  # A flag the run does not read: an error.
   return resolved_run.resolve(
       defaults, expanded, config.mixing.mixing, t.clients_per_round,
       t.client_fraction, config.execution.client_group_size)

@@ -13,7 +13,7 @@ from typing import Tuple
 
 from federated_vision import config_fields
 from federated_vision import methods as methods_lib
-from federated_vision.experiment import usage
+from federated_vision.experiment import fields_read
 from federated_vision.methods import method_config
 from federated_vision.methods import names as method_names
 
@@ -101,7 +101,7 @@ class MethodsConfig:
   def unused_fields(self) -> Tuple[str, ...]:
     """The shorthands when --methods chose the methods: they had no effect,
     so the recorded config (`ExperimentConfig.to_dict`) leaves them out."""
-    return usage.method_shorthands() if self.methods else ()
+    return fields_read.method_shorthands() if self.methods else ()
 
   def expand(self) -> Tuple[MethodConfig, ...]:
     """The methods: --methods in its order, else (shorthands) in the order

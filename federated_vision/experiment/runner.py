@@ -20,7 +20,7 @@ from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import mixing_report
 from federated_vision.experiment import outputs
 from federated_vision.experiment import resolved_run
-from federated_vision.experiment import usage
+from federated_vision.experiment import fields_read
 from federated_vision.errors import bad
 from federated_vision.tasks import presence
 
@@ -302,7 +302,7 @@ def _run(exp: Experiment) -> dict:
   summary = {"methods": {}, "centralized": None,
              "acc_at_round_ref": t.total_rounds, "acc_at_batch_ref": batch_ref,
              "target_accuracy": t.target_accuracy, "emd": stats["emd"],
-             "config": usage.recorded(config),
+             "config": fields_read.recorded(config),
              "resolved": exp.resolved.recorded(),
              "status": "diverged" if diverged is not None else "completed"}
   table = []

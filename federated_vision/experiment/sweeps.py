@@ -51,7 +51,7 @@ from typing import Dict, NamedTuple, Sequence, Tuple
 
 from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import selection
-from federated_vision.experiment import usage
+from federated_vision.experiment import fields_read
 from federated_vision.methods import names as method_names
 from federated_vision.registry import Registry
 
@@ -222,5 +222,5 @@ def axis_conflicts(points: Sequence[Point], explicit: Sequence[str]) -> list:
     if "client_fraction" in pt.flags:
       axes.add("clients_per_round")  # Derived from C.
     if "methods" in pt.flags:
-      axes.update(usage.method_shorthands())
+      axes.update(fields_read.method_shorthands())
   return sorted(axes & set(explicit))

@@ -45,8 +45,8 @@ FLAG = "extra_methods"
 def selection_fields() -> Tuple[str, ...]:
   """The flags that choose a run's methods (`--methods` and its
   shorthands)."""
-  from federated_vision.experiment import usage  # pylint: disable=g-import-not-at-top
-  return ("methods",) + tuple(usage.method_shorthands())
+  from federated_vision.experiment import fields_read  # pylint: disable=g-import-not-at-top
+  return ("methods",) + tuple(fields_read.method_shorthands())
 
 
 def canonical(methods: Sequence[str]) -> Tuple[str, ...]:
