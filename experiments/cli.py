@@ -120,7 +120,7 @@ def parse_then_import_tf(argv: Sequence[str],
   tff_runtime=False)`).
 
   A refused flag, a bad config or --help thus exits before TensorFlow is
-  imported (ours: start-up, issue 18). TensorFlow is imported here, not at
+  imported (ours: start-up). TensorFlow is imported here, not at
   the binary's import: imported for the first time inside absl's `main()`,
   Keras cannot build Sequential models ("Output tensors of a Sequential
   model must be the output of a TensorFlow Layer"); imported in the flags

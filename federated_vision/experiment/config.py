@@ -70,16 +70,7 @@ MixingConfig = methods_lib.MixingSettings
 # Sec. 3: 197,500 SGD updates, one round each): a metrics.csv of ~100 MB; more
 # is a typo (weeks of running even at digits' ~0.2 s per round).
 MAX_TOTAL_ROUNDS = 1_000_000
-method_shorthands = fields_read.method_shorthands
 MethodsConfig = methods_section.MethodsConfig
-
-
-def __getattr__(name: str):
-  # METHOD_SHORTHANDS: the shorthands as registered now (a variant from
-  # --extra_modules adds its own), so computed on each use.
-  if name == "METHOD_SHORTHANDS":
-    return method_shorthands()
-  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +213,7 @@ def check_method_selection(m: MethodsConfig, given: Iterable[str]) -> None:
     return
   method_names.parse_methods(m.methods)
   default = MethodsConfig()
-  shorthands = method_shorthands()
+  shorthands = fields_read.method_shorthands()
   for name in shorthands:
     if name in given or getattr(m, name) != getattr(default, name):
       raise ConfigError(f"--methods and --{name}: give only one (--methods "

@@ -170,7 +170,7 @@ def _finite(*values) -> bool:
 
 def write_hparams_sessions(run_dir: str, summary: dict) -> None:
   """TensorBoard HParams: one session per method under <method>/tensorboard/
-  (the run's flags, `summary`'s final metrics), for every run (issue 12)."""
+  (the run's flags, `summary`'s final metrics), for every run."""
   from federated_vision.reproduction import hparams as hparams_lib  # pylint: disable=g-import-not-at-top
   hparams_lib.write_run_hparams(run_dir, summary=summary)
 
@@ -354,7 +354,7 @@ def _run(exp: Experiment) -> dict:
   if every_diverged:  # on_divergence=continue: no result to take.
     summary["status"] = "diverged"
   # summary.json last: it marks the run finished (sweeps skip it, report
-  # reads it), so every other output exists when it does (issue 29).
+  # reads it), so every other output exists when it does.
   write_hparams_sessions(out, reporting.json_safe(summary))
   title = plot_title(config, exp.resolved.recorded(), stats["emd"], settings)
   png = reporting.plot_accuracy(runs, os.path.join(out, "accuracy.png"),

@@ -110,7 +110,7 @@ class ExecutionConfig:
       ('auto' or N; 1: one client a slot, the ungrouped path;
       `federated_vision.algorithms.client_groups`). Results equal the
       ungrouped path's up to float summation order. 'auto', the default
-      (issue 27: small clients cost several times the per-client floor
+      (ours: small clients cost several times the per-client floor
       ungrouped): the methods the groups cover train grouped, with
       `methods.groups.resolve_group_size`'s size, a function of C alone (the
       same numbers on any machine); the others ungrouped.
