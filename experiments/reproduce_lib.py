@@ -130,8 +130,13 @@ def checked_flags(planned: Sequence[plan_lib.PlannedRun],
 
 
 def run_one(flags: Mapping[str, object]) -> None:
-  """`runner.run` on the config of `flags` (ConfigError names the flag)."""
-  runner.run(config_lib.from_values(flags))
+  """`runner.run` on the config of `flags`, checked once here (its
+  `ResolvedRun` passed on; the plan checked that its data are here).
+
+  Raises:
+    ConfigError: naming the flag.
+  """
+  runner.run(*config_lib.checked(flags))
 
 
 def write_outputs(preset: spec.Preset, root: str, echo: Printer) -> None:
