@@ -11,6 +11,7 @@ import pytest
 from conftest import metric_rows
 from federated_vision.algorithms import sampling
 from federated_vision.models import digits as digits_models
+from federated_vision.training import client_states
 from run_checks import DIGITS_NUM_TEST, check_method_run
 
 # Digits, 6 clients, 3 a round: clients sit out rounds and come back.
@@ -24,9 +25,16 @@ def _digits_cnn_weights() -> int:
 
 
 def _state_files(method_dir):
+  """Round -> its client state files (.npy); each round's directory also
+  holds its record of them (`client_states.RECORD`)."""
   root = method_dir / "client_states"
-  return {int(d.split("_")[1]): sorted(os.listdir(root / d))
-          for d in os.listdir(root)}
+  files = {}
+  for d in os.listdir(root):
+    names = sorted(os.listdir(root / d))
+    assert client_states.RECORD in names, d
+    files[int(d.split("_")[1])] = [n for n in names
+                                   if n != client_states.RECORD]
+  return files
 
 
 def test_smoke_two_rounds_beside_fedavg(tmp_path, train_in_process):
