@@ -181,6 +181,13 @@ def test_truncated_last_row_is_redone(first, tmp_path, where):
       "round_1", "round_2"]
 
 
+def _files(run):
+  """{path: bytes} of every file under `run` but the lock files (each holds
+  the pid of the last process that took it)."""
+  return {str(p.relative_to(run)): p.read_bytes()
+          for p in sorted(run.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
 def test_damage_before_intact_rows_is_one_line_and_changes_nothing(
     first, tmp_path):
   run = _copy(first, tmp_path)
@@ -190,6 +197,7 @@ def test_damage_before_intact_rows_is_one_line_and_changes_nothing(
   damaged = b"\n".join(lines)
   path.write_bytes(damaged)
   checkpoints = sorted(os.listdir(run / "fedavg" / "checkpoints"))
+  before = _files(run)
   proc = _train(tmp_path)
   assert proc.returncode == 1 and "Traceback" not in proc.stderr
   (line,) = _errors(proc)
@@ -197,7 +205,38 @@ def test_damage_before_intact_rows_is_one_line_and_changes_nothing(
           f"(line 3); delete {run / 'fedavg'} to start over" in line), line
   assert path.read_bytes() == damaged  # Nothing rewritten, nothing removed.
   assert sorted(os.listdir(run / "fedavg" / "checkpoints")) == checkpoints
-  assert not (run / "summary.json").exists()
+  # Every file as it was, summary.json included: the finished run is still
+  # reported (it was removed before the loop read metrics.csv).
+  assert _files(run) == before and "summary.json" in before
+
+
+def _damage_header(run):
+  path = run / "fedavg" / "metrics.csv"
+  path.write_bytes(b"round,oops" + path.read_bytes()[len("round,clients"):])
+  return f"{path}: its header is not the run's columns ("
+
+
+def _damage_checkpoint(run):
+  latest = run / "fedavg" / "checkpoints" / "round_2"
+  data = sorted((latest / "variables").glob("variables.data-*"))[0]
+  data.write_bytes(data.read_bytes()[:10])
+  return f"checkpoint {latest} cannot be read ("
+
+
+@pytest.mark.parametrize("damage", [_damage_header, _damage_checkpoint],
+                         ids=["metrics.csv header", "last checkpoint"])
+def test_a_damaged_file_stops_the_rerun_with_every_file_as_it_was(
+    first, tmp_path, damage):
+  """The rerun reads every method's files before it writes anything: one
+  line naming the file, exit 1, and the finished run byte for byte."""
+  run = _copy(first, tmp_path)
+  named = damage(run)
+  before = _files(run)
+  proc = _train(tmp_path)
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr
+  (line,) = _errors(proc)
+  assert named in line, line
+  assert _files(run) == before
 
 
 def test_reader_refuses_a_damaged_header():
