@@ -1,9 +1,11 @@
 """SCAFFOLD through train_main (in this process: conftest's train_in_process):
 the 2-round smoke run beside FedAvg, refused combinations, and a run
-interrupted between rounds (Ctrl-C) that resumes to identical metrics."""
+interrupted between rounds (Ctrl-C) that resumes to identical metrics, and
+whose state files, lost or altered, stop the resume with one line."""
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -35,6 +37,31 @@ def _state_files(method_dir):
     files[int(d.split("_")[1])] = [n for n in names
                                    if n != client_states.RECORD]
   return files
+
+
+_DAMAGE = [("deleted", "missing; round 2's clients.json lists it"),
+           ("cut short", "does not match its sha256 in clients.json (cut "
+                         "short, edited or damaged)"),
+           ("one float changed", "does not match its sha256 in clients.json "
+                                 "(cut short, edited or damaged)")]
+
+
+def _damage(path, how):
+  if how == "deleted":
+    path.unlink()
+  elif how == "cut short":
+    path.write_bytes(path.read_bytes()[:-4])
+  else:  # Still a valid .npy of the right size.
+    vector = np.load(path)
+    vector[0] = 1000.0
+    np.save(path, vector)
+
+
+def _files(run_dir):
+  """{path: bytes} under `run_dir`, but the lock files (their holder's pid)."""
+  return {str(p.relative_to(run_dir)): p.read_bytes()
+          for p in sorted(run_dir.rglob("*"))
+          if p.is_file() and p.name != ".lock"}
 
 
 def test_smoke_two_rounds_beside_fedavg(tmp_path, train_in_process):
@@ -120,6 +147,26 @@ def test_interrupted_run_resumes_to_identical_metrics(tmp_path, monkeypatch,
   # Round 3's c_k were written, its checkpoint was not (every 2 rounds).
   assert sorted(_state_files(method)) == [1, 2, 3]
   assert sorted(os.listdir(method / "checkpoints")) == ["round_2"]
+  # A state file the resumed round reads, deleted, cut short or with one
+  # float changed (a copy of the run each): one line naming it, exit 1,
+  # nothing of the run changed -- never zeros or another value trained on.
+  for how, problem in _DAMAGE:
+    damaged = tmp_path / how.replace(" ", "_")
+    shutil.copytree(tmp_path / "split", damaged / "split")
+    states = damaged / "split" / "scaffold" / "client_states" / "round_2"
+    path = states / sorted(_state_files(damaged / "split" / "scaffold")[2])[0]
+    _damage(path, how)
+    before = _files(damaged / "split")
+    proc = train_in_process(
+        f"--root_output_dir={damaged}", "--experiment_name=split",
+        "--methods=scaffold", "--total_rounds=4", "--rounds_per_checkpoint=2",
+        *SMALL)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    (line,) = [l for l in proc.stderr.splitlines() if "error:" in l]
+    assert line.endswith(
+        f"error: client state {path} cannot be read ({problem}); delete "
+        f"{damaged / 'split' / 'scaffold'} to start over"), line
+    assert _files(damaged / "split") == before
   resumed = run("split")
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "resuming from the checkpoint of round 2" in resumed.stdout
