@@ -242,8 +242,10 @@ def run(config: config_lib.ExperimentConfig,
   try:
     with training_loop.RunLock(out):
       try:
-        if config.run.overwrite:
-          run_record.clear(out)
+        if config.run.overwrite:  # A run's own files only (else refused).
+          removed = run_record.clear(out)
+          if removed:
+            print(f"--overwrite: deleted {', '.join(removed)} in {out}")
         record = run_record.check(out, config)
         # Workers first: a bad --workers address fails before data is loaded.
         with config.execution.context():
