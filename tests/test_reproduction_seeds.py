@@ -273,38 +273,3 @@ def test_paper_number_inside_or_outside_our_interval(tmp_path):
   md = report_text.format_markdown(rep)
   assert f"no directory {root}/{run}_seed2" in md
 
-
-def test_report_only_with_a_damaged_seed_run_writes_the_report_exit_1(
-    tmp_path):
-  """--seeds=2, one seed's summary.json cut short: the report is written,
-  the cells show n=1 of 2 with a footnote naming the file, and the binary
-  exits 1 with one line naming it (as report_main does), never 0."""
-  from conftest import run_module  # pylint: disable=g-import-not-at-top
-  from tests.reproduction_helpers import finished_run  # pylint: disable=g-import-not-at-top
-  p = seeds_lib.expand(presets.get_preset("hsu2020_table3"), 2)
-  (table,) = p.tables
-  run = next(c.run for c in table.cells
-             if c.row == "FedAvg, FedVC ✓, FedIR ✗, C = 10")
-  names = seeds_lib.replicas(p, run)
-  for name, acc in zip(names, (0.42, 0.44)):
-    curve = [(1000, acc), (2500, acc), (5000, acc)]
-    finished_run(str(tmp_path), p.run(name), {"fedavg+fedvc": curve,
-                                              "fedavg+fedir+fedvc": curve})
-  summary = tmp_path / names[1] / "summary.json"
-  summary.write_bytes(summary.read_bytes()[:-20])
-  proc = run_module("experiments.reproduce", "--preset=hsu2020_table3",
-                    "--seeds=2", "--report_only",
-                    f"--results_root={tmp_path}", timeout=120,
-                    env={"TF_CPP_MIN_LOG_LEVEL": "3"})  # HParams' TF import.
-  assert proc.returncode == 1 and "Traceback" not in proc.stderr
-  lines = proc.stderr.strip().splitlines()
-  assert len(lines) == 1, proc.stderr
-  line = lines[0]
-  cells = sum(c.run == run for c in table.cells)
-  assert line.startswith(
-      f"reproduce.py: error: {cells} cell(s) could not be computed from "
-      f"every run they read (marked invalid): {summary}: not valid JSON ("
-      ), line
-  md = (tmp_path / "hsu2020_table3.md").read_text()
-  assert "(n=1 of 2)" in md and f"{summary}: not valid JSON (" in md
-  assert (tmp_path / "hsu2020_table3.csv").is_file()
