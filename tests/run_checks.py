@@ -52,3 +52,28 @@ def emd_of_counts(counts) -> float:
   p = counts.sum(axis=0) / counts.sum()
   return float(np.sum(n_k / n_k.sum() * np.abs(q - p).sum(axis=1)))
 
+
+
+def run_file_bytes(directory) -> dict:
+  """{path relative to `directory`: bytes} of every file under it but the
+  lock files (each holds the pid of the last process that took it): what a
+  refused or stopped rerun must leave as it was."""
+  return {str(p.relative_to(directory)): p.read_bytes()
+          for p in sorted(directory.rglob("*"))
+          if p.is_file() and p.name != ".lock"}
+
+
+def damage_state_file(path, how: str) -> None:
+  """A client state file (.npy) `how`: "deleted", "cut short" (its last 4
+  bytes) or "one float changed" (its first number set to 1000.0: still a
+  valid .npy of the right size)."""
+  if how == "deleted":
+    path.unlink()
+  elif how == "cut short":
+    path.write_bytes(path.read_bytes()[:-4])
+  elif how == "one float changed":
+    vector = np.load(path)
+    vector[0] = 1000.0
+    np.save(path, vector)
+  else:
+    raise ValueError(how)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from federated_vision.training import client_states
+from run_checks import damage_state_file, run_file_bytes
 from federated_vision.training.errors import CheckpointError
 from federated_vision.training.errors import OutputWriteError
 
@@ -190,22 +191,6 @@ def test_size_formula_is_the_newest_versions_payload(tmp_path):
 READ_AT_3 = {"a.npy": 2, "b.npy": 1, "u%2F1%20x.npy": 3}
 
 
-def _snapshot(directory):
-  return {str(p.relative_to(directory)): p.read_bytes()
-          for p in sorted(directory.rglob("*")) if p.is_file()}
-
-
-def _damage(path, how):
-  if how == "deleted":
-    path.unlink()
-  elif how == "cut short":
-    path.write_bytes(path.read_bytes()[:-4])
-  else:  # One float changed: still a valid .npy of the right size.
-    vector = np.load(path)
-    vector[P // 2] = 1000.0
-    np.save(path, vector)
-
-
 @pytest.mark.parametrize("how, problem", [
     ("deleted", "missing; round {r}'s clients.json lists it"),
     ("cut short", "does not match its sha256 in clients.json (cut short, "
@@ -219,8 +204,8 @@ def test_a_lost_or_altered_file_of_the_version_is_one_line(tmp_path, how,
     run = tmp_path / name / "run"
     shutil.copytree(tmp_path / "written", run)
     path = run / "s" / f"round_{r}" / name
-    _damage(path, how)
-    before = _snapshot(run)
+    damage_state_file(path, how)
+    before = run_file_bytes(run)
     for call in (lambda s: s.check(str(run / "s"), 3),
                  lambda s: s.open(str(run / "s"), 3)):
       with pytest.raises(CheckpointError) as e:
@@ -229,12 +214,12 @@ def test_a_lost_or_altered_file_of_the_version_is_one_line(tmp_path, how,
                               f"({problem.format(r=r)}); delete {run} to "
                               "start over")
       assert e.value.exit_code == 1
-      assert _snapshot(run) == before  # Round 4 not removed, nothing written.
+      assert run_file_bytes(run) == before  # Round 4 not removed, nothing written.
   # A file no version up to 3 reads (a's round 1: superseded by round 2) is
   # not read; the values as of 3 are intact.
   run = tmp_path / "superseded"
   shutil.copytree(tmp_path / "written", run)
-  _damage(run / "s" / "round_1" / "a.npy", how)
+  damage_state_file(run / "s" / "round_1" / "a.npy", how)
   _assert_values(_store(run / "s", 3), 3)
 
 

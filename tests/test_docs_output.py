@@ -28,6 +28,7 @@ from conftest import REPO, run_module
 import built_method_memo
 import in_process
 import divergence_checks
+from run_checks import run_file_bytes
 from experiments import cli
 from federated_vision.experiment import report_lib
 from federated_vision.evaluation import reporting
@@ -73,11 +74,6 @@ def _run(root, name, *args, stdout_to=None):
                                   f"--experiment_name={name}", *TINY, *args,
                                   stdout_to=stdout_to)
 
-
-def _tree(root):
-  """{path: bytes} of every file under `root` but the lock files."""
-  return {str(p.relative_to(root)): p.read_bytes()
-          for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
 def _errors(proc):
@@ -287,9 +283,9 @@ def _overwrite_not_a_run(tmp_path, finished):
   data.mkdir()
   (data / "images.csv").write_text("id,label\n1,2\n")
   shutil.copytree(root / "done", data / "done")
-  before = _tree(tmp_path)
+  before = run_file_bytes(tmp_path)
   proc = _run(tmp_path, "data", "--total_rounds=2", "--overwrite")
-  assert _tree(tmp_path) == before  # Not a byte deleted.
+  assert run_file_bytes(tmp_path) == before  # Not a byte deleted.
   return proc, (f"--overwrite: {data} holds {data / 'done'} and 1 more, "
                 "which no run writes")
 
@@ -307,9 +303,9 @@ def _damaged_client_state(tmp_path, finished):
     path = sorted((tmp_path / "sc" / "scaffold" / "client_states" /
                    "round_1").glob("*.npy"))[0]
     path.write_bytes(path.read_bytes()[:-4])
-    before = _tree(tmp_path)
+    before = run_file_bytes(tmp_path)
     proc = in_process.run_as_binary(BINARY, *args)
-  assert _tree(tmp_path) == before
+  assert run_file_bytes(tmp_path) == before
   return proc, (f"client state {path} cannot be read (does not match its "
                 "sha256 in clients.json (cut short, edited or damaged)); "
                 f"delete {tmp_path / 'sc' / 'scaffold'} to start over")

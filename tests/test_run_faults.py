@@ -28,6 +28,7 @@ import pytest
 
 import in_process
 import built_method_memo
+from run_checks import run_file_bytes
 from conftest import REPO, run_module
 from federated_vision.evaluation import partition_report
 from federated_vision.training import run_files
@@ -181,13 +182,6 @@ def test_truncated_last_row_is_redone(first, tmp_path, where):
       "round_1", "round_2"]
 
 
-def _files(run):
-  """{path: bytes} of every file under `run` but the lock files (each holds
-  the pid of the last process that took it)."""
-  return {str(p.relative_to(run)): p.read_bytes()
-          for p in sorted(run.rglob("*")) if p.is_file() and p.name != ".lock"}
-
-
 def test_damage_before_intact_rows_is_one_line_and_changes_nothing(
     first, tmp_path):
   run = _copy(first, tmp_path)
@@ -197,7 +191,7 @@ def test_damage_before_intact_rows_is_one_line_and_changes_nothing(
   damaged = b"\n".join(lines)
   path.write_bytes(damaged)
   checkpoints = sorted(os.listdir(run / "fedavg" / "checkpoints"))
-  before = _files(run)
+  before = run_file_bytes(run)
   proc = _train(tmp_path)
   assert proc.returncode == 1 and "Traceback" not in proc.stderr
   (line,) = _errors(proc)
@@ -207,7 +201,7 @@ def test_damage_before_intact_rows_is_one_line_and_changes_nothing(
   assert sorted(os.listdir(run / "fedavg" / "checkpoints")) == checkpoints
   # Every file as it was, summary.json included: the finished run is still
   # reported (it was removed before the loop read metrics.csv).
-  assert _files(run) == before and "summary.json" in before
+  assert run_file_bytes(run) == before and "summary.json" in before
 
 
 def _damage_header(run):
@@ -231,12 +225,12 @@ def test_a_damaged_file_stops_the_rerun_with_every_file_as_it_was(
   line naming the file, exit 1, and the finished run byte for byte."""
   run = _copy(first, tmp_path)
   named = damage(run)
-  before = _files(run)
+  before = run_file_bytes(run)
   proc = _train(tmp_path)
   assert proc.returncode == 1 and "Traceback" not in proc.stderr
   (line,) = _errors(proc)
   assert named in line, line
-  assert _files(run) == before
+  assert run_file_bytes(run) == before
 
 
 def test_reader_refuses_a_damaged_header():

@@ -15,6 +15,7 @@ from federated_vision.algorithms import sampling
 from federated_vision.models import digits as digits_models
 from federated_vision.training import client_states
 from run_checks import DIGITS_NUM_TEST, check_method_run
+from run_checks import damage_state_file, run_file_bytes
 
 # Digits, 6 clients, 3 a round: clients sit out rounds and come back.
 SMALL = ["--num_clients=6", "--clients_per_round=3", "--client_batch_size=20",
@@ -44,24 +45,6 @@ _DAMAGE = [("deleted", "missing; round 2's clients.json lists it"),
                          "short, edited or damaged)"),
            ("one float changed", "does not match its sha256 in clients.json "
                                  "(cut short, edited or damaged)")]
-
-
-def _damage(path, how):
-  if how == "deleted":
-    path.unlink()
-  elif how == "cut short":
-    path.write_bytes(path.read_bytes()[:-4])
-  else:  # Still a valid .npy of the right size.
-    vector = np.load(path)
-    vector[0] = 1000.0
-    np.save(path, vector)
-
-
-def _files(run_dir):
-  """{path: bytes} under `run_dir`, but the lock files (their holder's pid)."""
-  return {str(p.relative_to(run_dir)): p.read_bytes()
-          for p in sorted(run_dir.rglob("*"))
-          if p.is_file() and p.name != ".lock"}
 
 
 def test_smoke_two_rounds_beside_fedavg(tmp_path, train_in_process):
@@ -155,8 +138,8 @@ def test_interrupted_run_resumes_to_identical_metrics(tmp_path, monkeypatch,
     shutil.copytree(tmp_path / "split", damaged / "split")
     states = damaged / "split" / "scaffold" / "client_states" / "round_2"
     path = states / sorted(_state_files(damaged / "split" / "scaffold")[2])[0]
-    _damage(path, how)
-    before = _files(damaged / "split")
+    damage_state_file(path, how)
+    before = run_file_bytes(damaged / "split")
     proc = train_in_process(
         f"--root_output_dir={damaged}", "--experiment_name=split",
         "--methods=scaffold", "--total_rounds=4", "--rounds_per_checkpoint=2",
@@ -166,7 +149,7 @@ def test_interrupted_run_resumes_to_identical_metrics(tmp_path, monkeypatch,
     assert line.endswith(
         f"error: client state {path} cannot be read ({problem}); delete "
         f"{damaged / 'split' / 'scaffold'} to start over"), line
-    assert _files(damaged / "split") == before
+    assert run_file_bytes(damaged / "split") == before
   resumed = run("split")
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "resuming from the checkpoint of round 2" in resumed.stdout
