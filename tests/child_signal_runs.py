@@ -89,7 +89,7 @@ def main():
       hook.timer.cancel()
       hook.timer.join()
     out.append({"moment": moment, "code": proc.returncode,
-                "stderr": proc.stderr[-3000:], "stdout": proc.stdout[-2000:]})
+                "stderr": proc.stderr[-3000:], "stdout": proc.stdout})
   print("RESULT", json.dumps(out))
 
 

@@ -62,43 +62,13 @@ def test_smoke_two_rounds_writes_every_output(tmp_path, train_in_process):
 
 # Same seed, same numbers: tests/test_run_integrity.py's `runs` (a fresh run
 # in this process, then extended) against conftest's reference_run (a child
-# process), row for row and byte for byte; and the resumes below and there.
+# process), row for row and byte for byte; and the resumes there and in
+# tests/test_interrupts.py (SIGKILL, then SIGINT at every moment around a
+# checkpoint write, resumed to the reference run's metrics).
 
 
-def test_sigkill_then_resume_matches_uninterrupted(reference_run, tmp_path,
-                                                   train_in_process):
-  args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
-          "--experiment_name=killed", "--total_rounds=6", *SMALL]
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  first_ckpt = tmp_path / "killed" / "fedavg" / "checkpoints" / "round_1"
-  proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-  try:
-    while not first_ckpt.is_dir() and proc.poll() is None:
-      time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(30)
-  finally:
-    if proc.poll() is None:
-      proc.kill()
-  assert proc.returncode == -signal.SIGKILL
-  csv_path = tmp_path / "killed" / "fedavg" / "metrics.csv"
-  assert len(_metric_rows(csv_path)) < 6, "run finished before the kill"
-
-  again = train_in_process(*args[3:])  # The resume: in this process.
-  assert again.returncode == 0, again.stderr[-3000:]
-  assert "resuming from the checkpoint of round" in again.stdout
-  summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
-  assert summary["methods"]["fedavg"]["resumed_from_round"] >= 1
-  reference = reference_run
-  assert _metric_rows(csv_path) == _metric_rows(reference / "fedavg" / "metrics.csv")
-  ref_summary = json.loads((reference / "summary.json").read_text())
-  assert (summary["methods"]["fedavg"]["final_accuracy"]
-          == ref_summary["methods"]["fedavg"]["final_accuracy"])
-
-
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 128 + 15),
-                                       (signal.SIGINT, 130)])
+# SIGINT: tests/test_interrupts.py, whose run is then resumed.
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 128 + 15)])
 def test_signal_stops_run_and_worker(tmp_path, sig, code):
   before = worker_pids()
   args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
