@@ -25,7 +25,6 @@ import sys
 import pytest
 
 from conftest import REPO, run_module
-import built_method_memo
 import in_process
 import divergence_checks
 from run_checks import run_file_bytes
@@ -296,15 +295,13 @@ def _damaged_client_state(tmp_path, finished):
           "--methods=scaffold", "--num_clients=3", "--clients_per_round=2",
           "--client_batch_size=20", "--centralized_epochs=0", "--seed=3",
           "--total_rounds=1"]
-  built = {}
-  with built_method_memo.methods_built_once(built):
-    first = in_process.run_as_binary(BINARY, *args)
-    assert first.returncode == 0, first.stderr[-3000:]
-    path = sorted((tmp_path / "sc" / "scaffold" / "client_states" /
-                   "round_1").glob("*.npy"))[0]
-    path.write_bytes(path.read_bytes()[:-4])
-    before = run_file_bytes(tmp_path)
-    proc = in_process.run_as_binary(BINARY, *args)
+  first = in_process.run_as_binary(BINARY, *args)
+  assert first.returncode == 0, first.stderr[-3000:]
+  path = sorted((tmp_path / "sc" / "scaffold" / "client_states" /
+                 "round_1").glob("*.npy"))[0]
+  path.write_bytes(path.read_bytes()[:-4])
+  before = run_file_bytes(tmp_path)
+  proc = in_process.run_as_binary(BINARY, *args)
   assert run_file_bytes(tmp_path) == before
   return proc, (f"client state {path} cannot be read (does not match its "
                 "sha256 in clients.json (cut short, edited or damaged)); "
