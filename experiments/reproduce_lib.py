@@ -106,6 +106,25 @@ def describe_runs(preset: spec.Preset, results_root: str = "output",
   return lines
 
 
+SOURCES_HEADER = ("sources of the settings (a quote of the paper with its "
+                  "section, or \"ours:\" and why):")
+
+
+def describe_sources(preset: spec.Preset) -> List[str]:
+  """The dry run's second part: the preset's notes, then each setting its
+  runs make, its values and its source (`spec.Preset.source_lines`),
+  wrapped as the runs are; nothing for a preset without sources."""
+  if not preset.sources:
+    return []
+  lines = [SOURCES_HEADER]
+  for note in preset.notes:  # Which settings are ours or still missing.
+    lines += wrapped("  note:", note.split())
+  for line in preset.source_lines():
+    words = line[2:].split()
+    lines += wrapped(f"  {words[0]}", words[1:])
+  return lines
+
+
 def check_runnable(planned: Sequence[plan_lib.PlannedRun]) -> None:
   """Refuses, up front, to write into a directory made with other flags
   (its hparams.json, or its experiment.json: `run_record.check_before_run`).
@@ -233,6 +252,9 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
   if dry_run:
     selected = plan_lib.select(preset, only)
     echo("\n".join(describe_runs(preset, results_root, selected, data)))
+    sources = describe_sources(preset)
+    if sources:
+      echo("\n".join(sources))
     return {r.name: "dry run" for r in selected}
   outcome = {}
   if report_only:  # Reads finished runs only: no data flag is needed.
@@ -254,7 +276,14 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
                  results.INVALID: f"re-finishing ({p.detail})"}
         echo(f"[{i}/{len(planned)}] {name}: "
              f"{doing.get(p.status, 'running')}")
-        run_fn(flags_of[name])
+        try:
+          run_fn(flags_of[name])
+        except run_errors.DivergenceError as e:
+          if name not in _grid_rates(preset):
+            raise
+          echo(f"[{i}/{len(planned)}] {name}: {GRID_DIVERGED} ({e})")
+          outcome[name] = "diverged"
+          continue
         outcome[name] = "ran"
   os.makedirs(results_root, exist_ok=True)
   rep = write_outputs(preset, results_root, echo)
@@ -287,9 +316,29 @@ def _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
   outcomes = parallel.run_jobs(jobs, parallel_runs, extra_modules, echo,
                                len(planned), todo)
   outcome.update({o.name: "ran" for o in outcomes if o.returncode == 0})
-  error = parallel.failure_error(f"preset {preset.name}", outcomes)
+  rates = _grid_rates(preset)
+  diverged = [o for o in outcomes
+              if o.name in rates and o.returncode == run_errors.DivergenceError.exit_code]
+  for o in diverged:
+    outcome[o.name] = "diverged"
+    echo(f"{o.name}: {GRID_DIVERGED}")
+  error = parallel.failure_error(
+      f"preset {preset.name}", [o for o in outcomes if o not in diverged])
   if error is not None:
     raise error
+
+
+# A rate of a learning-rate grid that diverges is one of the protocol's
+# outcomes (McMahan 2017 §3: the grid spans rates too large to train), not a
+# failure of the preset: its summary.json says "diverged", its cell counts it
+# as not reaching the target, and the other runs go on.
+GRID_DIVERGED = ("diverged: a rate of its learning-rate grid (not chosen; "
+                 "the other runs go on)")
+
+
+def _grid_rates(preset: spec.Preset) -> frozenset:
+  """The run names of the preset's learning-rate grids (`lr_grid`)."""
+  return frozenset(n for names in preset.lr_grids.values() for n in names)
 
 
 def get_preset(preset_name: Union[str, spec.Preset], seeds: int = 1,

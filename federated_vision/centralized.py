@@ -1,9 +1,14 @@
 """Centralized baseline: the same model and input pipeline, all data pooled.
 
 Relative accuracy (Hsu, Qi & Brown 2020) divides federated accuracy by this
-model's accuracy.
+model's accuracy. It is also McMahan et al. 2017's CIFAR baseline, "standard
+SGD training on the full training set (no user partitioning), using
+minibatches of size 100", counted in minibatch updates ("each minibatch
+update requires a communication round in the federated setting", §3):
+`minibatch_updates` gives the update count at each per-epoch evaluation.
 """
 
+import math
 import time
 from typing import Callable, List, NamedTuple
 
@@ -18,6 +23,21 @@ class CentralizedResult(NamedTuple):
   epochs: int
   history: List[float]  # Test accuracy after each epoch.
   seconds: float
+
+
+def minibatch_updates(num_examples: int, batch_size: int,
+                      epochs: int) -> List[int]:
+  """SGD updates done by the end of each epoch: e * ceil(n / B) for
+  e = 1..epochs (`pooled_training_dataset` keeps the last, smaller batch).
+
+  Raises:
+    ValueError: n < 1, B < 1 or epochs < 0.
+  """
+  if num_examples < 1 or batch_size < 1 or epochs < 0:
+    raise ValueError(f"minibatch_updates: need n >= 1, B >= 1, epochs >= 0; "
+                     f"got {num_examples}, {batch_size}, {epochs}")
+  per_epoch = math.ceil(num_examples / batch_size)
+  return [e * per_epoch for e in range(1, epochs + 1)]
 
 
 def pooled_training_dataset(fed_data: client_data_lib.FederatedDataset,

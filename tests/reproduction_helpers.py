@@ -9,6 +9,7 @@ import csv
 import os
 from typing import Mapping, Optional, Sequence, Tuple
 
+from experiments.reproduce_lib import SOURCES_HEADER
 from federated_vision.experiment import config as config_lib
 from federated_vision.evaluation import reporting
 
@@ -90,6 +91,8 @@ def listing_runs(lines: Sequence[str]) -> dict:
   (after the header; continuation lines belong to the line above)."""
   runs, current = {}, None
   for line in lines[1:]:
+    if line == SOURCES_HEADER:  # The settings' sources follow the runs.
+      break
     if line.startswith("      "):
       runs[current] += line.split()
     elif line.startswith("  base"):

@@ -333,6 +333,32 @@ def test_cifar_train_colour_jitter_changes_colour_images():
   assert len({o.tobytes() for o in outs}) == 6
 
 
+def test_cifar_train_pipeline_is_the_tf_tutorials_on_its_0_255_scale():
+  """McMahan 2017 §3's preprocessing is the TF CIFAR-10 tutorial's
+  (tensorflow/models tutorials/image/cifar10/cifar10_input.py,
+  distorted_inputs): random 24x24 crop, random_flip_left_right,
+  random_brightness(max_delta=63), random_contrast(lower=0.2, upper=1.8),
+  per_image_standardization, on float pixels in [0, 255]. Ours works on
+  [0, 1] with max_delta 63/255: the same image for the same draws."""
+  rgb = np.random.default_rng(5).integers(0, 256, (32, 32, 3), np.uint8)
+  element = {"x": tf.constant(rgb), "y": tf.constant(1, tf.int32)}
+  for s in range(4):
+    seed = tf.constant([s, 7], tf.int64)
+    seeds = tf.random.experimental.stateless_split(seed, 4)
+    image = tf.constant(rgb.astype(np.float32))  # The tutorial's 0..255.
+    image = tf.image.stateless_random_crop(image, (24, 24, 3), seed=seeds[0])
+    image = tf.image.stateless_random_flip_left_right(image, seed=seeds[1])
+    image = tf.image.stateless_random_brightness(image, 63, seed=seeds[2])
+    image = tf.image.stateless_random_contrast(image, 0.2, 1.8, seed=seeds[3])
+    tutorial = tf.image.per_image_standardization(image).numpy()
+    ours = cifar.train_map_fn(element, seed)["x"].numpy()
+    np.testing.assert_allclose(ours, tutorial, atol=1e-4)
+  centre = tf.image.per_image_standardization(tf.image.resize_with_crop_or_pad(
+      tf.constant(rgb.astype(np.float32)), 24, 24)).numpy()
+  np.testing.assert_allclose(cifar.eval_map_fn(element)["x"].numpy(), centre,
+                             atol=1e-4)
+
+
 def test_mnist_maps_to_unit_float():
   x = np.arange(784, dtype=np.int64).reshape(28, 28, 1) % 256
   element = {"x": tf.constant(x.astype(np.uint8)), "y": tf.constant(3, tf.int32)}

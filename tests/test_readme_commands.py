@@ -10,6 +10,7 @@ import shlex
 
 import pytest
 
+from experiments.reproduce_lib import SOURCES_HEADER
 from conftest import REPO, run_module
 
 # Run for real (cheap: they only plan).
@@ -147,6 +148,8 @@ def test_readme_command_names_existing_program_and_flags(line, argv):
              if a.startswith(("--sweep=", "--preset="))]
     assert len(names) == 1, f"{where}: a --dry_run of what?"
     lines = proc.stdout.splitlines()
+    if SOURCES_HEADER in lines:  # A preset's settings' sources follow.
+      lines = lines[:lines.index(SOURCES_HEADER)]
     head = re.match(rf"(sweep|preset) {re.escape(names[0])}: (\d+) "
                     r"(points|runs)\b", lines[0])
     assert head, f"{where}: {lines[0]!r}"

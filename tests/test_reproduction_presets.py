@@ -26,9 +26,22 @@ EXPECTED = (
     "hsu2020_table1", "hsu2020_table2", "hsu2020_table3", "hsu2020_table4",
     "hsu2020_table5", "hsu2020_figure4", "hsu2020_appendix_a",
     "hsu2019_cifar10_alpha", "hsu2019_sensitivity", "mcmahan2017_table1",
-    "mcmahan2017_table2", "mcmahan2017_table4", "augenstein_figure1",
+    "mcmahan2017_table2", "mcmahan2017_table4", "mcmahan2017_table1_lr_grid",
+    "mcmahan2017_table2_lr_grid", "mcmahan2017_table4_lr_grid",
+    "mcmahan2017_table3", "mcmahan2017_table3_lr_grid", "mcmahan2017_figure4",
+    "mcmahan2017_figure9", "mcmahan2017_slides", "augenstein_figure1",
     "digits_claims",
     "digits_effective_lr")
+# Runs that are another run at another learning rate (`lr_grid`): a grid
+# member other than its base run, which spec.Preset checks equal to the
+# base but for --client_learning_rate.
+GRID_MEMBERS = frozenset(
+    m for name in EXPECTED
+    for base, members in presets.get_preset(name).lr_grids.items()
+    for m in members if m != base)
+# McMahan 2017 Table 3 (3 runs), Figure 9 (4 more: SGD at B = 50, FedAvg
+# C in {0, 0.1} x E in {1, 5} but Table 3's) and the slides (4).
+MCMAHAN_CIFAR_AND_SLIDES_RUNS = 3 + 4 + 4
 
 
 def defined_flag_names():
@@ -86,6 +99,8 @@ def test_runs_use_known_flags_and_are_all_used(name):
         (r, col) for r in t.rows for col in t.columns if r != "Centralized"}
   for s in p.studies:
     used.update(s.runs + ((s.baseline,) if s.baseline else ()))
+  # A cell of a tuned run reads every rate of its learning-rate grid.
+  used.update(m for base in list(used) for m in p.lr_grids.get(base, ()))
   assert used == {r.name for r in p.runs}
   for run in p.runs:
     unknown = set(run.flags) - FLAG_NAMES
@@ -113,7 +128,12 @@ def test_one_name_one_config_across_presets():
   # 1-5: every row of the paper) = 951; issue 28: Figure 4's report goals
   # (+48), Hsu 2019's E = 5 (+32), the sensitivity study's four panels
   # (+144), McMahan Table 4 (+14: 4 runs are Table 1's).
-  assert len(runs) == 951 + 48 + 32 + 144 + 14
+  # McMahan's Table 3, Figure 9 and slides (+11); the learning-rate grids
+  # (Tables 1, 2, 4 and 3 at 13 rates: 12 more runs per tuned run, shared
+  # runs once: 480 + 168 + 168 + 36).
+  assert len(runs) == (951 + 48 + 32 + 144 + 14
+                       + MCMAHAN_CIFAR_AND_SLIDES_RUNS + 480 + 168 + 168 + 36)
+  assert len(GRID_MEMBERS) == 480 + 168 + 168 + 36
   assert runs["central_cifar10"].kind == spec.CENTRALIZED
 
 
@@ -341,6 +361,9 @@ def test_every_run_on_todays_data_sets_passes_config_validation(parse,
                                                              data_files):
   checked = 0
   for run in presets.all_runs().values():
+    if run.name in GRID_MEMBERS:  # Its base run's config but for the rate.
+      assert run.flags["client_learning_rate"] > 0, run.name
+      continue
     assert run.flags["dataset"] in tasks.task_names(), run.name
     try:
       f = parse(*_argv(run, data_files))
@@ -348,7 +371,7 @@ def test_every_run_on_todays_data_sets_passes_config_validation(parse,
     except Exception as e:  # pylint: disable=broad-except
       pytest.fail(f"{run.name}: {e}")
     checked += 1
-  assert checked == 951 + 48 + 32 + 144 + 14
+  assert checked == 951 + 48 + 32 + 144 + 14 + MCMAHAN_CIFAR_AND_SLIDES_RUNS
 
 
 def test_validation_catches_a_bad_run(parse, data_files):
@@ -390,6 +413,8 @@ def test_every_preset_run_sets_only_settings_it_reads():
   from federated_vision.experiment import usage  # pylint: disable=g-import-not-at-top
   unread = {}
   for name, run in presets.all_runs().items():
+    if name in GRID_MEMBERS:  # Its base run's settings but for the rate.
+      continue
     config = config_lib.replace_fields(config_lib.ExperimentConfig(),
                                        run.flag_dict())
     unused = usage.unused_fields(config)

@@ -51,6 +51,11 @@ def test_smoke_two_rounds_writes_every_output(tmp_path, train_in_process):
     assert flag in hparams
   assert hparams["total_rounds"] == 2 and hparams["clients_per_round"] == 3
   assert hparams["partition_stats"]["num_clients"] == 20
+  # The baseline's SGD updates at each epoch (McMahan 2017 §3 counts them):
+  # ceil(n / B) a epoch, B = --client_batch_size (10).
+  n = hparams["partition_stats"]["num_examples"]
+  assert summary["centralized"]["minibatch_updates"] == [
+      -(-n // 10), 2 * -(-n // 10)]
   assert hparams["partition"] == "dirichlet"  # Top level: the flag's value.
   for png in ("accuracy.png", "accuracy_vs_batches.png"):
     assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

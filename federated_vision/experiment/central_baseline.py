@@ -31,6 +31,11 @@ BASELINE_FILE = "centralized.json"
 RESULT_FIELDS = ("accuracy", "loss", "epochs", "history", "seconds")
 
 
+def batch_size(config: config_lib.ExperimentConfig) -> int:
+  """The baseline's minibatch size: --client_batch_size (32 for B = inf)."""
+  return config.methods.client_batch_size or 32
+
+
 def baseline_settings(config: config_lib.ExperimentConfig) -> dict:
   """The recorded settings the baseline was trained under, JSON-normal
   (lists, not tuples), without `total_rounds` (a rerun may extend it)."""
@@ -111,7 +116,7 @@ def train_or_reuse(exp, eval_ds, finite):
   m = config.methods
   result = centralized.train_centralized(
       exp.keras_model_fn, exp.fed_data, eval_ds, m.client_learning_rate,
-      m.client_batch_size or 32, epochs, seed=config.training.seed)
+      batch_size(config), epochs, seed=config.training.seed)
   if finite(result):
     reporting.write_json(os.path.join(exp.output_dir, BASELINE_FILE), {
         "settings": baseline_settings(config), "result": result._asdict()},

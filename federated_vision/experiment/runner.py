@@ -209,6 +209,14 @@ def write_hparams_sessions(run_dir: str, summary: dict) -> None:
   hparams_lib.write_run_hparams(run_dir, summary=summary)
 
 
+def _central_updates(exp: Experiment, central) -> List[int]:
+  """The baseline's SGD updates at each epoch's evaluation."""
+  from federated_vision import centralized  # pylint: disable=g-import-not-at-top
+  return centralized.minibatch_updates(
+      sum(exp.fed_data.client_sizes.values()),
+      central_baseline.batch_size(exp.config), central.epochs)
+
+
 def central_status(central) -> str:
   """'diverged' when the centralized baseline's loss or any accuracy is
   non-finite (then no relative accuracy is computed from it)."""
@@ -384,6 +392,9 @@ def _run(exp: Experiment, opened: dict) -> dict:
                               "loss": central.loss,
                               "epochs": central.epochs,
                               "history": central.history,
+                              # McMahan 2017 §3's SGD counts minibatch updates.
+                              "minibatch_updates": _central_updates(exp,
+                                                                    central),
                               "seconds": round(central.seconds, 2),
                               "reused": reused}
   every_diverged = diverged is None and bool(results) and all(

@@ -24,6 +24,7 @@ from federated_vision.evaluation import convergence
 from federated_vision.evaluation import curves
 from federated_vision.reproduction import comparisons as comparisons_lib
 from federated_vision.reproduction import effective_lr
+from federated_vision.reproduction import lr_grid
 from federated_vision.reproduction import published as published_lib
 from federated_vision.reproduction import results
 from federated_vision.reproduction import seeds as seeds_lib
@@ -47,10 +48,13 @@ class Value:
     value: in the display unit (percent for accuracies), None unless OK.
     status: OK, NOT_REACHED, UNAVAILABLE or a `results` status.
     detail: one line naming the file/run when not OK.
+    choice: for a rounds value over a learning-rate grid (`lr_grid`), the
+      rate it was read at and the grid; None otherwise.
   """
   value: Optional[float]
   status: str
   detail: str = ""
+  choice: Optional[lr_grid.Choice] = None
 
 
 def _ok(value: float) -> Value:
@@ -109,6 +113,7 @@ class _Context:
   """Run directories and curves of one report, read once."""
 
   def __init__(self, preset: spec.Preset, root: str):
+    self.preset = preset
     self.runs = results.read_runs(root, preset.runs)
     self._rows = {}
 
@@ -150,15 +155,81 @@ def _curve_value(ctx, cell, x_key: str) -> Value:
   return _ok(100 * acc)
 
 
-def _rounds_value(ctx, run: str, method: str, target: float) -> Value:
-  rows = ctx.rows(run, method)
-  rounds, accs = curves.curve(rows, "round")
-  r = convergence.rounds_to_target(rounds, accs, target)
+def _one_rounds(ctx, run: str, method: Optional[str], target: float) -> Value:
+  """Rounds of one run's method to `target` (McMahan's monotone,
+  interpolated curve); method None: a centralized run's minibatch updates
+  (`UPDATES_TO_TARGET`). The method (or baseline) must be finished."""
+  if method is None:
+    return _updates_value(ctx.runs[run], target)
+  state = ctx.method(run, method)
+  if state.status != results.FINISHED:
+    return Value(None, state.status, state.detail)
+  try:
+    rows = ctx.rows(run, method)
+    rounds, accs = curves.curve(rows, "round")
+    r = convergence.rounds_to_target(rounds, accs, target)
+  except (ValueError, run_files.RunFileError) as e:  # Damaged metrics.csv.
+    return Value(None, results.INVALID,
+                 f"{run}/{method}: {str(e).splitlines()[0]}")
   if r is None:
     last = max((float(x["round"]) for x in rows), default=0.0)
     return Value(None, NOT_REACHED, f"{run}/{method}: {target:.4g} not reached "
                  f"in {last:g} rounds")
   return _ok(r)
+
+
+def _updates_value(run: results.RunDir, target: float) -> Value:
+  """Minibatch updates of a centralized run's SGD to `target`: its
+  per-epoch test accuracies (summary.json "centralized": "history") at
+  "minibatch_updates", monotone and interpolated as McMahan's rounds."""
+  _, status, detail = results.centralized_accuracy(run)
+  if status != results.FINISHED:
+    return Value(None, status, detail)
+  central = run.summary["centralized"]
+  history, updates = central.get("history"), central.get("minibatch_updates")
+  where = f"{run.path}/summary.json"
+  if not (isinstance(history, list) and isinstance(updates, list)
+          and len(history) == len(updates) and history):
+    return Value(None, UNAVAILABLE, f"{where}: no centralized history with "
+                 "its minibatch_updates (a run from before they were "
+                 "recorded: rerun it)")
+  try:
+    r = convergence.rounds_to_target(updates, history, target)
+  except ValueError as e:
+    return Value(None, results.INVALID, f"{where}: {e}")
+  if r is None:
+    return Value(None, NOT_REACHED, f"{run.name}: {target:.4g} not reached "
+                 f"in {updates[-1]:g} minibatch updates")
+  return _ok(r)
+
+
+def _rounds_value(ctx, run: str, method: Optional[str], target: float
+                  ) -> Value:
+  """`_one_rounds` of `run`, or over its learning-rate grid the member
+  whose monotone curve reaches `target` first (`lr_grid.choose`): a number
+  only once every rate of the grid has finished (or diverged)."""
+  names = lr_grid.members(ctx.preset, run)
+  if len(names) == 1:
+    return _one_rounds(ctx, run, method, target)
+  values, by_rate, runs = {}, {}, {}
+  for name in names:
+    rate = ctx.preset.run(name).flags[lr_grid.LR_FLAG]
+    v = _one_rounds(ctx, name, method, target)
+    values[name] = v
+    by_rate[rate] = v.value if v.status == OK else None
+    runs[rate] = name
+  pending = [(n, v) for n, v in values.items()
+             if v.status not in (OK, NOT_REACHED, results.DIVERGED)]
+  if pending:
+    name, v = pending[0]
+    return Value(None, v.status, f"learning-rate grid of {run}: "
+                 f"{len(names) - len(pending)} of {len(names)} rates "
+                 f"finished; {v.detail}")
+  choice = lr_grid.choose(by_rate, runs)
+  if choice.rate is None:
+    return Value(None, NOT_REACHED, f"{run}: no rate of its grid reaches "
+                 f"{target:.4g} ({choice.text()})", choice)
+  return Value(choice.rounds, OK, "", choice)
 
 
 def _ours(ctx: _Context, cell: spec.CellSpec) -> Value:
@@ -170,6 +241,8 @@ def _ours(ctx: _Context, cell: spec.CellSpec) -> Value:
         None, status, detail)
   if kind == spec.PAPER_ONLY:
     return Value(None, PAPER_ONLY)
+  if kind == spec.UPDATES_TO_TARGET:
+    return _rounds_value(ctx, cell.run, None, cell.metric.arg)
   if kind == spec.RUN_FIELD:
     return _run_field(run, cell.metric.key)
   if kind == spec.EMD:
@@ -179,6 +252,18 @@ def _ours(ctx: _Context, cell: spec.CellSpec) -> Value:
     if not isinstance(emd, (int, float)) or not math.isfinite(emd):
       return Value(None, UNAVAILABLE, f"{run.path}/summary.json: emd {emd!r}")
     return _ok(emd)
+  if kind in spec.ROUNDS_KINDS:  # Each run's own state (grids: every rate).
+    if len(lr_grid.members(ctx.preset, cell.run)) == 1:
+      state = ctx.method(cell.run, cell.method)
+      if state.status != results.FINISHED:
+        return Value(None, state.status, state.detail)
+    target = cell.metric.arg
+    if kind == spec.ROUNDS_TO_RELATIVE:  # A fraction of our centralized acc.
+      base = ctx.baseline(cell.baseline)
+      if base.status != OK:
+        return Value(None, UNAVAILABLE, base.detail)
+      target = cell.metric.arg * base.value
+    return _rounds_value(ctx, cell.run, cell.method, target)
   state = ctx.method(cell.run, cell.method)
   if state.status != results.FINISHED:
     return Value(None, state.status, state.detail)
@@ -193,16 +278,7 @@ def _ours(ctx: _Context, cell: spec.CellSpec) -> Value:
       return _ok(100 * v)
     if kind == spec.ACC_AT_ROUND:
       return _curve_value(ctx, cell, "round")
-    if kind == spec.ACC_AT_BATCH:
-      return _curve_value(ctx, cell, "cumulative_batch_budget")
-    if kind == spec.ROUNDS_TO_TARGET:
-      return _rounds_value(ctx, cell.run, cell.method, cell.metric.arg)
-    # ROUNDS_TO_RELATIVE: the target is a fraction of our centralized accuracy.
-    base = ctx.baseline(cell.baseline)
-    if base.status != OK:
-      return Value(None, UNAVAILABLE, base.detail)
-    return _rounds_value(ctx, cell.run, cell.method,
-                         cell.metric.arg * base.value)
+    return _curve_value(ctx, cell, "cumulative_batch_budget")  # ACC_AT_BATCH
   except (ValueError, run_files.RunFileError) as e:  # Damaged metrics.csv.
     return Value(None, results.INVALID,
                  f"{cell.run}/{cell.method}: {str(e).splitlines()[0]}")
@@ -239,10 +315,9 @@ def _speedup(ctx, cell: spec.CellSpec, ours: Value) -> Optional[Value]:
   if cell.speedup_reference is None:
     return None
   ref_run, ref_method = cell.speedup_reference
-  ref_state = ctx.method(ref_run, ref_method)
-  if ref_state.status != results.FINISHED:
-    return Value(None, ref_state.status, ref_state.detail)
   ref = _rounds_value(ctx, ref_run, ref_method, cell.metric.arg)
+  if ref.status not in (OK, NOT_REACHED):  # The reference did not finish.
+    return Value(None, ref.status, ref.detail)
   if ours.status != OK or ref.status != OK:
     bad = ours if ours.status != OK else ref
     return Value(None, bad.status, bad.detail)
@@ -253,8 +328,10 @@ def fill(table: spec.TableSpec, ctx: _Context,
          lookup: Callable[[tuple], Optional[published_lib.PublishedValue]],
          ) -> List[CellResult]:
   out = {}
-  reference_keys = {(c.run, c.method): table.key + (c.row, c.column)
-                    for c in table.cells}
+  # A reference cell of the same target (McMahan Table 3's SGD row holds one
+  # run at three targets).
+  reference_keys = {(c.run, c.method, c.metric.arg):
+                    table.key + (c.row, c.column) for c in table.cells}
   for cell in table.cells:
     ours = _ours(ctx, cell)
     key = table.key + (cell.row, cell.column)
@@ -264,7 +341,8 @@ def fill(table: spec.TableSpec, ctx: _Context,
         published_lib.UNVERIFIED.get(key),
         paper_speedup=_paper_speedup(
             lookup(key), cell.speedup_reference and lookup(
-                reference_keys.get(cell.speedup_reference))))
+                reference_keys.get(cell.speedup_reference
+                                   + (cell.metric.arg,)))))
   return [_with_ratio(r, out.get((r.cell.row, r.cell.ratio_to)))
           for r in out.values()]
 

@@ -60,6 +60,8 @@ def ours_text(r: CellResult) -> str:
     text += f" ({r.speedup.value:.1f}×)"
   if r.ratio is not None and r.ratio.status == OK:
     text += f" ({r.ratio.value:.1f})"
+  if r.ours.choice is not None:  # McMahan 2017 §3's grid: the chosen rate.
+    text += f" [{r.ours.choice.text()}]"
   return text
 
 
@@ -70,6 +72,8 @@ def _ours_only(table) -> Optional[str]:
   """Why a table has no published numbers (a paper that prints none, or a
   researcher's own preset), else None."""
   paper = table.key[0]
+  if table.key in published_lib.NO_PRINTED_TABLES:
+    return published_lib.NO_PRINTED_TABLES[table.key]
   if paper not in published_lib.PAPERS:
     return f"{paper} is not a paper the package carries numbers of"
   return published_lib.NO_PRINTED_NUMBERS.get(paper)
@@ -171,6 +175,9 @@ def format_markdown(report: Report) -> str:
     notes = _footnotes(cells.values())
     if notes:
       lines += [""] + notes
+    vias = sorted({r.paper.via for r in cells.values() if r.paper})
+    if vias:  # Where the paper's numbers beside ours were read.
+      lines += [""] + [f"Published numbers read in: {via}." for via in vias]
     lines.append("")
   for study in report.studies:
     lines += effective_lr.format_markdown(study) + [""]
@@ -225,7 +232,7 @@ CSV_COLUMNS = ("preset", "table", "row", "column", "run", "method", "metric",
                "baseline", "paper_quote",
                "paper_via", "unverified_value", "unverified_source",
                "n", "n_seeds", "ci_low", "ci_high", "paper_in_interval",
-               "seed_values")
+               "seed_values", "learning_rate", "learning_rate_grid")
 
 
 def csv_rows(report: Report) -> List[Dict[str, object]]:
@@ -254,8 +261,20 @@ def csv_rows(report: Report) -> List[Dict[str, object]]:
         "paper_via": r.paper.via if r.paper else "",
         "unverified_value": r.unverified.value if r.unverified else "",
         "unverified_source": r.unverified.claimed_by if r.unverified else "",
-        **_seed_columns(r)})
+        **_seed_columns(r), **_grid_columns(r)})
   return out
+
+
+def _grid_columns(r: CellResult) -> Dict[str, object]:
+  """The rate a grid cell was read at ('' = none or no grid) and the grid
+  as 'rate:rounds;...' ('' rounds: not reached, diverged)."""
+  choice = r.ours.choice
+  if choice is None:
+    return {"learning_rate": "", "learning_rate_grid": ""}
+  return {"learning_rate": _raw(choice.rate),
+          "learning_rate_grid": ";".join(
+              f"{rate!r}:{'' if rounds is None else repr(rounds)}"
+              for rate, rounds in choice.grid)}
 
 
 def _seed_columns(r: CellResult) -> Dict[str, object]:

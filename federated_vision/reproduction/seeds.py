@@ -70,6 +70,10 @@ def expand(preset: spec.Preset, n: int) -> spec.Preset:
   (`replicas`)."""
   if check_count(n) == 1:
     return preset
+  if preset.lr_grids:
+    raise ValueError(f"--seeds={n}: preset {preset.name} runs a "
+                     "learning-rate grid (one seed per rate); repeat the "
+                     "one-rate preset over seeds instead")
   runs, replicas = [], {}
   for run in preset.runs:
     base = _base_seed(run)

@@ -31,6 +31,9 @@ ACC_AT_ROUND = "acc_at_round"              # Acc@Round N (arg = N)
 ACC_AT_BATCH = "acc_at_batch"              # Acc@Batch N (arg = N)
 ROUNDS_TO_TARGET = "rounds_to_target"      # McMahan: rounds to accuracy arg
 ROUNDS_TO_RELATIVE = "rounds_to_relative"  # rounds to arg x centralized acc.
+# A centralized run's minibatch updates to accuracy arg (McMahan 2017 §3's
+# baseline SGD: "each minibatch update requires a communication round").
+UPDATES_TO_TARGET = "updates_to_target"
 CENTRALIZED_ACCURACY = "centralized_accuracy"  # of a centralized run
 EMD = "emd"                                # partition's EMD non-identicalness
 METHOD_FIELD = "method_field"  # an accuracy (fraction) field of the method's
@@ -39,12 +42,13 @@ RUN_FIELD = "run_field"  # a count of the run's hparams.json, Metric.key a
                          # dotted path (e.g. "partition_stats.num_clients")
 PAPER_ONLY = "paper_only"  # the paper's printed text alone (no ours)
 METRIC_KINDS = (FINAL_ACCURACY, ACC_AT_ROUND, ACC_AT_BATCH, ROUNDS_TO_TARGET,
-                ROUNDS_TO_RELATIVE, CENTRALIZED_ACCURACY, EMD, METHOD_FIELD,
-                RUN_FIELD, PAPER_ONLY)
-RUN_LEVEL_KINDS = (CENTRALIZED_ACCURACY, EMD, RUN_FIELD, PAPER_ONLY)
+                ROUNDS_TO_RELATIVE, UPDATES_TO_TARGET, CENTRALIZED_ACCURACY,
+                EMD, METHOD_FIELD, RUN_FIELD, PAPER_ONLY)
+RUN_LEVEL_KINDS = (CENTRALIZED_ACCURACY, EMD, RUN_FIELD, PAPER_ONLY,
+                   UPDATES_TO_TARGET)
 ACCURACY_KINDS = (FINAL_ACCURACY, ACC_AT_ROUND, ACC_AT_BATCH,
                   CENTRALIZED_ACCURACY, METHOD_FIELD)
-ROUNDS_KINDS = (ROUNDS_TO_TARGET, ROUNDS_TO_RELATIVE)
+ROUNDS_KINDS = (ROUNDS_TO_TARGET, ROUNDS_TO_RELATIVE, UPDATES_TO_TARGET)
 
 # Effective-learning-rate studies (Hsu et al. 2019 / Appendix A).
 CONTOUR = "contour"          # best per (alpha, eta_eff) group, contour PNG
@@ -150,6 +154,9 @@ class Metric:
   acc_at_round / acc_at_batch: arg = the round / cumulative batch budget N.
   rounds_to_target: arg = target test accuracy in (0, 1].
   rounds_to_relative: arg = fraction of the centralized accuracy in (0, 1].
+  updates_to_target: arg = target test accuracy in (0, 1]; the minibatch
+    updates a centralized run's SGD needed (its per-epoch curve, made
+    monotone and interpolated as McMahan's rounds); no method.
   method_field: key = the field (e.g. a per-label accuracy the mixing runs
     write); no argument.
   run_field: key = a dotted path into the run's hparams.json (a count:
@@ -202,7 +209,9 @@ class CellSpec:
     baseline: the centralized Run whose accuracy gives relative accuracy (and
       the target of rounds_to_relative); None = no relative accuracy.
     speedup_reference: (run, method) whose rounds-to-target divided by this
-      cell's gives McMahan's speedup; None = no speedup.
+      cell's gives McMahan's speedup; None = no speedup. (run, None): a
+      centralized run's minibatch updates to the target (McMahan 2017
+      Table 3's "speedup relative to baseline SGD").
     ratio_to: a column of the same row: this cell's rounds divided by that
       cell's are shown beside it (Hsu 2020 Table 5's "(k.k)", recomputed
       for ours and the paper's alike); None = no ratio.
@@ -337,6 +346,10 @@ class Preset:
     comparisons: the papers' claims as paired comparisons over the seeds
       (`claim_spec.Comparison`, evaluated by `comparisons`): the report's
       differences, intervals and verdicts.
+    lr_grids: base run name -> the run names of its learning-rate grid
+      (`lr_grid.expand`, McMahan 2017 §3's protocol): a rounds cell of the
+      base run reports the member whose monotone curve reaches the target
+      first; empty: one rate per run.
   """
   name: str
   paper: str
@@ -349,6 +362,8 @@ class Preset:
   replicas_of: Mapping[str, Tuple[str, ...]] = dataclasses.field(
       default_factory=dict)
   comparisons: Tuple["claim_spec.Comparison", ...] = ()
+  lr_grids: Mapping[str, Tuple[str, ...]] = dataclasses.field(
+      default_factory=dict)
 
   def __post_init__(self):
     object.__setattr__(self, "sources", types.MappingProxyType(
@@ -363,6 +378,7 @@ class Preset:
     if dup:
       raise ValueError(f"preset {self.name}: duplicate run names {dup}")
     by_name = {r.name: r for r in self.runs}
+    self._check_lr_grids(by_name)
     for base, names in self.replicas_of.items():
       unknown = [n for n in (base,) + tuple(names) if n not in by_name]
       if unknown or names[:1] != (base,):
@@ -388,6 +404,23 @@ class Preset:
           raise ValueError(f"preset {self.name}: run {name} has no method "
                            f"{study.method!r}")
 
+  def _check_lr_grids(self, by_name) -> None:
+    """Each grid: runs, one of them the base, equal but for the rate."""
+    object.__setattr__(self, "lr_grids", types.MappingProxyType(
+        {k: tuple(v) for k, v in self.lr_grids.items()}))
+    for base, names in self.lr_grids.items():
+      unknown = [n for n in names if n not in by_name]
+      if unknown or base not in names or len(set(names)) != len(names):
+        raise ValueError(f"preset {self.name}: the learning-rate grid of "
+                         f"{base} must hold it and other runs once "
+                         f"(unknown: {unknown})")
+      rest = [{k: v for k, v in by_name[n].flags.items()
+               if k != "client_learning_rate"} for n in names]
+      if any(r != rest[0] for r in rest):
+        raise ValueError(f"preset {self.name}: the learning-rate grid of "
+                         f"{base} differs in more than "
+                         "--client_learning_rate")
+
   def _check_cell(self, table, c, by_name) -> None:
     where = f"preset {self.name}: table {table.key} cell ({c.row}, {c.column})"
     refs = [c.run] + ([c.baseline] if c.baseline else [])
@@ -404,9 +437,15 @@ class Preset:
                        f"(it has {', '.join(run.methods())})")
     if c.baseline and by_name[c.baseline].kind != CENTRALIZED:
       raise ValueError(f"{where}: baseline {c.baseline} is not centralized")
+    if c.metric.kind == UPDATES_TO_TARGET and run.kind != CENTRALIZED:
+      raise ValueError(f"{where}: {run.name} is not a centralized run")
     if c.speedup_reference:
       ref_run, ref_method = c.speedup_reference
-      if ref_method not in by_name[ref_run].methods():
+      if ref_method is None and by_name[ref_run].kind != CENTRALIZED:
+        raise ValueError(f"{where}: speedup reference {ref_run} has no method "
+                         "and is not a centralized run")
+      if ref_method is not None and \
+          ref_method not in by_name[ref_run].methods():
         raise ValueError(f"{where}: speedup reference {ref_run} has no method "
                          f"{ref_method!r}")
 

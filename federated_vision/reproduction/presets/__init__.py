@@ -21,8 +21,11 @@ from federated_vision.reproduction.presets import digits_claims
 from federated_vision.reproduction.presets import hsu2019
 from federated_vision.reproduction.presets import hsu2020
 from federated_vision.reproduction.presets import mcmahan2017
+from federated_vision.reproduction.presets import mcmahan2017_cifar
+from federated_vision.reproduction.presets import mcmahan2017_slides
 
-_MODULES = (hsu2020, hsu2019, mcmahan2017, augenstein, digits_claims)
+_MODULES = (hsu2020, hsu2019, mcmahan2017, mcmahan2017_cifar,
+            mcmahan2017_slides, augenstein, digits_claims)
 
 
 @functools.lru_cache(maxsize=None)
