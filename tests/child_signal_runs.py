@@ -9,15 +9,17 @@ Ctrl-C and then run the same command again.
     python tests/child_signal_runs.py <repo> '<json {"args": [...],
         "moments": [...]}>'
 
-prints one line `RESULT <json [{"moment", "code", "stderr"}, ...]>`, the
-last for the invocation left to finish (moment null). Moments (when SIGINT
-is sent, relative to the first `Checkpoints.save` of the invocation):
+prints one line `RUN <json {"moment", "code", "stderr", "stdout"}>` per
+invocation as it ends. Moments (when SIGINT is sent, relative to the first
+`Checkpoints.save` of the invocation):
   "at the write"          as the save starts
   "as the write's task ends"  from the event loop just after TFF's save
                           coroutine returned (the moment asyncio.run's own
                           SIGINT handler dropped the signal)
   "after the write"       as the save returns
   "+<seconds> s"          from a timer started as the save starts
+  "SIGKILL"               none: once the save returned, it prints KILL_ME
+                          and waits for the test to SIGKILL this process
 """
 
 import asyncio
@@ -26,6 +28,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 REPO, SPEC = sys.argv[1], json.loads(sys.argv[2])
 sys.path[:0] = [REPO, os.path.join(REPO, "tests")]
@@ -70,6 +73,9 @@ class _Hook:
       real(ckpt, state, version)
       if moment == "after the write":
         _interrupt()
+      elif moment == "SIGKILL":
+        os.write(1, b"KILL_ME\n")  # Past the run's own (captured) stdout.
+        time.sleep(600)  # The test's SIGKILL ends this process here.
     checkpoints.Checkpoints.save = save
 
   def late(self):
@@ -78,19 +84,19 @@ class _Hook:
 
 
 def main():
-  hook, built, out = _Hook(), {}, []
+  hook, built = _Hook(), {}
   signal.signal(signal.SIGINT, signal.default_int_handler)
-  for moment in SPEC["moments"] + [None]:
-    hook.moment, hook.armed, hook.running = moment, moment is not None, True
+  for moment in SPEC["moments"]:
+    hook.moment, hook.armed, hook.running = moment, True, True
     with built_method_memo.methods_built_once(built):
       proc = in_process.run("experiments.train_main", *SPEC["args"])
     hook.running = False
     if hook.timer is not None:
       hook.timer.cancel()
       hook.timer.join()
-    out.append({"moment": moment, "code": proc.returncode,
-                "stderr": proc.stderr[-3000:], "stdout": proc.stdout})
-  print("RESULT", json.dumps(out))
+    print("RUN", json.dumps({"moment": moment, "code": proc.returncode,
+                             "stderr": proc.stderr[-3000:],
+                             "stdout": proc.stdout}), flush=True)
 
 
 if __name__ == "__main__":

@@ -273,7 +273,7 @@ def _no_worker(tmp_path, finished):
   return (run_module(BINARY, f"--root_output_dir={tmp_path}",
                      "--experiment_name=w", *TINY, "--total_rounds=1",
                      f"--workers=127.0.0.1:{port}",
-                     "--worker_startup_timeout=3"),
+                     "--worker_startup_timeout=1"),
           f"127.0.0.1:{port}")
 
 

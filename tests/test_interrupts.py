@@ -1,5 +1,5 @@
-"""Signals at every moment of a run: one run SIGKILLed, sent SIGINT in a
-round, then SIGINT around a checkpoint write (a chain of invocations in one
+"""Signals at every moment of a run: one run sent SIGINT in a round, then
+SIGINT around a checkpoint write and SIGKILL (a chain of invocations in one
 child), each time resumed, ending with the uninterrupted run's metrics;
 SIGTERM / SIGINT during start-up; and `signals.deferred`, which holds them
 back while a checkpoint is read or written."""
@@ -67,28 +67,10 @@ def _deferred_cases():
 
 # When each invocation of the child's chain is sent SIGINT, relative to its
 # first checkpoint write (tests/child_signal_runs.py); a timer's SIGINT lands
-# in the write or in the client-state commit after it.
+# in the write or in the client-state commit after it. The last invocation
+# is SIGKILLed once its checkpoint is written.
 MOMENTS = ["at the write", "as the write's task ends", "after the write",
-           "+0.05 s"]
-
-
-def _sigkill_at_the_first_checkpoint(args, run_dir):
-  """A real run SIGKILLed once its first checkpoint is written."""
-  first_ckpt = run_dir / "fedavg" / "checkpoints" / "round_1"
-  proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-  try:
-    while not first_ckpt.is_dir() and proc.poll() is None:
-      time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(30)
-  finally:
-    if proc.poll() is None:
-      proc.kill()
-  assert proc.returncode == -signal.SIGKILL
-  csv_path = run_dir / "fedavg" / "metrics.csv"
-  assert len(metric_rows(csv_path)) < 6, "run finished before the kill"
+           "+0.05 s", "SIGKILL"]
 
 
 def _sigint_in_a_round(args):
@@ -121,42 +103,62 @@ def _sigint_in_a_round(args):
   assert not worker_pids() & ours
 
 
+def _chain(flags, stderr_path):
+  """tests/child_signal_runs.py over `MOMENTS`, SIGKILLed at the last one:
+  its invocations' results."""
+  with open(stderr_path, "w") as stderr:
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(REPO, "tests", "child_signal_runs.py"),
+         REPO, json.dumps({"args": flags, "moments": MOMENTS})],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+  runs = []
+  try:
+    for line in proc.stdout:
+      if line.startswith("RUN "):
+        runs.append(json.loads(line[len("RUN "):]))
+      elif line.strip() == "KILL_ME":
+        proc.send_signal(signal.SIGKILL)
+        break
+    proc.wait(60)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+  with open(stderr_path) as f:
+    assert proc.returncode == -signal.SIGKILL, f.read()[-3000:]
+  return runs
+
+
 @pytest.mark.timeout(900)
 def test_interrupted_every_way_resumes_to_the_uninterrupted_run(
-    reference_run, tmp_path):
+    reference_run, tmp_path, train_in_process):
   """One run of conftest's SMALL_RUN (6 rounds), interrupted again and again
-  and each time resumed by the same command: SIGKILL after its first
-  checkpoint (a real process), SIGINT during a round (a real process), then
-  SIGINT at each of `MOMENTS` around a checkpoint write (check 6: every one
-  exits 130 with the line); the last invocation, run to its end, has the
+  and each time resumed by the same command: SIGINT during its first round
+  (a real process), SIGINT at each of `MOMENTS` around a checkpoint write
+  (check 6: every one exits 130 with the line), SIGKILL once a checkpoint is
+  written; the last invocation, in this process, run to its end, has the
   uninterrupted reference run's metrics."""
   run_dir = tmp_path / "killed"
   flags = [f"--root_output_dir={tmp_path}", "--experiment_name=killed",
            "--total_rounds=6", *SMALL_RUN]
-  command = [sys.executable, "-m", TRAIN_MAIN, *flags]
-  _sigkill_at_the_first_checkpoint(command, run_dir)
-  _sigint_in_a_round(command)
-  proc = subprocess.run(
-      [sys.executable, os.path.join(REPO, "tests", "child_signal_runs.py"),
-       REPO, json.dumps({"args": flags, "moments": MOMENTS})],
-      cwd=REPO, capture_output=True, text=True, timeout=900,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-      stdin=subprocess.DEVNULL,
-      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  (line,) = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
-  runs = json.loads(line[len("RESULT "):])
-  assert [r["moment"] for r in runs] == MOMENTS + [None]
-  for r in runs[:-1]:
+  _sigint_in_a_round([sys.executable, "-m", TRAIN_MAIN, *flags])
+  runs = _chain(flags, tmp_path / "child.err")
+  assert [r["moment"] for r in runs] == MOMENTS[:-1]
+  for r in runs:
     assert r["code"] == 130, r
     assert r["stderr"].strip().splitlines()[-1] == LINE, r
     assert "Traceback" not in r["stderr"], r
-  assert runs[-1]["code"] == 0, runs[-1]
-  assert "resuming from the checkpoint of round" in runs[-1]["stdout"]
+  csv_path = run_dir / "fedavg" / "metrics.csv"
+  assert len(metric_rows(csv_path)) < 6, "run finished before the SIGKILL"
+  again = train_in_process(*flags)  # The resume: in this process.
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "resuming from the checkpoint of round" in again.stdout
   summary = json.loads((run_dir / "summary.json").read_text())
   assert summary["methods"]["fedavg"]["resumed_from_round"] >= 1
-  assert (metric_rows(run_dir / "fedavg" / "metrics.csv")
-          == metric_rows(reference_run / "fedavg" / "metrics.csv"))
+  assert metric_rows(csv_path) == metric_rows(
+      reference_run / "fedavg" / "metrics.csv")
   reference = json.loads((reference_run / "summary.json").read_text())
   assert (summary["methods"]["fedavg"]["final_accuracy"]
           == reference["methods"]["fedavg"]["final_accuracy"])
