@@ -25,6 +25,7 @@ Binaries that run TensorFlow parse their flags with `parse_then_import_tf`
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import sys
 from typing import Callable, Iterator, NoReturn, Sequence
@@ -32,7 +33,6 @@ from typing import Callable, Iterator, NoReturn, Sequence
 from absl import flags
 from absl import logging
 
-from experiments import flags_components
 from experiments import help_lib
 from experiments import interrupted as interrupted_lib
 from experiments import stdout as stdout_lib
@@ -47,7 +47,8 @@ def define_flags() -> None:
   if "extra_modules" in flags.FLAGS:
     return
   flags.DEFINE_list("extra_modules", [], "Python modules to import before "
-                    "the config is built, e.g. mypkg.tasks: they may register "
+                    "the config is built, by name (mypkg.tasks) or file path "
+                    "(./my_feddyn.py): they may register "
                     "tasks (federated_vision.tasks.register_task), models "
                     "(tasks.models.register_model), method components "
                     "(federated_vision.methods.register: algorithms, "
@@ -55,6 +56,15 @@ def define_flags() -> None:
                     "presets (reproduction.presets.register_preset) and "
                     "sweeps (experiment.sweeps.register_sweep); "
                     "docs/extending.md.")
+
+
+def define_dry_run(help_text: str) -> None:
+  """--dry_run with this binary's `help_text`: one flag shared by the
+  binaries that plan (train_main, sweep_main, reproduce), so that a process
+  importing several of them (the tests' in-process runs) defines it once."""
+  if "dry_run" not in flags.FLAGS:
+    flags.DEFINE_bool("dry_run", False, help_text)
+  flags.FLAGS["dry_run"].help = help_text
 
 
 # Called after --extra_modules were imported, before the flags are parsed
@@ -98,7 +108,7 @@ def parse_flags(argv: Sequence[str]):
 
   --extra_modules are imported first (found in `argv` before parsing), so
   the options their tasks and variants declare (`config_fields`) are flags
-  (`flags_components`) that parse and show in --help."""
+  (`flags_lib`) that parse and show in --help."""
   with _start_up():
     return _parse_flags(argv)
 
@@ -107,8 +117,10 @@ def _parse_flags(argv: Sequence[str]):
   if "extra_modules" in flags.FLAGS:
     try:
       import_extra_modules(extra_modules_in(argv))
-      if "dataset" in flags.FLAGS:  # The binary defines the config flags.
-        flags_components.define_flags()
+      if "dataset" in flags.FLAGS:  # The binary defines the config flags
+        # (local: a binary without them, report_main, imports no config).
+        from experiments import flags_lib  # pylint: disable=g-import-not-at-top
+        flags_lib.define_flags()
       for hook in AFTER_EXTRA_MODULES:  # e.g. reproduce's --preset help.
         hook()
     except ValueError as e:  # ConfigError too.
@@ -145,7 +157,7 @@ def parse_then_import_tf(argv: Sequence[str],
   tff_runtime=False)`).
 
   A refused flag, a bad config or --help thus exits before TensorFlow is
-  imported (ours: start-up, issue 18). TensorFlow is imported here, not at
+  imported (ours: start-up). TensorFlow is imported here, not at
   the binary's import: imported for the first time inside absl's `main()`,
   Keras cannot build Sequential models ("Output tensors of a Sequential
   model must be the output of a TensorFlow Layer"); imported in the flags
@@ -185,14 +197,56 @@ def _terminating_signal():
 
 
 def import_extra_modules(names: Sequence[str]) -> None:
-  """Imports --extra_modules (ConfigError naming the flag if one fails)."""
+  """Imports --extra_modules: each a module name (`mypkg.tasks`, found on
+  the Python path) or a `.py` file path (`./my_feddyn.py`, imported as
+  module `my_feddyn`, its directory added to the end of `sys.path` so it
+  can import its neighbours). A module already imported is not run again.
+
+  Raises:
+    ConfigError: naming the flag when one cannot be found or imported.
+  """
   for name in names:
     try:
-      importlib.import_module(name)
+      if _is_path(name):
+        _import_file(name)
+      else:
+        importlib.import_module(name)
     except Exception as e:  # pylint: disable=broad-except
-      raise ConfigError(f"--extra_modules={','.join(names)}: cannot import "
-                        f"{name} ({type(e).__name__}: {one_line(e)})",
+      raise ConfigError(f"--extra_modules={','.join(names)}: cannot "
+                        f"import {name} ({type(e).__name__}: {one_line(e)})",
                         "extra_modules") from None
+
+
+def _is_path(name: str) -> bool:
+  """A file path rather than a dotted module name."""
+  return name.endswith(".py") or os.sep in name
+
+
+def _import_file(path: str) -> None:
+  """Runs the module file `path` as module `<its stem>` (once per file)."""
+  path = os.path.abspath(path)
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f"no such file {path}")
+  stem = os.path.splitext(os.path.basename(path))[0]
+  loaded = sys.modules.get(stem)
+  if loaded is not None:
+    if os.path.abspath(getattr(loaded, "__file__", "") or "") == path:
+      return
+    raise ImportError(f"a module named {stem} is already imported from "
+                      f"{getattr(loaded, '__file__', None) or 'elsewhere'}")
+  spec = importlib.util.spec_from_file_location(stem, path)
+  if spec is None or spec.loader is None:
+    raise ImportError(f"{path} is not a Python module")
+  module = importlib.util.module_from_spec(spec)
+  folder = os.path.dirname(path)
+  if folder not in sys.path:
+    sys.path.append(folder)
+  sys.modules[stem] = module
+  try:
+    spec.loader.exec_module(module)
+  except BaseException:
+    del sys.modules[stem]
+    raise
 
 
 def main(argv: Sequence[str], body: Callable[[], None],
@@ -222,8 +276,6 @@ def main(argv: Sequence[str], body: Callable[[], None],
 def _run_body(body: Callable[[], None], interrupted: str) -> None:
   """`main`'s `body()`, its errors turned into one line and exit status."""
   try:
-    if "extra_modules" in flags.FLAGS:
-      import_extra_modules(flags.FLAGS.extra_modules)
     body()
   except ConfigError as e:
     fail(str(e))

@@ -17,7 +17,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import runner
 from federated_vision.evaluation import cost
-from federated_vision.runtime import registry
+from federated_vision.runtime import live_workers
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -32,7 +32,7 @@ def _pid_cpu(pid: int) -> float:
 
 
 def _worker_pids() -> List[int]:
-  return registry.live_worker_pids()
+  return live_workers.live_worker_pids()
 
 
 def now() -> cost.Timing:

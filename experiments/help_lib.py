@@ -56,11 +56,12 @@ def grouped_help(flag_values: flags.FlagValues, doc: Optional[str],
       flags (its `SECTIONS` / `field_sections()` group them), else None.
   """
   key = flag_values.get_key_flags_for_module(program)
-  # flags_components: generated after a binary that takes every config flag
-  # (--dataset among them) adopted its key flags; estimate: --estimate and its
-  # settings (estimate.define_flags); repeat: --seeds.
+  # flags_lib: the flags of what --extra_modules declared, generated after a
+  # binary that takes every config flag (--dataset among them) adopted its
+  # key flags; estimate: --estimate and its settings (estimate.define_flags);
+  # repeat: --seeds.
   adopted_config = config_module and any(f.name == "dataset" for f in key)
-  for module in ((["experiments.flags_components"] if adopted_config else [])
+  for module in ((["experiments.flags_lib"] if adopted_config else [])
                  + ["experiments.estimate", "experiments.repeat"]):
     key += [f for f in flag_values.get_flags_for_module(module)
             if f not in key]

@@ -7,13 +7,16 @@ reaches and names the directories). Rerunning the same command resumes the
 unfinished repetitions and skips finished ones, as for one run.
 """
 
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, List, Tuple
 
 from absl import flags
 
-from federated_vision.errors import bad
+from federated_vision.errors import ConfigError, bad
 from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import resolved_run
+from federated_vision.experiment import run_record
 from federated_vision.reproduction import seeds as seeds_lib
+from federated_vision.tasks import presence
 
 HELP = ("Repeat every run with N seeds: --seed, --seed+1, ...; repetition k "
         "> 0 goes to <name>_seed<seed+k>, each an ordinary resumable run. "
@@ -36,9 +39,9 @@ def configs(config: config_lib.ExperimentConfig, n: int
 
 
 def checked_flags(flag_values) -> Tuple[List[config_lib.ExperimentConfig],
-                                         Dict[str, object]]:
-  """(the --seeds repetitions of the command line's config, its resolved
-  settings): the config validated once (`config.checked_flags`); a
+                                         resolved_run.ResolvedRun]:
+  """(the --seeds repetitions of the command line's config, its
+  `ResolvedRun`): the config validated once (`config.checked_flags`); a
   repetition differs only in its seed and name, which change no other
   setting, and its seed is checked here.
 
@@ -53,8 +56,29 @@ def checked_flags(flag_values) -> Tuple[List[config_lib.ExperimentConfig],
   return configs(config, flag_values.seeds), resolved
 
 
+def checked_for_run(flag_values) -> list:
+  """[(repetitions, resolved run)] of train_main's command line with every
+  check a run makes before TensorFlow's import: the config (once), the data
+  on this machine, each repetition's directory free for it; [] with
+  --estimate (its calibrations are checked when it runs).
+
+  Raises:
+    ConfigError: naming the flag (also --dry_run with --estimate).
+  """
+  if flag_values.estimate:
+    if flag_values.dry_run:
+      raise ConfigError("--dry_run and --estimate: give one (both train "
+                        "nothing)", "dry_run")
+    return []
+  replicas, resolved = checked_flags(flag_values)
+  presence.require(replicas[0].data)
+  for config in replicas:  # Another experiment's directory.
+    run_record.check_before_run(config)
+  return [(replicas, resolved)]
+
+
 def run_each(replicas: List[config_lib.ExperimentConfig],
-             resolved: Dict[str, object], run: Callable[..., object],
+             resolved: resolved_run.ResolvedRun, run: Callable[..., object],
              echo: Callable[[str], None] = print) -> None:
   """`run(config, resolved)` on each repetition, one after another
   (--seeds=1: the config alone)."""

@@ -51,8 +51,8 @@ def _preset_help() -> str:
 flags.DEFINE_string("preset", None, _preset_help())
 cli.AFTER_EXTRA_MODULES.append(  # Presets of --extra_modules in --help.
     lambda: setattr(flags.FLAGS["preset"], "help", _preset_help()))
-flags.DEFINE_bool("dry_run", False, "List the runs: the preset's base "
-                  "settings once, then per run what differs; train nothing.")
+cli.define_dry_run("List the runs: the preset's base settings once, then per "
+                   "run what differs, then the runs skipped; train nothing.")
 flags.DEFINE_list("only", [], "Run/report only runs matching these shell "
                   "patterns (e.g. 'digits_claims_alpha_*').")
 flags.DEFINE_bool("report_only", False, "Rebuild the report from finished "

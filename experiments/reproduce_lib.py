@@ -80,8 +80,8 @@ def describe_runs(preset: spec.Preset, results_root: str = "output",
   """The dry-run listing: the settings every listed run shares (its base,
   defaults included) once, then each run (all, or `runs`) with only the
   settings where it differs from the base, the data flags it takes and, if
-  `data` (the data flags given) leaves it without its data, what to give.
-  Lines are wrapped at `LISTING_WIDTH` characters."""
+  `data` (the data flags given) leaves it without its data, what to give;
+  then the runs left out (`Preset.skipped_runs`) with why. Lines are wrapped at `LISTING_WIDTH` characters."""
   runs = preset.runs if runs is None else runs
   own = [run.flag_dict() for run in runs]
   common = {k: v for k, v in (own[0] if own else {}).items()
@@ -103,6 +103,7 @@ def describe_runs(preset: spec.Preset, results_root: str = "output",
     if missing is not None:
       items.append(f"[{missing.label}]")
     lines += wrapped(f"  {run.kind} {run.name}:", items)
+  lines += [f"  skipped {name}: {why}" for name, why in preset.skipped_runs]
   return lines
 
 
@@ -191,8 +192,13 @@ def checked_flags(planned: Sequence[plan_lib.PlannedRun],
 
 
 def run_one(flags: Mapping[str, object]) -> None:
-  """`runner.run` on the config of `flags` (ConfigError names the flag)."""
-  runner.run(config_lib.from_values(flags))
+  """`runner.run` on the config of `flags`, checked once here (its
+  `ResolvedRun` passed on; the plan checked that its data are here).
+
+  Raises:
+    ConfigError: naming the flag.
+  """
+  runner.run(*config_lib.checked(flags))
 
 
 def write_outputs(preset: spec.Preset, root: str,

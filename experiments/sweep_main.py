@@ -33,7 +33,7 @@ cli.define_flags()
 repeat.define_flags()
 flags.DEFINE_string("sweep", None, sweep_lib.sweep_help())
 cli.AFTER_EXTRA_MODULES.append(sweep_lib.update_sweep_help)  # --extra_modules'.
-flags.DEFINE_bool("dry_run", False, "Print the planned runs and exit.")
+cli.define_dry_run("Print the planned runs and exit.")
 flags.DEFINE_list("only", [], "Run only the points whose name matches one of "
                   "these shell patterns (e.g. 'fedavg_*,*_alpha_0').")
 flags.DEFINE_integer("parallel_runs", 1, parallel.FLAG_HELP, lower_bound=1)

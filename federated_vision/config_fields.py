@@ -1,14 +1,14 @@
-"""Components that own their configuration: declared sections -> flags.
+"""Configuration fields declared once: declared sections -> flags.
 
-Issue 17, item 3: "A task declares its config section (fields, defaults,
-help, validation); flags and `--help` text are generated from the
-declarations". The same holds for a client-work variant's own
-hyper-parameters (item 1: "each a registered component that owns its
-hyper-parameter dataclass").
-
-A component's *section* is a frozen dataclass; every field has a default
-and a help text (`option`), its name is the binaries' flag name, and an
-optional `validate(self)` method raises `ConfigError` naming the field:
+Every setting of an experiment is a field of a frozen dataclass declared
+with `option` (its default, its `--help` text and its absl bounds); its
+name is the binaries' flag name. The experiment config's own sections
+(`experiment.config.SECTIONS`: data, model, methods, training, ...) and
+every component's own options (a task's, an algorithm's, a variant's, a
+server optimizer's) are declared the same way, and
+`experiments.flags_lib` generates one absl flag per declared field from
+here: there is no hand-written flag. An optional `validate(self)` method
+of a section raises `ConfigError` naming the field:
 
     @dataclasses.dataclass(frozen=True)
     class ToyOptions:
@@ -18,15 +18,14 @@ optional `validate(self)` method raises `ConfigError` naming the field:
       def validate(self):
         if self.toy_num_classes > 10: raise bad("toy_num_classes", ...)
 
-`declare(kind, name, cls)` registers it (`tasks.register_task` does it for a
-`Task(options=cls)`, `methods.register` for any method component's
-`options`); `experiments.flags_components` defines one absl flag per
-declared field (also for sections declared by --extra_modules, imported
-before the flags are parsed). A config holds the values as an `Options` of
-one kind ("task" for `DataConfig.options`, "method" for the methods',
-"shorthand" for the method-selecting --<variant> flags); a field not set has
-its declared default. A field's declared bounds (`lower_bound`,
-`upper_bound`, `enum_values`) are checked in one place for every way a value
+`declare(kind, name, cls)` registers a section (`tasks.register_task` does
+it for a `Task(options=cls)`, `methods.register` for any method component's
+`options`, `experiment.config` for its own sections, of kind "config"). A
+config holds component fields as an `Options` of one kind ("task" for
+`DataConfig.options`, "method" for the methods', "shorthand" for the
+method-selecting --<variant> flags); a field not set has its declared
+default. A field's declared bounds (`lower_bound`, `upper_bound`,
+`enum_values`) are checked in one place for every way a component's value
 arrives (flags, presets, sweeps, library calls): `Options.validate`.
 
 Importing this module imports nothing heavy and changes no global state.
@@ -35,9 +34,10 @@ Importing this module imports nothing heavy and changes no global state.
 import dataclasses
 import math
 import typing
-from typing import Dict, Iterable, Mapping, Optional, Tuple
+from typing import Iterable, Mapping, Optional, Tuple
 
 from federated_vision.errors import ConfigError, bad
+from federated_vision.registry import Registry
 
 TASK = "task"
 # Method components' own hyper-parameters and the methods' shared ones
@@ -46,18 +46,28 @@ METHOD = "method"
 VARIANT = METHOD  # The name before server optimizers and algorithms had options.
 # The shorthand flags selecting methods (--fedir: `ClientWork.shorthand`).
 SHORTHAND = "shorthand"
-KINDS = (TASK, METHOD, SHORTHAND)
+# The experiment config's own sections (`experiment.config.SECTIONS`).
+CONFIG = "config"
+KINDS = (TASK, METHOD, SHORTHAND, CONFIG)
 # Flag kinds of `flag_kind`: absl DEFINE_<kind>.
 _SCALARS = {bool: "bool", int: "integer", float: "float", str: "string"}
 
 
-def option(default, help_text: str, **bounds) -> dataclasses.Field:
+def option(default, help_text, **bounds) -> dataclasses.Field:
   """A section field: its default, its `--help` text and absl bounds
-  (`lower_bound=`, `upper_bound=`; `enum_values=[...]` for a str)."""
-  if not help_text or not help_text.strip():
+  (`lower_bound=`, `upper_bound=`; `enum_values=[...]` for a str).
+  `help_text` may be a no-argument function returning it, for a text that
+  names what is registered when the flags are defined (e.g. the tasks)."""
+  if not callable(help_text) and (not help_text or not help_text.strip()):
     raise ValueError("option: the help text is empty")
   return dataclasses.field(default=default,
                            metadata={"help": help_text, "bounds": bounds})
+
+
+def help_text(f: dataclasses.Field) -> str:
+  """A declared field's `--help` text."""
+  text = f.metadata["help"]
+  return text() if callable(text) else text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,19 +85,30 @@ class Section:
 
   @property
   def fields(self) -> Tuple[dataclasses.Field, ...]:
-    return dataclasses.fields(self.cls)
+    """Its declared fields (a config section's `Options` fields, which hold
+    its components' fields, are not fields of their own)."""
+    return tuple(f for f in dataclasses.fields(self.cls)
+                 if not isinstance(f.default, Options))
 
   @property
   def field_names(self) -> Tuple[str, ...]:
     return tuple(f.name for f in self.fields)
 
   def help(self, name: str) -> str:
-    """'<owners>: <help>' of field `name` (the flag's --help text)."""
+    """The flag's --help text of field `name`: '<owners>: <help>' for a
+    component's field; a config section's own as declared."""
     f = {f.name: f for f in self.fields}[name]
-    return f"{'/'.join(self.owners)}: {f.metadata['help']}"
+    if self.kind == CONFIG:
+      return help_text(f)
+    return f"{'/'.join(self.owners)}: {help_text(f)}"
 
 
-_SECTIONS: Dict[type, Section] = {}  # In declaration order.
+# Sections by their class's qualified name, in declaration order.
+_SECTIONS: Registry[Section] = Registry("config section", "extra_modules")
+
+
+def _key(cls: type) -> str:
+  return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def flag_kind(cls: type, f: dataclasses.Field) -> str:
@@ -157,15 +178,18 @@ def declare(kind: str, owner: str, cls: type) -> Section:
   if not (dataclasses.is_dataclass(cls) and
           cls.__dataclass_params__.frozen):  # pytype: disable=attribute-error
     raise ValueError(f"{owner}: options {cls!r} must be a frozen dataclass")
-  old = _SECTIONS.get(cls)
-  if old is not None:
-    if old.kind != kind:
-      raise ValueError(f"{owner}: {cls.__name__} is a {old.kind} section")
+  if _key(cls) in _SECTIONS:
+    old = _SECTIONS[_key(cls)]
+    if old.cls is not cls or old.kind != kind:
+      raise ValueError(f"{owner}: {cls.__name__} is a {old.kind} section"
+                       if old.cls is cls else f"{owner}: another section is "
+                       f"named {_key(cls)}")
     if owner not in old.owners:
-      _SECTIONS[cls] = dataclasses.replace(old, owners=old.owners + (owner,))
-    return _SECTIONS[cls]
+      _SECTIONS.replace(_key(cls), dataclasses.replace(
+          old, owners=old.owners + (owner,)))
+    return _SECTIONS[_key(cls)]
   taken = {n for s in _SECTIONS.values() for n in s.field_names}
-  for f in dataclasses.fields(cls):
+  for f in Section(kind, (owner,), cls).fields:
     if f.default is dataclasses.MISSING or "help" not in f.metadata:
       raise ValueError(f"{owner}: {cls.__name__}.{f.name} needs a default "
                        "and help: declare it with config_fields.option(...)")
@@ -173,8 +197,7 @@ def declare(kind: str, owner: str, cls: type) -> Section:
       raise ValueError(f"{owner}: option {f.name!r} is already declared by "
                        f"{field_section(f.name).owners}")
     flag_kind(cls, f)
-  _SECTIONS[cls] = Section(kind, (owner,), cls)
-  return _SECTIONS[cls]
+  return _SECTIONS.add(_key(cls), Section(kind, (owner,), cls))
 
 
 def sections(kind: Optional[str] = None) -> Tuple[Section, ...]:

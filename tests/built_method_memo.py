@@ -25,14 +25,15 @@ def methods_built_once(built: dict):
   from federated_vision import methods as methods_lib  # pylint: disable=g-import-not-at-top
   real = methods_lib.build_method
 
-  def build_method(config, inputs, mixing=None, client_group_size=None):
+  def build_method(config, inputs, mixing=None, client_group_size=None,
+                   **kwargs):
     # Everything of the inputs but the model builder (a closure), so that a
     # run on other clients, sizes or seed can never get another's process.
     key = (repr(config), repr(mixing), repr(client_group_size),
            inputs.num_classes, tuple(inputs.client_ids),
            tuple(inputs.client_sizes), inputs.clients_per_round, inputs.seed)
     if key not in built:
-      built[key] = real(config, inputs, mixing, client_group_size)
+      built[key] = real(config, inputs, mixing, client_group_size, **kwargs)
     return built[key]
   with mock.patch.object(methods_lib, "build_method", build_method):
     yield

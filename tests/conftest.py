@@ -92,8 +92,8 @@ def pytest_sessionfinish(session, exitstatus):
     print(f"\nERROR: TFF worker processes outlived the tests: "
           f"{sorted(_LEAKED_IN_WORKERS)}", file=sys.stderr)
     session.exitstatus = 1
-  from federated_vision.runtime import registry  # pylint: disable=g-import-not-at-top
-  registry.stop_all_workers()
+  from federated_vision.runtime import live_workers  # pylint: disable=g-import-not-at-top
+  live_workers.stop_all_workers()
   if "tensorflow_federated" in sys.modules:
     # TFF's import-time context (still the default when no test ran, e.g.
     # --collect-only) would print a traceback from its __del__ at exit.
@@ -275,14 +275,19 @@ def repo_root():
 
 @pytest.fixture
 def parse():
-  """Parses argv into the global absl FLAGS of experiments.flags_lib."""
+  """Parses argv into the global absl FLAGS of experiments.flags_lib, as a
+  binary's parser does (`cli.parse_flags`): --extra_modules imported first,
+  then the flags of what they declared defined."""
   from absl import flags  # pylint: disable=g-import-not-at-top
+  from experiments import cli  # pylint: disable=g-import-not-at-top
   from experiments import flags_lib  # pylint: disable=g-import-not-at-top
   flags_lib.define_flags()
   f = flags.FLAGS
 
   def _parse(*args):
     f.unparse_flags()
+    cli.import_extra_modules(cli.extra_modules_in(["prog", *args]))
+    flags_lib.define_flags()
     f(["prog", *args])
     return f
   yield _parse

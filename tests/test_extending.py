@@ -9,8 +9,11 @@ the package, loaded with --extra_modules (issue 27, acceptance 1, 4 and 6):
 * tests/extra_preset.py (`register_preset`): reproduce plans, runs, reports
   and resumes it;
 * `reproduce --preset=digits_claims --extra_methods=fedavg@clipped_sgd`: the
-  new rows sit beside the paper layout's, from a run with the compared
-  run's settings;
+  new rows sit beside the paper layout's, labelled as a reader knows the
+  method, from a run with the compared run's settings, read at the
+  compared run's batch budget; with fedavg_clip, which the mixing
+  strategies do not compose, the claim 5 runs are listed as skipped (plan
+  and report) and the command exits 0;
 * tests/extra_sweep.py (`register_sweep`): the researcher's hyper-parameter
   is the sweep's axis and a report_main column;
 * docs/extending.md: every module and command of the page runs as written;
@@ -37,6 +40,8 @@ PYTHONPATH = os.pathsep.join([REPO, os.path.join(REPO, "tests")])
 MODULES = "extra_algorithm,extra_client_variant,extra_server_optimizer"
 COMPARED = "digits_claims_fedvc_imbalanced"
 EXTRA = "fedavg@clipped_sgd"
+# The report's label of EXTRA (its components' labels; clipped_sgd has none).
+EXTRA_LABEL = "FedAvg with clipped_sgd"
 
 
 def _driver(work, *scenarios):
@@ -157,17 +162,20 @@ def test_a_registered_preset_runs_reports_and_resumes(ran):
 
 def test_extra_methods_rows_sit_beside_the_papers_with_its_settings(ran):
   work, result = ran
-  assert result["presets"]["codes"][3] == 0, result["presets"]["stderr"]
+  assert result["presets"]["codes"][3:] == [0, 0, 0], result["presets"][
+      "stderr"]
   from experiments import reproduce_lib  # pylint: disable=g-import-not-at-top
   from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
   claims = work / "presets" / "claims"
   report = (claims / "digits_claims.md").read_text()
   table = report.split("Claim 2:")[1].split("\n## ")[0]
-  row = [l for l in table.splitlines() if l.startswith(f"| {EXTRA} (as ")]
+  row = [l for l in table.splitlines()
+         if l.startswith(f"| {EXTRA_LABEL} (as ")]
   # Beside its compared row, in the column of the compared method (FedAvg;
   # the FedVC column is another method of that run: left blank).
   assert len(row) == 1 and row[0].startswith(
-      f"| {EXTRA} (as alpha 0.5, sigma 1) | ") and row[0].endswith(" |  |")
+      f"| {EXTRA_LABEL} (as alpha 0.5, sigma 1) | ") and row[0].endswith(
+          " |  |")
   assert f"--extra_methods={EXTRA}" in report and "not in the paper" in report
   # The new row's run: the compared run's every setting, only the method
   # selection replaced.
@@ -190,6 +198,46 @@ def test_extra_methods_rows_sit_beside_the_papers_with_its_settings(ran):
   assert list(summary["methods"]) == [EXTRA]
   assert summary["methods"][EXTRA]["settings"]["server_optimizer"] == (
       "clipped_sgd")
+
+
+def test_extra_rows_compare_at_the_compared_budget_and_skip_what_cannot_join(
+    ran):
+  work, result = ran
+  r = result["presets"]
+  claims = work / "presets" / "claims"
+  with open(claims / "digits_claims.csv", newline="") as f:
+    cells = {(c["table"], c["row"], c["column"]): c for c in csv.DictReader(f)}
+  added = cells[("digits/claim2", f"{EXTRA_LABEL} (as alpha 0.5, sigma 1)",
+                 "FedAvg")]
+  # The compared run's budget B (its summary.json's acc_at_batch_ref), read
+  # off the added run's own metrics.csv: its last evaluation at or before B.
+  budget = r["budget"]
+  rows = metric_rows(claims / f"{COMPARED}+{EXTRA}" / EXTRA / "metrics.csv")
+  at = [x for x in rows if x["test_accuracy"] and
+        float(x["cumulative_batch_budget"]) <= budget["batches"]][-1]
+  assert at["round"] == budget["round"]
+  assert float(added["ours"]) == pytest.approx(
+      100 * float(at["test_accuracy"]), abs=1e-9)
+  own = json.loads((claims / f"{COMPARED}+{EXTRA}" / "summary.json"
+                    ).read_text())["methods"][EXTRA]["acc_at_batch"]
+  assert float(added["ours"]) != pytest.approx(100 * own)  # Not its own B.
+  # fedavg_clip cannot join the mixing runs: skipped, named with the reason,
+  # in the plan and the report; its other runs are planned.
+  report = (claims / "digits_claims.md").read_text()
+  for m in ("none", "parallel", "example_transfer", "gradient_transfer",
+            "oracle"):
+    name = f"digits_claims_mixing_{m}+fedavg_clip"
+    assert f"  skipped {name}: " in r["plan"]
+    assert f"- {name}: " in report and f"federated {name}:" not in r["plan"]
+  assert "the mixing strategies compose fedavg and fedavgm only" in report
+  assert f"federated {COMPARED}+fedavg_clip:" in r["plan"]
+  # Its rows name it by label; its source is its own citation.
+  assert "| fedavg_clip (as alpha 0.5, sigma 1) |" in report
+  methods_source = [l for l in report.splitlines()
+                    if l.startswith("- `--methods` = ")][0]
+  assert "fedavg_clip: ours: a test algorithm" in methods_source
+  assert "clipped_sgd: " in methods_source and "no source" not in \
+      methods_source
 
 
 def test_registered_presets_and_sweeps_show_in_help(monkeypatch):

@@ -123,3 +123,38 @@ def test_extra_modules_import_user_registrations(tmp_path, monkeypatch):
                      "import broken_tasks \\(RuntimeError: boom\\)"):
     cli.import_extra_modules(["broken_tasks"])
   assert "broken_tasks" not in sys.modules
+
+
+def test_extra_modules_take_a_file_path(tmp_path):
+  # A module given by its path (not on sys.path): imported once as
+  # '<stem>', its directory appended to sys.path for its neighbours.
+  folder = tmp_path / "mine"
+  folder.mkdir()
+  (folder / "helper_by_path.py").write_text("NUM_CLIENTS = 3\n")
+  (folder / "tasks_by_path.py").write_text(
+      "from federated_vision import tasks\n"
+      "import helper_by_path\n"
+      "import test_extensibility as t\n"
+      "tasks.register_task(tasks.Task('toy4x4_path', 'toy4x4', 'toy_dense', "
+      "t._toy_data, num_clients=helper_by_path.NUM_CLIENTS, "
+      "examples_per_client=3))\n")
+  path = str(folder / "tasks_by_path.py")
+  try:
+    cli.import_extra_modules([path])
+    cli.import_extra_modules([path])  # Once: not registered twice.
+    assert tasks.get_task("toy4x4_path").num_clients == 3
+    assert sys.modules["tasks_by_path"].__file__ == path
+    (tmp_path / "tasks_by_path.py").write_text("")  # Another of that name.
+    with pytest.raises(ConfigError, match="cannot import .*tasks_by_path.py "
+                       r"\(ImportError: a module named tasks_by_path is "
+                       "already imported from"):
+      cli.import_extra_modules([str(tmp_path / "tasks_by_path.py")])
+    with pytest.raises(ConfigError, match=r"^--extra_modules=\./nope\.py: "
+                       r"cannot import \./nope\.py \(FileNotFoundError: no "
+                       "such file .*nope.py\\)$"):
+      cli.import_extra_modules(["./nope.py"])
+    assert "nope" not in sys.modules
+  finally:
+    sys.path.remove(str(folder))
+    for name in ("tasks_by_path", "helper_by_path"):
+      sys.modules.pop(name, None)

@@ -25,7 +25,7 @@ from conftest import REPO, TRAIN_MAIN, metric_rows, run_module
 from experiments import cli
 from federated_vision.experiment import config as config_lib
 from experiments import flags_lib
-from federated_vision.experiment import usage
+from federated_vision.experiment import fields_read
 from federated_vision import config_fields
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
@@ -141,7 +141,7 @@ def test_a_task_section_validates_and_unread_fields_are_refused():
   with pytest.raises(ConfigError, match=r"^--celeba_cache_dir: not used by "
                      "--dataset=digits$"):
     config_lib.from_values({"celeba_cache_dir": "/c"}, ["celeba_cache_dir"])
-  recorded = usage.recorded(config_lib.from_values(
+  recorded = fields_read.recorded(config_lib.from_values(
       {"imbalance_sigma": 0.5}, ["imbalance_sigma"]))
   assert recorded["data"]["imbalance_sigma"] == 0.5
   assert "celeba_cache_dir" not in recorded["data"]
@@ -151,7 +151,7 @@ def test_generated_flags_carry_type_default_bounds_and_help(parse):
   f = parse("--imbalance_sigma=0.25", "--celeba_cache_dir=/x")
   assert (f.imbalance_sigma, f.celeba_cache_dir) == (0.25, "/x")
   names = {x.name for x in f.get_flags_for_module(
-      "experiments.flags_components")}
+      "experiments.flags_lib")}
   assert {"imbalance_sigma", "celeba_cache_dir"} <= names
   assert f["celeba_cache_dir"].help.startswith("celeba: the directory holding "
                                                "TFF's celeba.sqlite")

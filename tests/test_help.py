@@ -43,15 +43,15 @@ def test_train_main_help_is_grouped_by_section():
   where = config_lib.field_sections()
   listed = [n for names in groups.values() for n in names]
   assert len(listed) == len(set(listed))  # each flag once
-  assert set(listed) == set(where) | {"extra_modules", "seeds"} | set(
-      ESTIMATE_FLAGS)
+  assert set(listed) == set(where) | {"dry_run", "extra_modules",
+                                      "seeds"} | set(ESTIMATE_FLAGS)
   for title, names in groups.items():
     section = title.split(":")[0]
     for name in names:
       assert where.get(name, "train_main.py") == section, (name, title)
     assert names == sorted(names)
-  assert groups["train_main.py: this binary"] == [*ESTIMATE_FLAGS,
-                                                   "extra_modules", "seeds"]
+  assert groups["train_main.py: this binary"] == [
+      "dry_run", *ESTIMATE_FLAGS, "extra_modules", "seeds"]
   assert proc.stdout.startswith("Federated training experiment")
   # The partition help matches the digits task's partitions.
   assert tasks.get_task("digits").partitions == (

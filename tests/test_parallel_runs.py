@@ -28,9 +28,9 @@ SWEEP_MODULE = textwrap.dedent("""
             "rounds_per_checkpoint": 1, "centralized_epochs": 0, "seed": 3}
     POINTS = tuple(sweeps.Point(f"alpha_{n}", {"alpha": float(n)})
                    for n in ("0.1", "10"))
-    sweeps.SWEEPS["digits_tiny"] = sweeps.Sweep(
+    sweeps.register_sweep(sweeps.Sweep(
         "digits_tiny", ("digits",), BASE,
-        POINTS + (sweeps.Point("zz_locked", {"alpha": 0.5}),))
+        POINTS + (sweeps.Point("zz_locked", {"alpha": 0.5}),)))
 """)
 POINTS = ("alpha_0.1", "alpha_10")
 
@@ -175,7 +175,11 @@ def test_parallel_sweep_equals_sequential_and_reports_a_failed_point(
   real sweep_main process: test_sigterm_stops_every_point_and_its_workers."""
   import in_process  # pylint: disable=g-import-not-at-top
   from federated_vision.experiment import sweeps  # pylint: disable=g-import-not-at-top
-  monkeypatch.setattr(sweeps, "SWEEPS", dict(sweeps.SWEEPS))
+  from federated_vision.registry import Registry  # pylint: disable=g-import-not-at-top
+  registry = Registry("sweep", "sweep")
+  for name, sweep in sweeps.SWEEPS.items():
+    registry.add(name, sweep)
+  monkeypatch.setattr(sweeps, "SWEEPS", registry)
   exec(SWEEP_MODULE, {})  # pylint: disable=exec-used
   results = {}
   for n in (1, 2):

@@ -17,7 +17,7 @@ from federated_vision import config_fields
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
 from federated_vision.experiment import sweeps
-from federated_vision.experiment import usage
+from federated_vision.experiment import fields_read
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import _common
@@ -59,7 +59,7 @@ def defined_flag_names():
         and isinstance(node.args[0], ast.Constant)):
       names.add(node.args[0].value)
   # Plus the flags generated from the fields tasks and variants declare
-  # (experiments.flags_components; e.g. --celeba_cache_dir).
+  # (experiments.flags_lib; e.g. --celeba_cache_dir).
   return names | set(config_fields.field_names())
 
 
@@ -317,13 +317,13 @@ def test_augenstein_and_digits_claims_mixing_runs():
 
 
 def _unread(run, data_files):
-  """Flags of `run` its experiment does not read (`federated_vision.experiment.usage`):
+  """Flags of `run` its experiment does not read (`federated_vision.experiment.fields_read`):
   reproduce passes them as values, not as given flags, and records none of
   them; given on a command line they are refused."""
   values = {k: v for k, v in run.flag_dict().items() if v is not None}
   values.update({g[0]: str(data_files[g[0]]) for g in run.required_data_flags})
   config = config_lib.replace_fields(config_lib.ExperimentConfig(), values)
-  return set(run.flags) & set(usage.unused_fields(config))
+  return set(run.flags) & set(fields_read.unused_fields(config))
 
 
 def _argv(run, data_files, like=None):
@@ -406,18 +406,18 @@ def test_library_imports_no_tensorflow_absl_flags_or_experiments():
 
 def test_every_preset_run_sets_only_settings_it_reads():
   """A preset run sets nothing its resolved experiment does not read
-  (`federated_vision.experiment.usage`): no server momentum on FedAvg-only runs, no E or B
+  (`federated_vision.experiment.fields_read`): no server momentum on FedAvg-only runs, no E or B
   for FedSGD, no weight decay for a model without one, no other strategy's
   mixing settings. Such a value would be shown by --dry_run and listed as
   the paper's setting while changing nothing."""
-  from federated_vision.experiment import usage  # pylint: disable=g-import-not-at-top
+  from federated_vision.experiment import fields_read  # pylint: disable=g-import-not-at-top
   unread = {}
   for name, run in presets.all_runs().items():
     if name in GRID_MEMBERS:  # Its base run's settings but for the rate.
       continue
     config = config_lib.replace_fields(config_lib.ExperimentConfig(),
                                        run.flag_dict())
-    unused = usage.unused_fields(config)
+    unused = fields_read.unused_fields(config)
     for flag in run.flags:
       if flag in unused:
         unread[f"{name} --{flag}"] = unused[flag]
@@ -425,4 +425,4 @@ def test_every_preset_run_sets_only_settings_it_reads():
   # The rule has teeth: FedAvgM's momentum on a FedAvg-only run is unread.
   config = config_lib.replace_fields(config_lib.ExperimentConfig(), {
       "algorithm": ["fedavg"], "server_momentum": 0.9})
-  assert "server_momentum" in usage.unused_fields(config)
+  assert "server_momentum" in fields_read.unused_fields(config)

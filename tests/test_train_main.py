@@ -142,3 +142,31 @@ def test_bad_input_exits_with_one_clear_line(tmp_path, flag_args, must_mention,
   lines = [l for l in proc.stderr.splitlines()
            if all(m in l for m in must_mention)]
   assert lines, proc.stderr
+
+
+def test_dry_run_prints_the_resolved_plan_and_trains_nothing(tmp_path):
+  # A user's algorithm from a file path (--extra_modules=<path>.py), C from
+  # --client_fraction (0.5 x the default 20 clients), 'auto' client groups
+  # (min(25, ceil(C / 4)) = 3; fedavg_clip declares no grouped build: 1), a
+  # method's own setting.
+  from test_startup import _probe  # pylint: disable=g-import-not-at-top
+  module = os.path.join(REPO, "tests", "extra_algorithm.py")
+  code, tf, tff, out, err = _probe(
+      "experiments.train_main", "--dry_run", f"--extra_modules={module}",
+      "--methods=fedavg_clip,fedavg@adam:server_learning_rate=0.01",
+      "--client_fraction=0.5", "--clip_norm=0.5",
+      f"--root_output_dir={tmp_path}", "--experiment_name=planned")
+  assert code == 0 and not tf and not tff, err[-2000:]
+  assert list(tmp_path.iterdir()) == []  # Nothing written.
+  lines = out.splitlines()
+  assert "  clients per round: 10 (--client_fraction=0.5)" in lines
+  assert "    fedavg_clip: algorithm fedavg_clip, server optimizer sgd" in lines
+  assert ("    fedavg@adam:server_learning_rate=0.01: algorithm fedavg, "
+          "server optimizer adam") in lines
+  clip, adam = (lines[lines.index(l) + 1: lines.index(l) + 3] for l in lines
+                if l.startswith(("    fedavg_clip:", "    fedavg@adam")))
+  assert "clip_norm=0.5" in clip[0] and "server_learning_rate=0.01" in adam[0]
+  assert "adam_beta_1=0.9" in adam[0] and "clip_norm" not in adam[0]
+  assert (clip[1], adam[1]) == ("      client groups: 1 per TFF slot",
+                                "      client groups: 3 per TFF slot")
+  assert f"  output: {tmp_path}/planned" in lines

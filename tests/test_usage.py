@@ -1,7 +1,7 @@
 """No flag that silently does nothing (issue 20, check 3): a flag given on
 the command line that the resolved experiment does not read is one `error:`
 line naming it, exit 2, before any directory exists; the recorded config
-holds only what the run read (`federated_vision.experiment.usage`)."""
+holds only what the run read (`federated_vision.experiment.fields_read`)."""
 
 import json
 import os
@@ -12,7 +12,7 @@ from conftest import TRAIN_MAIN, run_module
 import in_process
 from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import run_record
-from federated_vision.experiment import usage
+from federated_vision.experiment import fields_read
 from federated_vision.methods import usage as method_usage
 from federated_vision import methods as methods_lib
 from federated_vision.errors import ConfigError
@@ -182,9 +182,9 @@ def test_every_field_is_refused_where_unread_or_always_read(field, split_csv):
                           ("SELECTION", SELECTION))
            if field in d]
   assert len(lists) == 1, (f"--{field}: in {lists or 'no list'}; a new field "
-                           "needs a rule in federated_vision.experiment.usage and one entry "
+                           "needs a rule in federated_vision.experiment.fields_read and one entry "
                            "here")
-  assert field not in usage.uncovered(config_lib.ExperimentConfig())
+  assert field not in fields_read.uncovered(config_lib.ExperimentConfig())
   if field in REFUSED:
     values = _fill(REFUSED[field], split_csv)
     given = values.pop("_given", list(values))
@@ -196,13 +196,13 @@ def test_every_field_is_refused_where_unread_or_always_read(field, split_csv):
       config_lib.from_values(values, given)
     assert e.value.field == field, str(e.value)
     assert str(e.value).startswith(f"--{field}"), str(e.value)
-    assert field in usage.unused_fields(config_lib.replace_fields(
+    assert field in fields_read.unused_fields(config_lib.replace_fields(
         config_lib.ExperimentConfig(), others)) or field in others
     return
   if field in SELECTION:
-    listed = usage.unused_fields(config_lib.from_values(
+    listed = fields_read.unused_fields(config_lib.from_values(
         {"methods": ("fedavg+fedvc",)}, ["methods"]))
-    shorthands = usage.unused_fields(config_lib.from_values(
+    shorthands = fields_read.unused_fields(config_lib.from_values(
         {"algorithm": ("fedavg",)}, ["algorithm"]))
     assert (field in listed) == (field != "methods"), listed.get(field)
     assert (field in shorthands) == (field == "methods"), shorthands
@@ -214,7 +214,7 @@ def test_every_field_is_refused_where_unread_or_always_read(field, split_csv):
                                ["methods", field])
     return
   if field in ALWAYS:
-    assert field in usage.ALWAYS_USED
+    assert field in fields_read.ALWAYS_USED
   configs = [{}, {"algorithm": ("fedsgd",), "centralized_epochs": 0},
              {"algorithm": ("fedavgm",), "fedvc": True, "fedir": True},
              {"dataset": "synthetic_cifar10", "split_csv": split_csv},
@@ -223,7 +223,7 @@ def test_every_field_is_refused_where_unread_or_always_read(field, split_csv):
               "local_workers": 0, "workers": ("localhost:1",)}]
   for values in configs:
     config = config_lib.from_values(values, list(values))
-    unused = usage.unused_fields(config)
+    unused = fields_read.unused_fields(config)
     if field in WHEN_GIVEN and config.training.client_fraction is None:
       assert field in unused  # Unset: recorded as nothing.
       continue
@@ -231,16 +231,16 @@ def test_every_field_is_refused_where_unread_or_always_read(field, split_csv):
 
 
 def test_the_rules_cover_exactly_the_config_fields():
-  assert set(usage.ruled_fields()) == set(config_lib.field_sections())
-  assert not usage.uncovered(config_lib.ExperimentConfig())
+  assert set(fields_read.ruled_fields()) == set(config_lib.field_sections())
+  assert not fields_read.uncovered(config_lib.ExperimentConfig())
 
 
 def test_fedsgd_reads_no_local_b_or_e_but_the_baseline_reads_b():
   base = {"algorithm": ("fedsgd",)}
-  with_baseline = usage.unused_fields(config_lib.from_values(base))
+  with_baseline = fields_read.unused_fields(config_lib.from_values(base))
   assert "client_batch_size" not in with_baseline  # Centralized B.
   assert with_baseline["client_epochs"].startswith("not used: read by ")
-  no_baseline = usage.unused_fields(config_lib.from_values(
+  no_baseline = fields_read.unused_fields(config_lib.from_values(
       dict(base, centralized_epochs=0)))
   assert {"client_batch_size", "client_epochs"} <= set(no_baseline)
 
@@ -252,10 +252,10 @@ def test_noinclude_plain_is_read_beside_every_variant(variant):
   `--fedvc --noinclude_plain`, and no test gave it)."""
   values = {variant: True, "include_plain": False}
   config = config_lib.from_values(values, list(values))  # Not refused.
-  assert "include_plain" not in usage.unused_fields(config)
+  assert "include_plain" not in fields_read.unused_fields(config)
   assert [m.name for m in config.methods.expand()] == [
       f"fedavg+{variant}", f"fedavgm+{variant}"]
-  assert usage.recorded_flat(config)["include_plain"] is False
+  assert fields_read.recorded_flat(config)["include_plain"] is False
   # Without any variant it is refused, naming the flag.
   with pytest.raises(ConfigError, match="--include_plain: not used: without "
                      "--fedir, --fedprox or --fedvc"):
@@ -283,13 +283,13 @@ def test_methods_read_the_union_of_their_components():
 def test_partition_fields_unread_by_scheme():
   iid = config_lib.from_values({"dataset": "synthetic_cifar10",
                                 "partition": "iid"})
-  assert usage.unused_fields(iid)["alpha"] == (
+  assert fields_read.unused_fields(iid)["alpha"] == (
       "not used: --partition=iid draws no Dirichlet class proportions")
   with pytest.raises(ConfigError, match="^--alpha: not used: --partition=iid"):
     config_lib.from_values({"dataset": "synthetic_cifar10", "partition": "iid",
                             "alpha": 0.3}, ["dataset", "partition", "alpha"])
   dirichlet = config_lib.from_values({"dataset": "synthetic_cifar10"})
-  assert "alpha" not in usage.unused_fields(dirichlet)
+  assert "alpha" not in fields_read.unused_fields(dirichlet)
 
 
 # --- The record holds what ran. ----------------------------------------------
@@ -302,7 +302,7 @@ def _split_config(split_csv, **extra):
 
 def test_split_csv_record_has_no_partition_or_alpha(split_csv):
   config = _split_config(split_csv)
-  recorded = usage.recorded(config)
+  recorded = fields_read.recorded(config)
   assert "partition" not in recorded["data"]
   assert "alpha" not in recorded["data"]
   assert recorded["data"]["split_csv"] == split_csv

@@ -1,11 +1,14 @@
 """The experiment API: an experiment as one frozen config, and running it.
 
     from federated_vision.experiment import config as config_lib, runner
-    config = config_lib.from_values({"total_rounds": 5})   # validated
-    runner.run(config)                                     # results on disk
+    config, resolved = config_lib.checked({"total_rounds": 5})  # validated
+    runner.run(config, resolved)                               # results on disk
 
-`config` (`ExperimentConfig`, its sections and their validation), `usage`
-(which fields a resolved experiment reads), `runner` (`run(config)`),
+`config` (`ExperimentConfig` and its validation; the training, output, run
+and execution sections in `sections`), `resolved_run` (what a validated
+config derives: clients per round, each method's client-group size; the
+`--dry_run` plan), `fields_read` (which fields a resolved experiment
+reads), `runner` (`run(config)`),
 `run_record` (which directory a run may use), `central_baseline`,
 `mixing_report`, `sweeps` (named grids), `report_lib` (the results table of
 many runs) and `selection` (shell-pattern selection of named items). The

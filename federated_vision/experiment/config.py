@@ -23,13 +23,13 @@ dependency; typed fields with defaults in one place; hashable and comparable
 touching global flags (`replace_fields`); `to_dict` is plain JSON.
 
 Adding a section (e.g. run control, execution, mixing):
-  1. a frozen dataclass whose field names are the new flags' names (defaults
-     equal to the flags' defaults; tests/test_config.py checks both);
+  1. a frozen dataclass whose fields are declared with
+     `config_fields.option` (default, --help text, bounds; the field's name
+     is its flag's), generated as flags by `experiments.flags_lib`;
   2. a field of that type on `ExperimentConfig` and an entry in `SECTIONS`;
-  3. its flags in a small `experiments/flags_<section>.py` with a
-     `define_flags()`, listed in `flags_lib.FLAG_MODULES`;
-  4. its checks in `validate` (or in the library, raising `ConfigError`);
-  5. a rule in `federated_vision.experiment.usage` saying when a run reads each field.
+  3. its checks in `validate` (or in the library, raising `ConfigError`);
+  4. a rule in `federated_vision.experiment.fields_read` saying when a run reads
+     each field.
 `from_flags`, `to_dict`, `flat` and `replace_fields` pick it up unchanged.
 Fields a task or variant declares itself (`federated_vision.config_fields`)
 are leaves of `data` / `methods` held in their `options` field.
@@ -46,13 +46,21 @@ from federated_vision import tasks
 from federated_vision.errors import ConfigError, bad
 from federated_vision.evaluation import convergence
 from federated_vision.experiment import methods_section
-from federated_vision.experiment import usage
+from federated_vision.experiment import resolved_run
+from federated_vision.experiment import sections
+from federated_vision.experiment import fields_read
 from federated_vision.methods import groups
 from federated_vision.methods import mixing as mixing_lib
 from federated_vision.methods import names as method_names
 from federated_vision.methods import usage as method_usage
-from federated_vision.runtime import worker_config as worker_config_lib
 from federated_vision.tasks.models import ModelConfig
+
+TrainingConfig = sections.TrainingConfig
+OutputConfig = sections.OutputConfig
+RunConfig = sections.RunConfig
+ExecutionConfig = sections.ExecutionConfig
+check_output = sections.check_output
+check_execution = sections.check_execution
 
 DataConfig = tasks.DataConfig
 MethodConfig = methods_lib.MethodConfig
@@ -62,120 +70,7 @@ MixingConfig = methods_lib.MixingSettings
 # Sec. 3: 197,500 SGD updates, one round each): a metrics.csv of ~100 MB; more
 # is a typo (weeks of running even at digits' ~0.2 s per round).
 MAX_TOTAL_ROUNDS = 1_000_000
-method_shorthands = usage.method_shorthands
 MethodsConfig = methods_section.MethodsConfig
-
-
-def __getattr__(name: str):
-  # METHOD_SHORTHANDS: the shorthands as registered now (a variant from
-  # --extra_modules adds its own), so computed on each use.
-  if name == "METHOD_SHORTHANDS":
-    return method_shorthands()
-  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingConfig:
-  """Rounds, cadence, clients per round, centralized baseline, seed.
-
-  Attributes:
-    total_rounds: communication rounds.
-    rounds_per_eval: evaluate every N rounds (and at the last).
-    rounds_per_checkpoint: checkpoint every N rounds (and at the end).
-    clients_per_round: clients per round (unless client_fraction).
-    client_fraction: McMahan's C: clients per round = max(round(C K), 1).
-    centralized_epochs: epochs of the centralized baseline; 0 skips it.
-    seed: seed of partition, sampling, shuffling and initialisation.
-    target_accuracy: report rounds to this test accuracy (McMahan 2017).
-  """
-  total_rounds: int = 60
-  rounds_per_eval: int = 5
-  rounds_per_checkpoint: int = 10
-  clients_per_round: int = 10
-  client_fraction: Optional[float] = None
-  centralized_epochs: int = 30
-  seed: int = 0
-  target_accuracy: Optional[float] = None
-
-
-@dataclasses.dataclass(frozen=True)
-class OutputConfig:
-  """Results go to <root_output_dir>/<experiment_name>."""
-  root_output_dir: str = "output"
-  experiment_name: str = "digits_fedavg_vs_fedavgm"
-
-
-@dataclasses.dataclass(frozen=True)
-class RunConfig:
-  """Run control: how a run treats its directory, divergence and checkpoints.
-
-  None of these change results; they are not part of the recorded
-  experiment (`federated_vision.experiment.run_record`).
-
-  Attributes:
-    overwrite: delete the experiment directory's results and start over.
-    on_divergence: 'stop' (exit status 3 at the first non-finite round) or
-      'continue' (count and log such rounds).
-    resume_from_last_valid: if the latest checkpoint cannot be read, set it
-      aside and resume from the previous readable one.
-  """
-  overwrite: bool = False
-  on_divergence: str = "stop"
-  resume_from_last_valid: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class ExecutionConfig:
-  """Which TFF workers run the computations (`federated_vision.runtime`).
-
-  None of these change results (several workers equal one up to the order
-  of the aggregation's float sums, ~1e-6); they are not part of the
-  recorded experiment, so a run may resume on other workers.
-
-  Attributes:
-    local_workers: local `worker_binary` processes to start and own.
-    workers: 'host:port' of worker services started by hand; used in
-      addition to the local ones (give --local_workers=0 for remote only).
-    max_concurrent_computation_calls: the local workers' flag (<= 0: no
-      limit).
-    worker_startup_timeout: seconds a worker may take to start / be reached.
-    worker_malloc_arena_max: local workers' MALLOC_ARENA_MAX (0: glibc's).
-    worker_intra_op_threads: local workers' TF intra-op threads (0: TF's).
-    worker_inter_op_threads: local workers' TF inter-op threads (0: TF's).
-    client_group_size: clients trained one after another in one TFF slot
-      ('auto' or N; 1: one client a slot, the ungrouped path;
-      `federated_vision.algorithms.client_groups`). Results equal the
-      ungrouped path's up to float summation order. 'auto', the default
-      (issue 27: small clients cost several times the per-client floor
-      ungrouped): the methods the groups cover train grouped, with
-      `methods.groups.resolve_group_size`'s size, a function of C alone (the
-      same numbers on any machine); the others ungrouped.
-  """
-  local_workers: int = 1
-  workers: Tuple[str, ...] = ()
-  max_concurrent_computation_calls: int = -1
-  worker_startup_timeout: float = worker_config_lib.DEFAULT_STARTUP_TIMEOUT_SEC
-  worker_malloc_arena_max: int = worker_config_lib.WorkerConfig().malloc_arena_max
-  worker_intra_op_threads: int = 0
-  worker_inter_op_threads: int = 0
-  client_group_size: str = "auto"
-
-  def worker_config(self) -> worker_config_lib.WorkerConfig:
-    """The local workers' `runtime.worker_config.WorkerConfig`."""
-    return worker_config_lib.WorkerConfig(
-        intra_op_threads=self.worker_intra_op_threads,
-        inter_op_threads=self.worker_inter_op_threads,
-        malloc_arena_max=self.worker_malloc_arena_max)
-
-  def context(self):
-    """`runtime.contexts.managed_execution_context` over these workers."""
-    # TFF (seconds to import): only when workers are started, not when a
-    # config is built or checked.
-    from federated_vision.runtime import contexts  # pylint: disable=g-import-not-at-top
-    return contexts.managed_execution_context(
-        self.max_concurrent_computation_calls, self.worker_config(),
-        local_workers=self.local_workers, workers=self.workers,
-        startup_timeout=self.worker_startup_timeout)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,6 +107,8 @@ SECTIONS = {"data": DataConfig, "model": ModelConfig, "methods": MethodsConfig,
             "training": TrainingConfig, "output": OutputConfig,
             "mixing": MixingConfig, "run": RunConfig,
             "execution": ExecutionConfig}
+for _name, _cls in SECTIONS.items():  # Their fields' flags (`flags_lib`).
+  config_fields.declare(config_fields.CONFIG, _name, _cls)
 
 
 def field_sections() -> Dict[str, str]:
@@ -273,8 +170,8 @@ def from_values(values: Mapping[str, object],
 
 
 def checked(values: Mapping[str, object], given: Iterable[str] = ()
-            ) -> Tuple[ExperimentConfig, Dict[str, object]]:
-  """(config, resolved settings) from {flag name: value}: validated once
+            ) -> Tuple[ExperimentConfig, resolved_run.ResolvedRun]:
+  """(config, its `ResolvedRun`) from {flag name: value}: validated once
   (`validate`); pass both to `runner.run(config, resolved)`, which then does
   not validate again."""
   config = replace_fields(ExperimentConfig(), values)
@@ -286,8 +183,9 @@ def from_flags(flag_values) -> ExperimentConfig:
   return checked_flags(flag_values)[0]
 
 
-def checked_flags(flag_values) -> Tuple[ExperimentConfig, Dict[str, object]]:
-  """(config, resolved settings) of parsed absl flags, validated once.
+def checked_flags(flag_values
+                  ) -> Tuple[ExperimentConfig, resolved_run.ResolvedRun]:
+  """(config, its `ResolvedRun`) of parsed absl flags, validated once.
 
   Every config field is read from the flag of the same name; the flags given
   on the command line (`.present`) also take part in validation (a flag the
@@ -299,42 +197,6 @@ def checked_flags(flag_values) -> Tuple[ExperimentConfig, Dict[str, object]]:
   names = list(field_sections())
   values = {n: flag_values[n].value for n in names}
   return checked(values, [n for n in names if flag_values[n].present])
-
-
-def check_output(output: OutputConfig) -> None:
-  if not output.root_output_dir.strip():  # Not the working directory unasked.
-    raise bad("root_output_dir", repr(output.root_output_dir),
-              "must be a non-empty path (results go to "
-              "<root_output_dir>/<experiment_name>)")
-  name = output.experiment_name
-  # One directory inside --root_output_dir: never the root itself ('.'),
-  # its parent ('..') or anywhere else (a path, an absolute one).
-  if not name or name in (".", "..") or "/" in name or os.sep in name:
-    raise bad("experiment_name", repr(name),
-              "must be a non-empty name without '/', not '.' or '..' (one "
-              "directory in --root_output_dir)")
-
-
-def check_execution(e: ExecutionConfig) -> None:
-  """The --local_workers / --workers / --worker_* checks (ConfigError)."""
-  for name in ("local_workers", "worker_malloc_arena_max",
-               "worker_intra_op_threads", "worker_inter_op_threads"):
-    if getattr(e, name) < 0:
-      raise bad(name, getattr(e, name), "must be >= 0")
-  if not e.worker_startup_timeout > 0:
-    raise bad("worker_startup_timeout", e.worker_startup_timeout,
-              "must be > 0 seconds")
-  try:
-    worker_config_lib.parse_worker_addresses(e.workers)
-  except ValueError as err:
-    raise bad("workers", e.workers, str(err).partition(": ")[2]) from None
-  try:
-    groups.parse_group_size(e.client_group_size)
-  except ValueError as err:
-    raise bad("client_group_size", e.client_group_size, str(err)) from None
-  if e.local_workers == 0 and not e.workers:
-    raise ConfigError("--local_workers=0 needs --workers=host:port,...: no "
-                      "worker to run on", "local_workers")
 
 
 def check_method_selection(m: MethodsConfig, given: Iterable[str]) -> None:
@@ -351,17 +213,54 @@ def check_method_selection(m: MethodsConfig, given: Iterable[str]) -> None:
     return
   method_names.parse_methods(m.methods)
   default = MethodsConfig()
-  shorthands = method_shorthands()
+  shorthands = fields_read.method_shorthands()
   for name in shorthands:
     if name in given or getattr(m, name) != getattr(default, name):
       raise ConfigError(f"--methods and --{name}: give only one (--methods "
                         "lists exactly the methods trained; "
-                        f"{usage.flag_list(shorthands, 'and')} are "
+                        f"{fields_read.flag_list(shorthands, 'and')} are "
                         "its shorthands)", "methods")
 
 
+def check_methods(config: ExperimentConfig, given: Iterable[str] = ()
+                  ) -> Tuple[MethodConfig, ...]:
+  """The method selection and every method of `config`: each method's own
+  fields once (`methods.validate`), its own settings read, each x mixing
+  strategy, its client groups (`methods.groups.check_methods`).
+
+  Returns:
+    The methods (`MethodsConfig.expand()`).
+
+  Raises:
+    ConfigError: naming the field (== flag).
+  """
+  m = config.methods
+  check_method_selection(m, given)
+  if not m.methods and not m.algorithm:
+    raise ConfigError("--algorithm: give at least one", "algorithm")
+  for a in () if m.methods else m.algorithm:
+    if a not in methods_lib.algorithm_names():
+      raise bad("algorithm", list(m.algorithm), "each must be one of "
+                f"{', '.join(methods_lib.algorithm_names())}")
+    if m.algorithm.count(a) > 1:
+      raise bad("algorithm", list(m.algorithm), f"{a} is given "
+                f"{m.algorithm.count(a)} times; give each algorithm once")
+  expanded = m.expand()
+  if not expanded:
+    raise ConfigError("--noinclude_plain needs "
+                      f"{fields_read.flag_list(methods_lib.shorthands())}: nothing "
+                      "to run", "include_plain")
+  for method in expanded:
+    methods_lib.validate(method)
+    method_usage.check_overrides(method)
+  mixing_lib.validate(config.mixing, expanded, given)
+  groups.check_methods(config.execution.client_group_size, expanded,
+                       config.mixing.mixing)
+  return expanded
+
+
 def validate(config: ExperimentConfig,
-             given: Iterable[str] = ()) -> Dict[str, object]:
+             given: Iterable[str] = ()) -> resolved_run.ResolvedRun:
   """Checks the whole config before any data is loaded.
 
   Args:
@@ -369,13 +268,14 @@ def validate(config: ExperimentConfig,
     given: fields set explicitly (on the command line).
 
   Returns:
-    The resolved settings (`resolve`).
+    The run's `resolved_run.ResolvedRun` (defaults, C, each method's
+    client-group size), computed here once.
 
   Raises:
     ConfigError: naming the field (== flag).
   """
   given = frozenset(given)
-  t, m = config.training, config.methods
+  t = config.training
   for name in ("total_rounds", "rounds_per_eval", "rounds_per_checkpoint",
                "clients_per_round"):
     if getattr(t, name) < 1:
@@ -399,39 +299,20 @@ def validate(config: ExperimentConfig,
                       "max(C*K, 1))", "client_fraction")
   if t.target_accuracy is not None and not 0 < t.target_accuracy <= 1:
     raise bad("target_accuracy", t.target_accuracy, "must be in (0, 1]")
-  check_method_selection(m, given)
-  if not m.methods and not m.algorithm:
-    raise ConfigError("--algorithm: give at least one", "algorithm")
-  for a in () if m.methods else m.algorithm:
-    if a not in methods_lib.algorithm_names():
-      raise bad("algorithm", list(m.algorithm), "each must be one of "
-                f"{', '.join(methods_lib.algorithm_names())}")
-    if m.algorithm.count(a) > 1:
-      raise bad("algorithm", list(m.algorithm), f"{a} is given "
-                f"{m.algorithm.count(a)} times; give each algorithm once")
-  expanded = m.expand()
-  if not expanded:
-    raise ConfigError("--noinclude_plain needs "
-                      f"{usage.flag_list(methods_lib.shorthands())}: nothing to run",
-                      "include_plain")
-  for method in expanded:  # Each method's fields, once (`methods.validate`).
-    methods_lib.validate(method)
-    method_usage.check_overrides(method)
   check_output(config.output)
   check_execution(config.execution)
-  mixing_lib.validate(config.mixing, expanded, given)
-  groups.check_methods(config.execution.client_group_size, expanded,
-                       config.mixing.mixing)
+  expanded = check_methods(config, given)
   if config.mixing.mixing and config.data.dataset not in \
       tasks.scenario_task_names():
     raise ConfigError(f"--mixing: --dataset={config.data.dataset} has no "
                       "mixing scenario (one of "
                       f"{', '.join(tasks.scenario_task_names())})", "mixing")
-  resolved = tasks.get_task(config.data.dataset).validate(
+  defaults = tasks.get_task(config.data.dataset).validate(
       config.data, config.model, given)
-  resolved["clients_per_round"] = clients_per_round(config, resolved["num_clients"])
-  usage.check_given(config, given)  # A flag the run does not read: an error.
-  return resolved
+  fields_read.check_given(config, given)  # A flag the run does not read: an error.
+  return resolved_run.resolve(
+      defaults, expanded, config.mixing.mixing, t.clients_per_round,
+      t.client_fraction, config.execution.client_group_size)
 
 
 def clients_per_round(config: ExperimentConfig,
@@ -447,7 +328,8 @@ def clients_per_round(config: ExperimentConfig,
 
 
 def resolve(config: ExperimentConfig) -> Dict[str, object]:
-  """The defaults left unset, resolved: model, num_clients,
-  examples_per_client, partition, clients_per_round[, image_size, ...]."""
-  return validate(config)
+  """The defaults left unset, resolved, as a run records them: model,
+  num_clients, examples_per_client, partition, clients_per_round[,
+  image_size, ...] (`ResolvedRun.recorded`)."""
+  return validate(config).recorded()
 

@@ -13,11 +13,23 @@ from typing import Tuple
 
 from federated_vision import config_fields
 from federated_vision import methods as methods_lib
-from federated_vision.experiment import usage
+from federated_vision.experiment import fields_read
 from federated_vision.methods import method_config
 from federated_vision.methods import names as method_names
 
 MethodConfig = methods_lib.MethodConfig
+
+
+def _shorthand_flags() -> str:
+  """'--fedir, --fedprox, --fedvc': the variants' shorthand flags."""
+  return ", ".join(f"--{v}" for v in methods_lib.shorthands())
+
+
+def _example() -> str:
+  """A method name for --methods' help: the first algorithm with the last
+  variant (fedavg+fedvc)."""
+  return "+".join(methods_lib.algorithm_names()[:1]
+                  + methods_lib.variant_names()[-1:])
 
 
 @dataclasses.dataclass(frozen=True, init=False)
@@ -38,9 +50,21 @@ class MethodsConfig:
       shared ones of `methods.HyperParameters` and every component's own),
       also readable as attributes (`config.methods.client_epochs`).
   """
-  algorithm: Tuple[str, ...] = ("fedavg", "fedavgm")
-  include_plain: bool = True
-  methods: Tuple[str, ...] = ()
+  algorithm: Tuple[str, ...] = config_fields.option(
+      ("fedavg", "fedavgm"), lambda: "Comma-separated algorithms to run side "
+      f"by side: {' | '.join(methods_lib.algorithm_names())} (or one "
+      "registered by --extra_modules).")
+  include_plain: bool = config_fields.option(
+      True, lambda: f"With {_shorthand_flags()}, also run the plain "
+      "algorithms for comparison.")
+  methods: Tuple[str, ...] = config_fields.option((), lambda: (
+      "Comma-separated methods to train, exactly these in this order: "
+      "<algorithm>[+<variant>...][@<server optimizer>][:<field>=<value>...], "
+      f"e.g. {_example()},{_example()}@adam:server_learning_rate=0.01 (any "
+      "component registered, also by --extra_modules; a method's own "
+      "settings override the run's flags for it). Replaces "
+      f"--algorithm/{'/'.join(_shorthand_flags().split(', '))}/"
+      "--include_plain (its shorthands; giving both is an error)."))
   shorthands: config_fields.Options = config_fields.Options(
       config_fields.SHORTHAND)
   options: config_fields.Options = config_fields.Options(config_fields.METHOD)
@@ -77,7 +101,7 @@ class MethodsConfig:
   def unused_fields(self) -> Tuple[str, ...]:
     """The shorthands when --methods chose the methods: they had no effect,
     so the recorded config (`ExperimentConfig.to_dict`) leaves them out."""
-    return usage.method_shorthands() if self.methods else ()
+    return fields_read.method_shorthands() if self.methods else ()
 
   def expand(self) -> Tuple[MethodConfig, ...]:
     """The methods: --methods in its order, else (shorthands) in the order

@@ -7,20 +7,20 @@ called.
 """
 
 from federated_vision.experiment import config as config_lib
-from federated_vision.experiment import usage
+from federated_vision.experiment import fields_read
 
 
 def hparams(exp) -> dict:
   """(`exp`: a `runner.Experiment`.) hparams.json: every config field the run reads at the top level (==
-  its flag; `usage.recorded`: none that had no effect), the config by
+  its flag; `fields_read.recorded`: none that had no effect), the config by
   section, resolved defaults, data info, partition statistics
   (`partition_stats`: not `partition`, which is the flag), each method's
   resolved settings (`method_settings`: not `methods`, which is the flag)
   and `not_read`: {field: why} of the fields left out."""
   s = exp.partition_stats
   extras = dict(
-      config=usage.recorded(exp.config), resolved=exp.resolved,
-      not_read=usage.unused_fields(exp.config),
+      config=fields_read.recorded(exp.config), resolved=exp.resolved.recorded(),
+      not_read=fields_read.unused_fields(exp.config),
       data={k: v for k, v in exp.fed_data.info.items() if k != "label_names"},
       partition_stats={
           "num_clients": s["num_clients"], "num_examples": s["num_examples"],
@@ -30,7 +30,7 @@ def hparams(exp) -> dict:
           "emd": s["emd"], "emd_reference": s.get("emd_reference"),
           "num_classes": int(exp.fed_data.num_classes)},
       method_settings={m.name: dict(m.settings) for m in exp.methods})
-  flags = usage.recorded_flat(exp.config)
+  flags = fields_read.recorded_flat(exp.config)
   clash = sorted(set(flags) & set(extras))
   if clash:  # A flag's recorded value must never be overwritten.
     raise AssertionError(f"hparams.json keys {clash} are also flag names")

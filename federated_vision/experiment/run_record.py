@@ -9,7 +9,7 @@ control (`overwrite`, `on_divergence`, `resume_from_last_valid`), the TFF
 workers (every `ExecutionConfig` field: --local_workers, --workers, ...; a
 run may resume on other workers), checkpoint cadence
 (`rounds_per_checkpoint`) and the reported target (`target_accuracy`).
-Nor is a setting the run does not read (`federated_vision.experiment.usage`: e.g. --alpha of
+Nor is a setting the run does not read (`federated_vision.experiment.fields_read`: e.g. --alpha of
 a split-CSV run, --server_momentum of a FedAvg-only run).
 
 --overwrite deletes a run's own files only (`clear`): those a run writes
@@ -29,7 +29,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from federated_vision.experiment import config as config_lib
-from federated_vision.experiment import usage
+from federated_vision.experiment import fields_read
 from federated_vision import __version__
 from federated_vision.errors import ConfigError, show
 from federated_vision.training import run_files
@@ -58,10 +58,10 @@ _KEEP_ON_CLEAR = (".lock",)  # Held by the run that clears the directory.
 
 def recorded_settings(config: config_lib.ExperimentConfig) -> Dict[str, object]:
   """{flag name: value} of every setting that changes results (none the run
-  does not read: `usage.recorded_flat`; e.g. an unset --methods is left
+  does not read: `fields_read.recorded_flat`; e.g. an unset --methods is left
   out, as in records made before --methods existed, which therefore still
   resume)."""
-  return {k: v for k, v in usage.recorded_flat(config).items()
+  return {k: v for k, v in fields_read.recorded_flat(config).items()
           if k not in NOT_RECORDED}
 
 
@@ -168,8 +168,8 @@ def check(directory: str, config: config_lib.ExperimentConfig
   old = {**ADDED_SETTINGS, **record["settings"]}
   new = recorded_settings(config)
   # A field this run does not read cannot make it another experiment (a
-  # record written before `usage` may hold one, e.g. --alpha of a CSV split).
-  unread = usage.unused_fields(config)
+  # record written before `fields_read` may hold one, e.g. --alpha of a CSV split).
+  unread = fields_read.unused_fields(config)
   diffs = [f"--{k}={show(new.get(k, 'unset'))} (recorded "
            f"{show(old.get(k, 'unset'))})"
            for k in list(new) + [k for k in old if k not in new]

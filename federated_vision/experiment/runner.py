@@ -19,8 +19,8 @@ from federated_vision.experiment import central_baseline
 from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import mixing_report
 from federated_vision.experiment import outputs
-from federated_vision.experiment import usage
-from federated_vision.methods import groups as client_group_size
+from federated_vision.experiment import resolved_run
+from federated_vision.experiment import fields_read
 from federated_vision.errors import bad
 from federated_vision.tasks import presence
 
@@ -38,7 +38,7 @@ class Experiment(NamedTuple):
   keras_model_fn: Callable
   methods: List[object]          # `methods.Method`s.
   output_dir: str
-  resolved: Dict[str, object]
+  resolved: resolved_run.ResolvedRun  # With K and C of the loaded data.
   partition_stats: Dict[str, object]  # `partition_report.counts_summary`.
   scenario: object = None  # `MixingScenario` with --mixing, else None.
 
@@ -55,8 +55,8 @@ def rounds_to_target(rows, target: float):
 
 
 def check_output_dir(output: config_lib.OutputConfig) -> str:
-  """Creates <root>/<name> and checks it is writable (ConfigError if not)."""
-  config_lib.check_output(output)
+  """Creates <root>/<name> (names checked by config validation) and checks
+  it is writable (ConfigError if not)."""
   path = os.path.join(output.root_output_dir, output.experiment_name)
   try:
     os.makedirs(path, exist_ok=True)
@@ -71,7 +71,7 @@ def check_output_dir(output: config_lib.OutputConfig) -> str:
 
 
 def build_experiment(config: config_lib.ExperimentConfig,
-                     resolved: Optional[Dict[str, object]] = None
+                     resolved: Optional[resolved_run.ResolvedRun] = None
                      ) -> Experiment:
   """Loads the data and builds every method of `config`.
 
@@ -87,8 +87,8 @@ def build_experiment(config: config_lib.ExperimentConfig,
   from federated_vision.evaluation import partition_report  # pylint: disable=g-import-not-at-top
   from federated_vision.models import build_tff_model_fn  # pylint: disable=g-import-not-at-top
 
-  resolved = dict(resolved) if resolved is not None else \
-      config_lib.resolve(config)
+  if resolved is None:
+    resolved = config_lib.validate(config)
   output_dir = check_output_dir(config.output)
   seed = config.training.seed
   task = tasks.get_task(config.data.dataset)
@@ -101,11 +101,7 @@ def build_experiment(config: config_lib.ExperimentConfig,
   else:
     fed = task.build_data(config.data, context)
   ids = fed.client_data.client_ids
-  per_round = config_lib.clients_per_round(config, len(ids))
-  if config.training.client_fraction is None and per_round > len(ids):
-    raise bad("clients_per_round", per_round, f"must be in [1, {len(ids)}] "
-              f"(the number of clients of --dataset={task.name})")
-  resolved.update(num_clients=len(ids), clients_per_round=per_round)
+  resolved = resolved.with_num_clients(len(ids), task.name)
   keras_model_fn = task.build_keras_model_fn(
       config.model, fed.num_classes, tuple(fed.input_shape), seed)
   base_spec = cdl.TrainingSpec(
@@ -116,23 +112,17 @@ def build_experiment(config: config_lib.ExperimentConfig,
       fed.train_map_fn)(ids[0]).element_spec
   inputs = methods_lib.MethodInputs(
       build_tff_model_fn(keras_model_fn, element_spec), fed.num_classes, ids,
-      [fed.client_sizes[c] for c in ids], per_round, seed,
+      [fed.client_sizes[c] for c in ids], resolved.clients_per_round, seed,
       lambda: np.concatenate([b["y"].numpy()
                               for b in fed.test_data.batch(4096)]))
-  runs = [None] if scenario is None else [
-      methods_lib.MixingRun(s, config.mixing, scenario)
-      for s in config.mixing.mixing]
-  pairs = [(m, mix) for m in config.methods.expand() for mix in runs]
-  # algorithms/client_groups (every method records its resolved size).
-  size = client_group_size.parse_group_size(config.execution.client_group_size)
-  for m, mix in pairs:  # Config validation refused these first.
-    try:
-      client_group_size.method_group_size(
-          m, None if mix is None else mix.strategy, size, per_round)
-    except ValueError as e:
-      raise bad("client_group_size", size, str(e)) from None
-  methods = [methods_lib.build_method(m, inputs, mix, client_group_size=size)
-             for m, mix in pairs]
+  mixing = {None: None}
+  if scenario is not None:
+    mixing = {s: methods_lib.MixingRun(s, config.mixing, scenario)
+              for s in config.mixing.mixing}
+  methods = [methods_lib.build_method(p.config, inputs, mixing[p.mixing],
+                                      client_group_size=p.group_size,
+                                      validated=True)
+             for p in resolved.methods]
   stats = partition_report.counts_summary(fed.class_counts,
                                          fed.info.get("class_prior"))
   return Experiment(config, fed, keras_model_fn, methods, output_dir,
@@ -204,7 +194,7 @@ def _finite(*values) -> bool:
 
 def write_hparams_sessions(run_dir: str, summary: dict) -> None:
   """TensorBoard HParams: one session per method under <method>/tensorboard/
-  (the run's flags, `summary`'s final metrics), for every run (issue 12)."""
+  (the run's flags, `summary`'s final metrics), for every run."""
   from federated_vision.reproduction import hparams as hparams_lib  # pylint: disable=g-import-not-at-top
   hparams_lib.write_run_hparams(run_dir, summary=summary)
 
@@ -225,10 +215,14 @@ def central_status(central) -> str:
 
 
 def run(config: config_lib.ExperimentConfig,
-        resolved: Optional[Dict[str, object]] = None) -> dict:
+        resolved: Optional[resolved_run.ResolvedRun] = None) -> dict:
   """Runs `config` under the experiment directory's `RunLock` (see
   `federated_vision.experiment.run_record` for which directory it may use) on the TFF
   workers of `config.execution`, started before the data are loaded.
+
+  `resolved`: the `ResolvedRun` of `config_lib.checked(...)`, whose caller
+  also checked that the data are on this machine (`tasks.presence.require`,
+  as train_main does before TensorFlow's import); None: both are done here.
 
   Raises:
     ConfigError: bad config, or the directory holds another experiment.
@@ -238,9 +232,9 @@ def run(config: config_lib.ExperimentConfig,
   """
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   from federated_vision.experiment import run_record  # pylint: disable=g-import-not-at-top
-  if resolved is None:  # Not validated yet (`config_lib.checked` was not
+  if resolved is None:  # Not checked yet (`config_lib.checked` was not
     resolved = config_lib.validate(config)  # used): once, here.
-  presence.require(config.data)  # Data on this machine, before any directory.
+    presence.require(config.data)  # Data on this machine, before any dir.
   # Another experiment's directory, or --overwrite of files no run writes:
   # refused before anything is written there (checked again under the lock).
   run_record.check_before_run(config)
@@ -348,7 +342,8 @@ def _run(exp: Experiment, opened: dict) -> dict:
   summary = {"methods": {}, "centralized": None,
              "acc_at_round_ref": t.total_rounds, "acc_at_batch_ref": batch_ref,
              "target_accuracy": t.target_accuracy, "emd": stats["emd"],
-             "config": usage.recorded(config), "resolved": exp.resolved,
+             "config": fields_read.recorded(config),
+             "resolved": exp.resolved.recorded(),
              "status": "diverged" if diverged is not None else "completed"}
   table = []
   settings = {m.name: dict(m.settings) for m in exp.methods}
@@ -402,9 +397,9 @@ def _run(exp: Experiment, opened: dict) -> dict:
   if every_diverged:  # on_divergence=continue: no result to take.
     summary["status"] = "diverged"
   # summary.json last: it marks the run finished (sweeps skip it, report
-  # reads it), so every other output exists when it does (issue 29).
+  # reads it), so every other output exists when it does.
   write_hparams_sessions(out, reporting.json_safe(summary))
-  title = plot_title(config, exp.resolved, stats["emd"], settings)
+  title = plot_title(config, exp.resolved.recorded(), stats["emd"], settings)
   png = reporting.plot_accuracy(runs, os.path.join(out, "accuracy.png"),
                                 "round", central_acc, title)
   png_b = reporting.plot_accuracy(runs, os.path.join(out, "accuracy_vs_batches.png"),

@@ -51,8 +51,9 @@ from typing import Dict, NamedTuple, Sequence, Tuple
 
 from federated_vision.experiment import config as config_lib
 from federated_vision.experiment import selection
-from federated_vision.experiment import usage
+from federated_vision.experiment import fields_read
 from federated_vision.methods import names as method_names
+from federated_vision.registry import Registry
 
 HSU2019_CIFAR10_ALPHAS = (100.0, 10.0, 1.0, 0.5, 0.2, 0.1, 0.05, 0.0)
 HSU2019_CIFAR100_ALPHAS = (1000.0, 100.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.0)
@@ -138,11 +139,11 @@ def _mcmahan_mnist_grid() -> Sweep:
                tuple(points))
 
 
-SWEEPS = {s.name: s for s in (
-    _hsu2019("cifar10", HSU2019_CIFAR10_ALPHAS),
-    _hsu2019("cifar100", HSU2019_CIFAR100_ALPHAS),
-    _per_class_cifar10(),
-    _mcmahan_mnist_grid())}
+SWEEPS: Registry[Sweep] = Registry("sweep", "sweep")
+for _sweep in (_hsu2019("cifar10", HSU2019_CIFAR10_ALPHAS),
+               _hsu2019("cifar100", HSU2019_CIFAR100_ALPHAS),
+               _per_class_cifar10(), _mcmahan_mnist_grid()):
+  SWEEPS.add(_sweep.name, _sweep)
 SWEEP_NAMES = tuple(SWEEPS)  # The package's own; `SWEEPS` adds the registered.
 
 
@@ -161,8 +162,6 @@ def register_sweep(sweep: Sweep) -> Sweep:
   """
   if not isinstance(sweep, Sweep):
     raise ValueError(f"register_sweep: {sweep!r} is not a sweeps.Sweep")
-  if sweep.name in SWEEPS:
-    raise ValueError(f"sweep name {sweep.name!r} is already registered")
   names = [p.name for p in sweep.points]
   if not names or len(set(names)) != len(names):
     raise ValueError(f"sweep {sweep.name}: give points with distinct names")
@@ -172,8 +171,7 @@ def register_sweep(sweep: Sweep) -> Sweep:
     if unknown:
       raise ValueError(f"sweep {sweep.name}: {unknown[0]!r} is not a setting "
                        "(a flag of train_main)")
-  SWEEPS[sweep.name] = sweep
-  return sweep
+  return SWEEPS.add(sweep.name, sweep)
 
 
 def select(sweep: Sweep, patterns: Sequence[str] = ()) -> Tuple[Point, ...]:
@@ -224,5 +222,5 @@ def axis_conflicts(points: Sequence[Point], explicit: Sequence[str]) -> list:
     if "client_fraction" in pt.flags:
       axes.add("clients_per_round")  # Derived from C.
     if "methods" in pt.flags:
-      axes.update(usage.method_shorthands())
+      axes.update(fields_read.method_shorthands())
   return sorted(axes & set(explicit))

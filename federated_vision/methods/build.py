@@ -71,8 +71,8 @@ def plain_settings() -> Dict[str, object]:
 
 def build_method(config: MethodConfig, inputs: MethodInputs,
                  mixing: Optional[MixingRun] = None,
-                 client_group_size: Optional[groups.GroupSize] = None
-                 ) -> Method:
+                 client_group_size: Optional[groups.GroupSize] = None,
+                 validated: bool = False) -> Method:
   """Builds the method's process, spec, sampler and resolved settings.
 
   The method is checked first (`methods.method_config.validate`, pure
@@ -98,15 +98,19 @@ def build_method(config: MethodConfig, inputs: MethodInputs,
       the settings their builders give), not built per client first and
       replaced (ours: each build traces TFF computations, seconds per
       method); with `mixing`, see `with_client_groups`.
+    validated: the caller validated `config` and `mixing`'s settings
+      (config validation, `experiment.config.validate`, does for a run),
+      so they are not checked again.
 
   Raises:
     ConfigError: see `validate`.
     ValueError: an explicit group size > 1 for a method the groups do not
       cover (config validation refuses it first).
   """
-  validate(config)
+  if not validated:
+    validate(config)
   if mixing is not None:
-    method = _build_mixing(config, inputs, mixing)
+    method = _build_mixing(config, inputs, mixing, validated)
     if client_group_size is None:
       return method
     return with_client_groups(method, config, inputs, client_group_size)
@@ -196,10 +200,11 @@ def display_settings(settings) -> Dict[str, object]:
 
 
 def _build_mixing(config: MethodConfig, inputs: MethodInputs,
-                  mixing: MixingRun) -> Method:
+                  mixing: MixingRun, validated: bool) -> Method:
   """`build_method` with a mixing strategy, named '<method>+<strategy>'."""
   strategy = mixing_lib.get_strategy(mixing.strategy)
-  params = mixing_lib.checked_params(mixing.strategy, mixing.settings)
+  params = (strategy.params_from(mixing.settings) if validated else
+            mixing_lib.checked_params(mixing.strategy, mixing.settings))
   server, settings = server_optimizer(config)
   parts, variant_settings = {}, plain_settings()
   for name in config.variants:

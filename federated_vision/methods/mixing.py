@@ -20,6 +20,7 @@ Importing this module does not import TensorFlow.
 import dataclasses
 from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
+from federated_vision import config_fields
 from federated_vision.errors import ConfigError
 from federated_vision.methods import components as comp
 
@@ -41,14 +42,33 @@ class MixingSettings:
     missing_classes: e.g. '8,9': classes the clients lose to the server
       (tasks whose scenario lets you choose; None = the task's default).
   """
-  mixing: Tuple[str, ...] = ()
-  merge_weight: float = 0.5
-  central_steps: int = 1
-  central_batch_size: int = 32
-  central_learning_rate: Optional[float] = None
-  central_examples_per_client: int = 10
-  gradient_weight: float = 1.0
-  missing_classes: Optional[str] = None
+  mixing: Tuple[str, ...] = config_fields.option((), lambda: (
+      "Mixing federated and centralized data (Augenstein et al.), "
+      f"strategies run side by side: {','.join(strategy_names())} (and any "
+      "registered from --extra_modules). Each method runs once per strategy "
+      "as '<method>+<strategy>'. Needs a task with a mixing scenario "
+      "(--dataset=digits with --missing_classes, celeba). Empty = no "
+      "mixing."))
+  merge_weight: float = config_fields.option(
+      0.5, "parallel: weight a of the federated model in w = a w_fed + (1 - "
+      "a) w_central.", lower_bound=0.0, upper_bound=1.0)
+  central_steps: int = config_fields.option(
+      1, "parallel: K SGD steps on centralized batches per round.",
+      lower_bound=1)
+  central_batch_size: int = config_fields.option(
+      32, "parallel / gradient_transfer: centralized batch size.",
+      lower_bound=1)
+  central_learning_rate: Optional[float] = config_fields.option(
+      None, "parallel: learning rate of the K centralized steps (default: "
+      "--client_learning_rate).")
+  central_examples_per_client: int = config_fields.option(
+      10, "example_transfer: M centralized examples sent to each selected "
+      "client per round.", lower_bound=0)
+  gradient_weight: float = config_fields.option(
+      1.0, "gradient_transfer: lambda, local steps use g_k + lambda g_c.")
+  missing_classes: Optional[str] = config_fields.option(
+      None, "--dataset=digits with --mixing: classes every client loses to "
+      "the server, e.g. 8,9 (the default).")
 
 
 SETTINGS_FIELDS = tuple(f.name for f in dataclasses.fields(MixingSettings))

@@ -2,7 +2,7 @@
 
 Derived from the declarations (`methods.components`): a method reads the
 shared hyper-parameters its components declare in `reads` and every field
-of its components' own `options`; `federated_vision.experiment.usage`
+of its components' own `options`; `federated_vision.experiment.fields_read`
 refuses a hyper-parameter flag no method of the run reads and leaves it out
 of the recorded config, and a method name's own `:<field>=<value>` setting
 must be a field the method reads (`check_overrides`).

@@ -135,9 +135,10 @@ class _Context:
     return Value(acc, OK)
 
 
-def _curve_value(ctx, cell, x_key: str) -> Value:
-  """Acc@Round / Acc@Batch N from metrics.csv (the run must reach N)."""
-  n = cell.metric.arg
+def _curve_value(ctx, cell, x_key: str, n: Optional[float] = None) -> Value:
+  """Acc@Round / Acc@Batch N (the metric's argument, or `n`) from
+  metrics.csv (the run must reach N)."""
+  n = cell.metric.arg if n is None else n
   rows = ctx.rows(cell.run, cell.method)
   xs, accs = curves.curve(rows, x_key)
   reached = max((float(r[x_key]) for r in rows), default=0.0)
@@ -270,6 +271,9 @@ def _ours(ctx: _Context, cell: spec.CellSpec) -> Value:
   try:
     if kind == spec.FINAL_ACCURACY:
       return _ok(100 * state.entry["final_accuracy"])
+    if kind == spec.METHOD_FIELD and cell.compared_run is not None and \
+        cell.metric.key in _COMPARED_REFERENCES:
+      return _at_compared_reference(ctx, cell)
     if kind == spec.METHOD_FIELD:
       v = state.entry.get(cell.metric.key)
       if not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -282,6 +286,32 @@ def _ours(ctx: _Context, cell: spec.CellSpec) -> Value:
   except (ValueError, run_files.RunFileError) as e:  # Damaged metrics.csv.
     return Value(None, results.INVALID,
                  f"{cell.run}/{cell.method}: {str(e).splitlines()[0]}")
+
+
+# summary.json's per-method fields read at a reference common to the run's
+# methods: (the run's summary.json key of that reference, the metrics.csv
+# column it counts). A row added beside a run reads them at that run's.
+_COMPARED_REFERENCES = {
+    "acc_at_batch": ("acc_at_batch_ref", "cumulative_batch_budget"),
+    "acc_at_round": ("acc_at_round_ref", "round")}
+
+
+def _at_compared_reference(ctx, cell: spec.CellSpec) -> Value:
+  """Acc@Batch / Acc@Round of `cell`'s method at its compared run's
+  reference (that run's smallest final batch budget, its round), read from
+  the method's own metrics.csv: the added row's number at the compared
+  row's budget, never at its own run's."""
+  ref_key, x_key = _COMPARED_REFERENCES[cell.metric.key]
+  compared = ctx.runs[cell.compared_run]
+  if compared.status != results.FINISHED:
+    return Value(None, compared.status, f"compared run {compared.name} is "
+                 f"{compared.status}: its {ref_key} is not known")
+  ref = compared.summary.get(ref_key)
+  if isinstance(ref, bool) or not isinstance(ref, (int, float)) or \
+      not ref > 0:
+    return Value(None, UNAVAILABLE, f"{compared.path}/summary.json: "
+                 f"{ref_key} {ref!r}")
+  return _curve_value(ctx, cell, x_key, float(ref))
 
 
 def _run_field(run: results.RunDir, key: str) -> Value:
@@ -377,6 +407,7 @@ def _replica_table(table: spec.TableSpec, preset: spec.Preset, k: int
     return seeds_lib.replicas(preset, run)[k]
   cells = tuple(dataclasses.replace(
       c, run=name(c.run), baseline=c.baseline and name(c.baseline),
+      compared_run=c.compared_run and name(c.compared_run),
       speedup_reference=c.speedup_reference and (
           name(c.speedup_reference[0]), c.speedup_reference[1]))
                 for c in table.cells)

@@ -153,6 +153,9 @@ def format_markdown(report: Report) -> str:
     lines.append(f"- {note}")
   if p.notes:
     lines.append("")
+  if p.skipped_runs:
+    lines += ["Runs skipped (their method cannot join the compared run):", ""]
+    lines += [f"- {name}: {why}" for name, why in p.skipped_runs] + [""]
   for table in p.tables:
     cells = {(r.cell.row, r.cell.column): r for r in report.cells
              if r.table is table}

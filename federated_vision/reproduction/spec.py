@@ -215,6 +215,11 @@ class CellSpec:
     ratio_to: a column of the same row: this cell's rounds divided by that
       cell's are shown beside it (Hsu 2020 Table 5's "(k.k)", recomputed
       for ours and the paper's alike); None = no ratio.
+    compared_run: for a row added beside a run (`extra_methods`): that
+      run, whose common references (Acc@Batch's batch budget, the smallest
+      final budget of its methods; Acc@Round's round) a `METHOD_FIELD`
+      acc_at_batch / acc_at_round is read at, from this cell's metrics.csv,
+      so the row compares like with like; None = this run's own.
   """
   row: str
   column: str
@@ -224,6 +229,7 @@ class CellSpec:
   baseline: Optional[str] = None
   speedup_reference: Optional[Tuple[str, str]] = None
   ratio_to: Optional[str] = None
+  compared_run: Optional[str] = None
 
   def __post_init__(self):
     if self.metric.kind == ROUNDS_TO_RELATIVE and self.baseline is None:
@@ -346,6 +352,10 @@ class Preset:
     comparisons: the papers' claims as paired comparisons over the seeds
       (`claim_spec.Comparison`, evaluated by `comparisons`): the report's
       differences, intervals and verdicts.
+    skipped_runs: ((run name, why), ...): runs left out because their
+      method cannot join the run they would be compared in (`extra_methods`:
+      e.g. an algorithm the mixing strategies do not compose); the plan and
+      the report list them with the reason.
     lr_grids: base run name -> the run names of its learning-rate grid
       (`lr_grid.expand`, McMahan 2017 §3's protocol): a rounds cell of the
       base run reports the member whose monotone curve reaches the target
@@ -362,6 +372,7 @@ class Preset:
   replicas_of: Mapping[str, Tuple[str, ...]] = dataclasses.field(
       default_factory=dict)
   comparisons: Tuple["claim_spec.Comparison", ...] = ()
+  skipped_runs: Tuple[Tuple[str, str], ...] = ()
   lr_grids: Mapping[str, Tuple[str, ...]] = dataclasses.field(
       default_factory=dict)
 
@@ -423,7 +434,8 @@ class Preset:
 
   def _check_cell(self, table, c, by_name) -> None:
     where = f"preset {self.name}: table {table.key} cell ({c.row}, {c.column})"
-    refs = [c.run] + ([c.baseline] if c.baseline else [])
+    refs = [c.run] + ([c.baseline] if c.baseline else []) + (
+        [c.compared_run] if c.compared_run else [])
     if c.speedup_reference:
       refs.append(c.speedup_reference[0])
     for name in refs:

@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import Iterator, Optional
 
-from federated_vision.runtime import registry
+from federated_vision.runtime import live_workers
 
 # The signal `install_signal_handlers`' handler is stopping the process for
 # (None otherwise): a computation the stopped workers fail is not a worker
@@ -58,7 +58,7 @@ def install_signal_handlers() -> None:
     del frame
     global TERMINATING_SIGNAL
     TERMINATING_SIGNAL = signum
-    registry.stop_all_workers()
+    live_workers.stop_all_workers()
     sys.exit(128 + signum)
 
   if not getattr(sys.unraisablehook, "redelivers_exit", False):

@@ -48,7 +48,7 @@ from tensorflow_federated.proto.v0 import executor_pb2
 from tensorflow_federated.proto.v0 import executor_pb2_grpc
 
 from federated_vision.native import loopback_bind
-from federated_vision.runtime import registry
+from federated_vision.runtime import live_workers
 from federated_vision.runtime import tff_internals
 from federated_vision.runtime.errors import WorkerLostError, WorkerStartError
 from federated_vision.runtime.worker_config import (
@@ -258,7 +258,7 @@ class ManagedWorker(_Worker):
           args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
           start_new_session=True, preexec_fn=_child_setup(os.getpid()),
           close_fds=True, env=env)
-    registry.add(self)
+    live_workers.add(self)
     self.starts += 1
     self._spawned_at = time.monotonic()
 
@@ -329,7 +329,7 @@ class ManagedWorker(_Worker):
     """
     self._disconnect()
     process, self._process = self._process, None
-    registry.discard(self)
+    live_workers.discard(self)
     died = process is not None and process.poll() is not None
     if process is not None and not died:
       for sig in (signal.SIGINT, signal.SIGKILL):

@@ -55,16 +55,52 @@ class DataConfig:
       sections (`Task.options`); `data.<field>` reads one (its declared
       default when unset), `DataConfig.of(**fields)` builds with them.
   """
-  dataset: str = "digits"
-  data_source: str = "tfds"
-  data_dir: Optional[str] = None
-  archive_path: Optional[str] = None
-  partition: str = "dirichlet"
-  num_clients: Optional[int] = None
-  examples_per_client: Optional[int] = None
-  split_csv: Optional[str] = None
-  alpha: float = 0.5
-  image_size: Optional[int] = None
+  dataset: str = config_fields.option(
+      "digits", lambda: "Federated data set (task): "
+      f"{' | '.join(task_names())}. synthetic_* are random-image twins of "
+      "the real sets (same elements, model and code path) for tests and "
+      "smoke runs.")
+  data_source: str = config_fields.option(
+      "tfds", "Where real CIFAR/MNIST come from: tfds | archive. 'tfds' "
+      "reads a prepared tensorflow-datasets directory (--data_dir; never "
+      "downloads); 'archive' reads the canonical files (--archive_path).")
+  data_dir: Optional[str] = config_fields.option(
+      None, "tensorflow-datasets data_dir (default: tfds' own, "
+      "~/tensorflow_datasets).")
+  archive_path: Optional[str] = config_fields.option(
+      None, "With --data_source=archive: cifar-10-python.tar.gz / "
+      "cifar-100-python.tar.gz (or a directory holding it or its extracted "
+      "folder), or the directory of MNIST's four IDX files.")
+  partition: str = config_fields.option(
+      "dirichlet", "How training examples are dealt to clients: dirichlet | "
+      "iid | shards | dirichlet_per_class. dirichlet: Hsu et al. 2019, q_k ~ "
+      "Dir(alpha p), --num_clients x --examples_per_client; iid: a random "
+      "equal share; shards: McMahan et al. 2017, label-sorted examples cut "
+      "into 2 x --num_clients shards, 2 per client (MNIST: 200 shards of "
+      "300); dirichlet_per_class: NIID-Bench/FedLab/Flower label skew, each "
+      "class divided over the --num_clients clients by Dir(alpha 1_K), "
+      "every example used, sizes vary (min 10, re-drawn). digits: all but "
+      "iid (shards: K=20 gives 40 shards of 35).")
+  num_clients: Optional[int] = config_fields.option(
+      None, "Clients K in the partition (default per --dataset: digits 20, "
+      "cifar10/cifar100/mnist 100, synthetic_* 10, synthetic real-world "
+      "twins 6).", lower_bound=1)
+  examples_per_client: Optional[int] = config_fields.option(
+      None, "Examples per client for the dirichlet and iid partitions "
+      "(default: cifar 500, mnist 600, synthetic_* 20; digits uses all its "
+      "training examples).", lower_bound=1)
+  split_csv: Optional[str] = config_fields.option(
+      None, "A published user_id,image_id,class split (Hsu, Qi & Brown 2020 "
+      "format) to use instead of partitioning; replaces --partition, "
+      "--alpha, --num_clients and --examples_per_client. Not for digits.")
+  alpha: float = config_fields.option(
+      0.5, "Dirichlet concentration of the class distribution per client (0 "
+      "= one class each, inf = IID); with dirichlet_per_class, of each "
+      "class's division over the clients (> 0; inf = even).",
+      lower_bound=0.0)
+  image_size: Optional[int] = config_fields.option(
+      None, "Crop side S (default: 299 inaturalist, 224 landmarks, 32 "
+      "synthetic_*).", lower_bound=32)
   options: config_fields.Options = config_fields.Options(config_fields.TASK)
 
   def __getattr__(self, name: str):

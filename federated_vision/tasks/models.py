@@ -21,6 +21,7 @@ import math
 import os
 from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
+from federated_vision import config_fields
 from federated_vision.errors import ConfigError, bad, one_line
 from federated_vision.registry import Registry
 
@@ -49,14 +50,40 @@ class ModelConfig:
       variables float32; only for models measured faster,
       `check_mixed_precision`). It changes results, so it is recorded.
   """
-  model: Optional[str] = None
-  weight_decay: float = 0.0
-  mobilenet_alpha: float = 1.0
-  gn_groups: int = 32
-  bottleneck_dim: Optional[int] = None
-  pretrained_weights: Optional[str] = None
-  trainable_last_layers: Optional[int] = None
-  mixed_precision: str = "float32"
+  model: Optional[str] = config_fields.option(
+      None, lambda: f"Model: {' | '.join(model_names())} (default per "
+      "--dataset: digits_cnn, mnist_cnn, cifar_cnn, mobilenet_v2_gn). "
+      "mnist_* need mnist data, cifar_cnn cifar data, mobilenet_v2_gn "
+      "inaturalist/landmarks.")
+  weight_decay: float = config_fields.option(
+      0.0, "Weight decay wd: the loss gains wd * sum(w**2)/2 (tf.nn.l2_loss) "
+      "per decayed kernel: cifar_cnn its two hidden dense layers (TF "
+      "CIFAR-10 tutorial), mobilenet_v2_gn every non-depthwise conv and "
+      "dense kernel (slim's training_scope), mnist_cnn every kernel (0 = "
+      "none).", lower_bound=0.0)
+  # MobileNetV2-GroupNorm (Hsu, Qi & Brown 2020).
+  mobilenet_alpha: float = config_fields.option(
+      1.0, "mobilenet_v2_gn width multiplier (ImageNet weights exist for "
+      "0.35, 0.5, 0.75, 1.0, 1.3, 1.4).")
+  gn_groups: int = config_fields.option(
+      32, "mobilenet_v2_gn: maximum GroupNorm groups per layer.",
+      lower_bound=1)
+  bottleneck_dim: Optional[int] = config_fields.option(
+      None, "mobilenet_v2_gn: width of the linear bottleneck before the "
+      "classifier (default: 64 for landmarks, none otherwise; 0 = none).",
+      lower_bound=0)
+  pretrained_weights: Optional[str] = config_fields.option(
+      None, "mobilenet_v2_gn: a local Keras MobileNetV2 .h5 weights file of "
+      "the same alpha (ImageNet initialisation; nothing is downloaded).")
+  trainable_last_layers: Optional[int] = config_fields.option(
+      None, "mobilenet_v2_gn: train only the last k weighted layers (2 = the "
+      "paper's last-two-layers setting); default: all.", lower_bound=1)
+  mixed_precision: str = config_fields.option(
+      "float32", lambda: "float32, or bfloat16: layers compute in bfloat16 "
+      "(8-bit mantissa; variables and logits float32), for the models "
+      "measured faster with it in the TFF worker "
+      f"({', '.join(bfloat16_model_names()) or 'none'}); it changes results "
+      "(recorded in experiment.json).", enum_values=list(MIXED_PRECISIONS))
 
 
 # Builder: (config, resolved settings, num_classes, input_shape, seed) -> model.

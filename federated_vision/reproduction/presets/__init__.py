@@ -11,9 +11,9 @@ preset is registered from a module passed to --extra_modules
 (`register_preset`) and is then a preset like the papers'.
 """
 
-import functools
 from typing import Dict, Tuple
 
+from federated_vision.registry import Registry
 from federated_vision.reproduction import published
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import augenstein
@@ -28,23 +28,16 @@ _MODULES = (hsu2020, hsu2019, mcmahan2017, mcmahan2017_cifar,
             mcmahan2017_slides, augenstein, digits_claims)
 
 
-@functools.lru_cache(maxsize=None)
-def _builtins() -> Dict[str, spec.Preset]:
-  out = {}
+def _builtins():
+  """The papers' presets, (name, preset) in module order (built on first
+  use: they are plain data)."""
   for module in _MODULES:
     for build in module.PRESETS:
       preset = build()
-      if preset.name in out:
-        raise ValueError(f"two presets named {preset.name}")
-      out[preset.name] = preset
-  return out
+      yield preset.name, preset
 
 
-_REGISTERED: Dict[str, spec.Preset] = {}  # register_preset's, in order.
-
-
-def _registry() -> Dict[str, spec.Preset]:
-  return {**_builtins(), **_REGISTERED}
+_PRESETS: Registry[spec.Preset] = Registry("preset", "preset", _builtins)
 
 
 def register_preset(preset: spec.Preset) -> spec.Preset:
@@ -59,20 +52,13 @@ def register_preset(preset: spec.Preset) -> spec.Preset:
   """
   if not isinstance(preset, spec.Preset):
     raise ValueError(f"register_preset: {preset!r} is not a spec.Preset")
-  if preset.name in _registry():
-    raise ValueError(f"preset name {preset.name!r} is already registered")
-  _REGISTERED[preset.name] = preset
-  try:
-    all_runs()
-  except ValueError:
-    del _REGISTERED[preset.name]
-    raise
-  return preset
+  _runs_by_name(tuple(_PRESETS.values()) + (preset,))
+  return _PRESETS.add(preset.name, preset)
 
 
 def preset_names() -> Tuple[str, ...]:
   """Every registered preset name, in registry order."""
-  return tuple(_registry())
+  return _PRESETS.names()
 
 
 def get_preset(name: str) -> spec.Preset:
@@ -81,11 +67,10 @@ def get_preset(name: str) -> spec.Preset:
   Raises:
     KeyError: no such preset (the message lists the names).
   """
-  try:
-    return _registry()[name]
-  except KeyError:
+  if name not in _PRESETS:
     raise KeyError(f"no preset {name!r}; presets: "
-                   f"{', '.join(preset_names())}") from None
+                   f"{', '.join(preset_names())}")
+  return _PRESETS[name]
 
 
 def all_runs() -> Dict[str, spec.Run]:
@@ -94,8 +79,12 @@ def all_runs() -> Dict[str, spec.Run]:
   Raises:
     ValueError: two presets define the same run name differently.
   """
+  return _runs_by_name(_PRESETS.values())
+
+
+def _runs_by_name(presets) -> Dict[str, spec.Run]:
   out = {}
-  for preset in _registry().values():
+  for preset in presets:
     for run in preset.runs:
       if run.name in out and out[run.name] != run:
         raise ValueError(f"run {run.name} differs between presets")

@@ -37,7 +37,6 @@ a recorded value always had an effect.
 
 from typing import Dict, Iterable
 
-from federated_vision import config_fields
 from federated_vision import methods as methods_lib
 from federated_vision import tasks
 from federated_vision.methods import mixing as mixing_strategies
