@@ -502,7 +502,8 @@ def test_every_file_a_run_writes_is_in_the_outputs_table(finished):
 
 def test_failure_modes_doc_quotes_the_ctrl_c_line():
   # Ctrl-C's line and status were undocumented (issue: friction);
-  # tests/test_train_main.py sends SIGINT and SIGTERM and checks both.
+  # tests/test_train_main.py sends SIGTERM and tests/test_interrupts.py
+  # SIGINT (run_checks.signal_in_first_round) and check both.
   text = " ".join(_failure_modes().split())
   line = inspect.signature(cli.main).parameters["interrupted"].default
   assert (f"Ctrl-C (SIGINT) stops a run and its workers with the one line "

@@ -10,11 +10,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import REPO, SMALL_RUN, TRAIN_MAIN, metric_rows, worker_pids
+import run_checks
+from conftest import REPO, SMALL_RUN, TRAIN_MAIN, metric_rows
 from experiments import cli
 from federated_vision.runtime import signals
 
@@ -73,36 +73,6 @@ MOMENTS = ["at the write", "as the write's task ends", "after the write",
            "+0.05 s", "SIGKILL"]
 
 
-def _sigint_in_a_round(args):
-  """A real run sent SIGINT as its first round is reported: the line, 130,
-  its TFF worker stopped."""
-  before = worker_pids()
-  # As in a terminal: SIGINT at its default even when this test session was
-  # started in the background by a script (which ignores SIGINT).
-  proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                          text=True, preexec_fn=lambda: signal.signal(
-                              signal.SIGINT, signal.SIG_DFL))
-  try:
-    line = ""
-    while "[fedavg] round" not in line:
-      assert proc.poll() is None, proc.stderr.read()
-      line = proc.stdout.readline()
-    ours = worker_pids() - before
-    assert ours, "no worker while training"
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-  finally:
-    if proc.poll() is None:
-      proc.kill()
-  assert proc.returncode == 130
-  assert "Traceback" not in err
-  # It says how to resume, as docs/failure_modes.md quotes it.
-  assert err.strip().splitlines()[-1] == LINE
-  time.sleep(0.5)
-  assert not worker_pids() & ours
-
-
 def _chain(flags, stderr_path):
   """tests/child_signal_runs.py over `MOMENTS`, SIGKILLed at the last one:
   its invocations' results."""
@@ -143,7 +113,8 @@ def test_interrupted_every_way_resumes_to_the_uninterrupted_run(
   run_dir = tmp_path / "killed"
   flags = [f"--root_output_dir={tmp_path}", "--experiment_name=killed",
            "--total_rounds=6", *SMALL_RUN]
-  _sigint_in_a_round([sys.executable, "-m", TRAIN_MAIN, *flags])
+  run_checks.signal_in_first_round(
+      [sys.executable, "-m", TRAIN_MAIN, *flags], signal.SIGINT)
   runs = _chain(flags, tmp_path / "child.err")
   assert [r["moment"] for r in runs] == MOMENTS[:-1]
   for r in runs:

@@ -3,16 +3,15 @@
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import REPO, worker_pids
+from conftest import REPO
 from conftest import SMALL_RUN as SMALL
 from conftest import TRAIN_MAIN as BINARY
 from conftest import metric_rows as _metric_rows
+import run_checks
 from run_checks import DIGITS_NUM_TEST, check_method_run
 
 
@@ -72,39 +71,13 @@ def test_smoke_two_rounds_writes_every_output(tmp_path, train_in_process):
 # checkpoint write, resumed to the reference run's metrics).
 
 
-# SIGINT: tests/test_interrupts.py, whose run is then resumed.
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 128 + 15)])
-def test_signal_stops_run_and_worker(tmp_path, sig, code):
-  before = worker_pids()
-  args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
-          "--total_rounds=200", *SMALL]
-  # As in a terminal: SIGINT at its default even when this test session was
-  # started in the background by a script (which ignores SIGINT).
-  proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                          text=True, preexec_fn=lambda: signal.signal(
-                              signal.SIGINT, signal.SIG_DFL))
-  try:
-    line = ""
-    while "[fedavg] round" not in line:
-      assert proc.poll() is None, proc.stderr.read()
-      line = proc.stdout.readline()
-    ours = worker_pids() - before
-    assert ours, "no worker while training"
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
-  finally:
-    if proc.poll() is None:
-      proc.kill()
-  assert proc.returncode == code
-  assert "Traceback" not in err
-  # Both say how to resume, as docs/failure_modes.md quotes it (SIGTERM
-  # said nothing before issue 29).
-  assert err.strip().splitlines()[-1] == (
-      "interrupted; run the same command again to resume from the last "
-      "checkpoint")
-  time.sleep(0.5)
-  assert not (worker_pids() & ours)
+def test_sigterm_stops_run_and_worker(tmp_path):
+  # Says how to resume, as docs/failure_modes.md quotes it (SIGTERM said
+  # nothing before issue 29). SIGINT: tests/test_interrupts.py, whose run
+  # is then resumed.
+  run_checks.signal_in_first_round(
+      [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
+       "--total_rounds=200", *SMALL], signal.SIGTERM)
 
 
 def _file_in(tmp_path):
