@@ -9,25 +9,35 @@ use, 3: divergence, 1: checkpoint or write failure); an
 `runtime.errors.WorkerError` (a TFF worker did not start, or was lost: then
 saying how to resume) and an `OSError` with a file name one line, status 1;
 Ctrl-C prints how to resume and exits 130; SIGTERM / SIGHUP print the same
-line and exit 143 / 129. Unless told otherwise (`tff_runtime=False`), `main`
-first installs the managed TFF runtime (`federated_vision.runtime.install`:
-the default TFF context over a worker we own, SIGTERM / SIGHUP handling);
-importing the library never does. Binaries that run TensorFlow parse their
-flags with `parse_then_import_tf` (TensorFlow imported only once the command
-line is accepted).
+line and exit 143 / 129; a closed stdout (`| head -1`) ends it quietly with
+status 141, a write error on stdout is one line, status 1
+(`experiments.stdout`). The SIGTERM / SIGHUP handlers are installed when
+`python -m experiments.<binary>` starts (`experiments.interrupted`), else
+when the binary starts parsing its command line (`parse_flags`): before
+TensorFlow's import and before anything is written, so a signal during
+start-up is that line and status too. Unless told otherwise
+(`tff_runtime=False`), `main` first installs the managed TFF runtime
+(`federated_vision.runtime.install`: the default TFF context over a worker
+we own, SIGTERM / SIGHUP handling); importing the library never does.
+Binaries that run TensorFlow parse their flags with `parse_then_import_tf`
+(TensorFlow imported only once the command line is accepted).
 """
 
+import contextlib
 import importlib
 import importlib.util
 import os
 import sys
-from typing import Callable, NoReturn, Sequence
+from typing import Callable, Iterator, NoReturn, Sequence
 
 from absl import flags
 from absl import logging
 
 from experiments import help_lib
+from experiments import interrupted as interrupted_lib
+from experiments import stdout as stdout_lib
 from federated_vision import runtime
+from federated_vision.runtime import signals
 from federated_vision.errors import ConfigError, one_line
 from federated_vision.training import errors as run_errors
 
@@ -60,12 +70,34 @@ def define_dry_run(help_text: str) -> None:
 # Called after --extra_modules were imported, before the flags are parsed
 # (a binary's help text naming what they registered).
 AFTER_EXTRA_MODULES = []
+# Printed on Ctrl-C, SIGTERM and SIGHUP (`main`'s default).
+INTERRUPTED = interrupted_lib.LINE
 
 
 def fail(message: str, status: int = 2) -> NoReturn:
   """Prints `<binary>: error: <message>` to stderr and exits with `status`."""
   print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
   sys.exit(status)
+
+
+@contextlib.contextmanager
+def _start_up() -> Iterator[None]:
+  """A binary's start-up (its flags, its checks, TensorFlow's import): from
+  here on SIGTERM / SIGHUP are handled (`signals.install_signal_handlers`),
+  and a signal or Ctrl-C is the one line `INTERRUPTED` and 128 + signal, a
+  closed stdout (e.g. `--help | head -1`) a quiet exit (`stdout.guarded`)."""
+  signals.install_signal_handlers()
+  try:
+    with stdout_lib.guarded():
+      yield
+  except KeyboardInterrupt:
+    interrupted_lib.say()
+    sys.exit(130)
+  except SystemExit as e:
+    signum = _terminating_signal()
+    if signum is not None and e.code == 128 + signum:
+      interrupted_lib.say()
+    raise
 
 
 def parse_flags(argv: Sequence[str]):
@@ -77,6 +109,11 @@ def parse_flags(argv: Sequence[str]):
   --extra_modules are imported first (found in `argv` before parsing), so
   the options their tasks and variants declare (`config_fields`) are flags
   (`flags_lib`) that parse and show in --help."""
+  with _start_up():
+    return _parse_flags(argv)
+
+
+def _parse_flags(argv: Sequence[str]):
   if "extra_modules" in flags.FLAGS:
     try:
       import_extra_modules(extra_modules_in(argv))
@@ -126,21 +163,22 @@ def parse_then_import_tf(argv: Sequence[str],
   model must be the output of a TensorFlow Layer"); imported in the flags
   parser, it can.
   """
-  rest = parse_flags(argv)
-  if len(rest) > 1:
-    fail(f"unexpected arguments {rest[1:]}; all options are --flags")
-  try:
-    check()
-  except ConfigError as e:
-    fail(str(e))
-  except run_errors.RunError as e:  # E.g. a damaged experiment.json.
-    fail(one_line(e), e.exit_code)
-  if needs_tf():  # Heavy: only once the command line is accepted (above).
-    # gRPC's fork handlers can deadlock the fork of a later TFF worker in a
-    # process that already used gRPC (grpc/grpc#37259); we always exec
-    # right after fork, the case gRPC documents for turning them off.
-    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-    import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
+  with _start_up():
+    rest = _parse_flags(argv)
+    if len(rest) > 1:
+      fail(f"unexpected arguments {rest[1:]}; all options are --flags")
+    try:
+      check()
+    except ConfigError as e:
+      fail(str(e))
+    except run_errors.RunError as e:  # E.g. a damaged experiment.json.
+      fail(one_line(e), e.exit_code)
+    if needs_tf():  # Heavy: only once the command line is accepted (above).
+      # gRPC's fork handlers can deadlock the fork of a later TFF worker in
+      # a process that already used gRPC (grpc/grpc#37259); we always exec
+      # right after fork, the case gRPC documents for turning them off.
+      os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+      import tensorflow  # pylint: disable=g-import-not-at-top,unused-import
   return rest
 
 
@@ -212,8 +250,7 @@ def _import_file(path: str) -> None:
 
 
 def main(argv: Sequence[str], body: Callable[[], None],
-         interrupted: str = "interrupted; run the same command again to "
-                            "resume from the last checkpoint",
+         interrupted: str = INTERRUPTED,
          tff_runtime: bool = True) -> None:
   """Runs `body()` as the binary's main (see the module docstring).
 
@@ -232,6 +269,12 @@ def main(argv: Sequence[str], body: Callable[[], None],
     sys.modules["tensorflow"].get_logger().setLevel("ERROR")
   if tff_runtime:
     runtime.install()  # Imports TFF: only for binaries that run it.
+  with stdout_lib.guarded():  # A closed stdout: quiet; a full one: a line.
+    _run_body(body, interrupted)
+
+
+def _run_body(body: Callable[[], None], interrupted: str) -> None:
+  """`main`'s `body()`, its errors turned into one line and exit status."""
   try:
     body()
   except ConfigError as e:
@@ -243,7 +286,7 @@ def main(argv: Sequence[str], body: Callable[[], None],
     if isinstance(e, worker_error):  # Workers stopped by SIGTERM / SIGHUP.
       signum = _terminating_signal()
       if signum is not None:
-        print(interrupted, file=sys.stderr)
+        interrupted_lib.say(interrupted)
         sys.exit(128 + signum)
     if isinstance(e, worker_lost):
       fail(f"{one_line(e)}; the run stopped: rerun the same command (with "
@@ -255,10 +298,10 @@ def main(argv: Sequence[str], body: Callable[[], None],
       fail(f"{e.filename}: {e.strerror or one_line(e)}", 1)
     raise
   except KeyboardInterrupt:
-    print(interrupted, file=sys.stderr)
+    interrupted_lib.say(interrupted)
     sys.exit(130)
   except SystemExit as e:  # SIGTERM / SIGHUP (`runtime.signals`): as Ctrl-C.
     signum = _terminating_signal()
     if signum is not None and e.code == 128 + signum:
-      print(interrupted, file=sys.stderr)
+      interrupted_lib.say(interrupted)
     raise

@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from federated_vision.experiment import config as config_lib
 from experiments import parallel
+from federated_vision.experiment import run_record
 from federated_vision.experiment import runner
 from federated_vision.errors import ConfigError
 from federated_vision.reproduction import claims
@@ -126,11 +127,52 @@ def describe_sources(preset: spec.Preset) -> List[str]:
 
 
 def check_runnable(planned: Sequence[plan_lib.PlannedRun]) -> None:
-  """Refuses to overwrite a directory made with other flags, up front."""
+  """Refuses, up front, to write into a directory made with other flags
+  (its hparams.json, or its experiment.json: `run_record.check_before_run`).
+  A run whose own files are damaged (`results.INVALID`, e.g. a summary.json
+  cut short) is run again, as train_main reruns it: its command re-finishes
+  it from its checked metrics and checkpoints.
+
+  Raises:
+    ReproduceError: another configuration's directory (hparams.json).
+    ConfigError: another experiment's (experiment.json).
+    training_loop.RunError: a damaged experiment.json.
+  """
   for p in planned:
-    if p.status in (results.MISMATCH, results.INVALID):
+    if p.status == results.MISMATCH:
       raise ReproduceError(f"run {p.run.name}: {p.status}: {p.detail} "
                            "(move it away or use another --results_root)")
+    if p.status in (results.INVALID, results.RUNNING):
+      run_record.check_before_run(config_lib.from_values(p.flags))
+
+
+def check_report_complete(rep: report_lib.Report) -> None:
+  """Raises `RunError` (exit 1, one line naming the first file) if a cell
+  could not be computed from the runs there (a damaged or missing file of
+  a run, or a directory of another configuration: `results.INVALID`,
+  `results.MISMATCH`), in any seed's value; call after writing the report,
+  whose cells and footnotes say which and why. A run not run yet is not
+  such a cell (the report of a partial results root is complete as far as
+  it goes)."""
+  bad = (results.INVALID, results.MISMATCH)
+  cells, found = 0, []
+  for r in rep.cells:
+    values = [v for v in (r.ours, r.relative, r.speedup, r.ratio)
+              if v is not None]
+    for s in (r.spread or {}).values():  # Each seed's value.
+      values += [report_lib.Value(None, st, d)
+                 for st, d in zip(s.statuses, s.details)]
+    values = [v for v in values if v.status in bad]
+    cells += bool(values)
+    found += values
+  if found:
+    details = list(dict.fromkeys(v.detail for v in found))
+    more = (f" (and {len(details) - 1} more: the report's footnotes)"
+            if len(details) > 1 else "")
+    raise run_errors.RunError(
+        f"{cells} cell(s) could not be computed from every run they read "
+        f"(marked {'/'.join(sorted({v.status for v in found}))}): "
+        f"{details[0]}{more}")
 
 
 def checked_flags(planned: Sequence[plan_lib.PlannedRun],
@@ -159,8 +201,10 @@ def run_one(flags: Mapping[str, object]) -> None:
   runner.run(*config_lib.checked(flags))
 
 
-def write_outputs(preset: spec.Preset, root: str, echo: Printer) -> None:
-  """Report, studies, HParams sweep experiment and (digits) claims."""
+def write_outputs(preset: spec.Preset, root: str,
+                  echo: Printer) -> report_lib.Report:
+  """Report, studies, HParams sweep experiment and (digits) claims; returns
+  the report."""
   rep = report_lib.build_report(preset, root)
   paths = report_text.write_report(rep, root)
   echo(report_text.format_markdown(rep))
@@ -179,6 +223,7 @@ def write_outputs(preset: spec.Preset, root: str, echo: Printer) -> None:
     paths["verdicts"] = path
     echo("\n".join(lines))
   echo("written: " + ", ".join(sorted(str(p) for p in paths.values())))
+  return rep
 
 
 def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Mapping[str, object],
@@ -233,8 +278,10 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
         outcome[name] = "finished"
         echo(f"[{i}/{len(planned)}] {name}: finished, skipped")
       else:
+        doing = {results.RUNNING: "resuming",
+                 results.INVALID: f"re-finishing ({p.detail})"}
         echo(f"[{i}/{len(planned)}] {name}: "
-             f"{'resuming' if p.status == results.RUNNING else 'running'}")
+             f"{doing.get(p.status, 'running')}")
         try:
           run_fn(flags_of[name])
         except run_errors.DivergenceError as e:
@@ -245,7 +292,9 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
           continue
         outcome[name] = "ran"
   os.makedirs(results_root, exist_ok=True)
-  write_outputs(preset, results_root, echo)
+  rep = write_outputs(preset, results_root, echo)
+  if report_only:  # As report_main: a script never takes it for complete.
+    check_report_complete(rep)
   return outcome
 
 

@@ -27,8 +27,9 @@ a binary should exit with.
 
 This module holds the loop, its configuration and its result; each other job
 is a module of `federated_vision.training` (errors, run lock, checkpoints,
-metrics CSV, TensorBoard, divergence checks, progress), whose public names
-are re-exported here.
+metrics CSV, TensorBoard, divergence checks, progress, where a run resumes),
+whose public names are re-exported here. A run's files are read and checked
+before any of them is changed (`open_run`, `training.resume`).
 """
 
 import math
@@ -48,11 +49,11 @@ from federated_vision.evaluation import keras_eval
 from federated_vision.evaluation import metrics as metrics_lib
 from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision.training import checkpoints as checkpoints_lib
-from federated_vision.training import client_states as client_states_lib
 from federated_vision.training import divergence
 from federated_vision.training import errors
 from federated_vision.training import metrics_csv as metrics_csv_lib
 from federated_vision.training import progress as progress_lib
+from federated_vision.training import resume
 from federated_vision.training import run_lock
 from federated_vision.training import tensorboard
 
@@ -250,6 +251,34 @@ def _full_train_loss(evaluation: Mapping[str, float]) -> float:
   return evaluation[FULL_TRAIN_LOSS]
 
 
+OpenedRun = resume.ResumePoint
+
+
+def open_run(process, fed_data, spec, config: LoopConfig,
+             log_fn: Optional[Callable[[str], None]] = print) -> OpenedRun:
+  """Builds the training process and reads what the run in
+  `config.output_dir` resumes from, checked, changing none of its files
+  (`training.resume.read`); `run_federated_training(..., opened=...)` then
+  resumes from it. A runner opens every method's run before it writes
+  anything, so a rerun that stops on a damaged file leaves the finished run
+  as it was.
+
+  Raises:
+    RunLockedError, CheckpointError, RunFileError: see the module doc.
+  """
+  config.validate()
+  runtime_contexts.require_managed_context()  # Never TFF's unmanaged worker.
+  with RunLock(config.output_dir):
+    return _open(process, fed_data, spec, config, log_fn)
+
+
+def _open(process, fed_data, spec, config, log_fn) -> OpenedRun:
+  return resume.read(build_training_process(process, fed_data, spec),
+                     config.output_dir, config.columns,
+                     config.keep_checkpoints, config.resume_from_last_valid,
+                     log_fn)
+
+
 def run_federated_training(
     name: str,
     process: tff.learning.templates.LearningProcess,
@@ -260,6 +289,7 @@ def run_federated_training(
     config: LoopConfig,
     log_fn: Optional[Callable[[str], None]] = print,
     progress_bar: Optional[bool] = None,
+    opened: Optional[OpenedRun] = None,
 ) -> RunResult:
   """Trains `process` for `config.total_rounds`, resuming if possible.
 
@@ -277,6 +307,8 @@ def run_federated_training(
     log_fn: progress lines go here (None for silence).
     progress_bar: a tqdm bar instead of one line per round; None = when
       `log_fn` is `print` and stdout is a terminal.
+    opened: `open_run(process, fed_data, spec, config)`'s result, when the
+      caller read the run's files first (None: read here).
 
   Returns:
     A `RunResult`.
@@ -285,49 +317,29 @@ def run_federated_training(
     RunLockedError, CheckpointError, OutputWriteError: see the module doc.
     DivergenceError: a round had non-finite values and
       `config.on_divergence == 'stop'`; its `result` holds the rows so far.
+    ValueError: `opened` is another directory's.
   """
   config.validate()
   runtime_contexts.require_managed_context()  # Never TFF's unmanaged worker.
+  if opened is not None and opened.output_dir != config.output_dir:
+    raise ValueError(f"opened is the run of {opened.output_dir}, not of "
+                     f"config.output_dir {config.output_dir}")
   with RunLock(config.output_dir):
     return _run_locked(name, process, fed_data, spec, sampler, evaluate_fn,
-                       config, log_fn, progress_bar)
+                       config, log_fn, progress_bar, opened)
 
 
 def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
-                log_fn, progress_bar) -> RunResult:
+                log_fn, progress_bar, opened) -> RunResult:
   """`run_federated_training`'s body, under the run's lock."""
   log = log_fn or (lambda _: None)
-  training_process = build_training_process(process, fed_data, spec)
-  state = training_process.initialize()
-  checkpoints = Checkpoints(os.path.join(config.output_dir, "checkpoints"),
-                            config.keep_checkpoints, log)
-  for path in checkpoints.remove_temporaries():
-    log(f"[{name}] removed {path}, an unfinished checkpoint")
-  metrics_csv = MetricsCsv(os.path.join(config.output_dir, "metrics.csv"),
-                           config.columns)
-  intact = metrics_csv.read_checked()  # Checked; a damaged end dropped.
-  if intact.dropped:
-    log(f"[{name}] {intact.dropped}")
-  # Resume from a checkpoint whose rounds metrics.csv holds whole; the
-  # rounds after it (their rows lost) are redone, their checkpoints removed.
-  loaded, version = checkpoints.load_latest(
-      state, config.resume_from_last_valid, max_version=len(intact.rows))
-  redone = checkpoints.remove_after(version)
-  if redone:
-    log(f"[{name}] {metrics_csv.path} holds rounds 1..{len(intact.rows)} "
-        f"only: removed the checkpoint(s) of round(s) "
-        f"{', '.join(map(str, redone))}, redoing round {version + 1} on")
-  if loaded is not None:
-    state = loaded
-  # Per-client state (e.g. SCAFFOLD's c_k): as of the loaded checkpoint.
-  client_states = getattr(training_process, "client_states", None)
-  if client_states is not None:
-    client_states.open(os.path.join(config.output_dir,
-                                    client_states_lib.DIRECTORY), version, log)
-  kept = metrics_csv.truncate_after(version, intact.rows)
-  if len(intact.rows) > len(kept):
-    log(f"[{name}] dropped {len(intact.rows) - len(kept)} row(s) of "
-        f"{metrics_csv.path} after the last checkpoint (round {version})")
+  if opened is None:
+    opened = _open(process, fed_data, spec, config, log)
+  training_process, state = opened.training_process, opened.state
+  version, checkpoints = opened.version, opened.checkpoints
+  client_states = opened.client_states
+  kept = resume.prepare(opened, name, log)  # What `open_run` read, acted on.
+  metrics_csv = opened.metrics_csv
   rows: List[Dict[str, object]] = list(kept)
   cumulative = int(kept[-1]["cumulative_batch_budget"] or 0) if kept else 0
   tb_dir = os.path.join(config.output_dir, "tensorboard")

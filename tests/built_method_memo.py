@@ -37,3 +37,26 @@ def methods_built_once(built: dict):
     return built[key]
   with mock.patch.object(methods_lib, "build_method", build_method):
     yield
+
+
+@contextlib.contextmanager
+def training_processes_built_once(built: dict):
+  """While open, `training_loop.build_training_process(process, fed_data,
+  spec)` returns the training process `built` holds for (the method's
+  process object, the data's client ids, `spec`), building it the first
+  time; with `methods_built_once` the runs of one configuration share the
+  process object, hence the key. For SCAFFOLD, whose TFF computations are
+  traced there (~1-2 CPU-s a run). A training process keeps nothing of a
+  run but a stateful method's `client_states` store, which each run
+  replaces whole from its own files (`ClientStateStore.check` / `open`)."""
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  real = training_loop.build_training_process
+
+  def build_training_process(process, fed_data, spec):
+    key = (id(process), tuple(fed_data.client_data.client_ids), spec)
+    if key not in built:  # The process is kept: its id is never reused.
+      built[key] = (process, real(process, fed_data, spec))
+    return built[key][1]
+  with mock.patch.object(training_loop, "build_training_process",
+                         build_training_process):
+    yield

@@ -49,7 +49,7 @@ def _import_binary(name: str):
     os.environ.update(before)
 
 
-def run(name: str, *args: str) -> subprocess.CompletedProcess:
+def run(name: str, *args: str, stdout_to=None) -> subprocess.CompletedProcess:
   """`python -m <name> args`, in this process, as `conftest.run_module`
   would run it in a child: the binary's flags parser (`cli.parse_then_import_tf`
   with its pre-import check, `check_config`, if it has one) and its main.
@@ -57,6 +57,8 @@ def run(name: str, *args: str) -> subprocess.CompletedProcess:
   Args:
     name: the binary's module, e.g. "experiments.train_main".
     *args: its command line.
+    stdout_to: a binary stream stdout is written to instead of a buffer
+      (e.g. one that fails like a full device); its stdout is then "".
 
   Returns:
     A `subprocess.CompletedProcess`: returncode 0 when main returned, else
@@ -70,8 +72,8 @@ def run(name: str, *args: str) -> subprocess.CompletedProcess:
   verbosity = absl_logging.get_verbosity()
   tf_level = logging.getLogger("tensorflow").level
   # cli.main line-buffers sys.stdout (`reconfigure`): a TextIOWrapper has it.
-  out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8",
-                               write_through=True) for _ in range(2))
+  out, err = (io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+              for raw in (stdout_to or io.BytesIO(), io.BytesIO()))
   code = 0
   try:
     binary = _import_binary(name)
@@ -86,7 +88,8 @@ def run(name: str, *args: str) -> subprocess.CompletedProcess:
     f.unparse_flags()
     absl_logging.set_verbosity(verbosity)
     logging.getLogger("tensorflow").setLevel(tf_level)
-  text = [s.buffer.getvalue().decode("utf-8") for s in (out, err)]
+  text = [s.buffer.getvalue().decode("utf-8")
+          if isinstance(s.buffer, io.BytesIO) else "" for s in (out, err)]
   return subprocess.CompletedProcess([prog, *args], code, *text)
 
 
@@ -114,9 +117,10 @@ class _CurrentStderr:
     sys.stderr.flush()
 
 
-def run_as_binary(name: str, *args: str) -> subprocess.CompletedProcess:
-  """`run(name, *args)` with the binary's program name and its
-  absl log lines on the captured stderr."""
+def run_as_binary(name: str, *args: str,
+                  stdout_to=None) -> subprocess.CompletedProcess:
+  """`run(name, *args, stdout_to=...)` with the binary's program name and
+  its absl log lines on the captured stderr."""
   handler = absl_logging.get_absl_handler()
   python_handler = handler.python_handler
   root = logging.getLogger()
@@ -127,7 +131,7 @@ def run_as_binary(name: str, *args: str) -> subprocess.CompletedProcess:
   if added:
     root.addHandler(handler)
   try:
-    return run(name, *args)
+    return run(name, *args, stdout_to=stdout_to)
   finally:
     if added:
       root.removeHandler(handler)

@@ -2,6 +2,8 @@
 round, garbage collection, atomic writes, the size formula."""
 
 import errno
+import hashlib
+import json
 import os
 import shutil
 
@@ -9,6 +11,7 @@ import numpy as np
 import pytest
 
 from federated_vision.training import client_states
+from run_checks import damage_state_file, run_file_bytes
 from federated_vision.training.errors import CheckpointError
 from federated_vision.training.errors import OutputWriteError
 
@@ -170,7 +173,95 @@ def test_size_formula_is_the_newest_versions_payload(tmp_path):
   store.write(1, {"a": _value("a", 1), "b": _value("b", 1)})
   store.write(2, {"b": _value("b", 2), "u/1 x": _value("u/1 x", 2)})
   store.commit([2])
-  sizes = [os.path.getsize(os.path.join(d, f))
-           for d, _, files in os.walk(tmp_path / "s") for f in files]
+  # The values (.npy); beside them each round's record of its clients.
+  files = [os.path.join(d, f) for d, _, names in os.walk(tmp_path / "s")
+           for f in names]
+  sizes = [os.path.getsize(f) for f in files if f.endswith(".npy")]
+  assert sorted(os.path.relpath(f, tmp_path / "s") for f in files
+                if not f.endswith(".npy")) == [
+                    f"round_{r}/{client_states.RECORD}" for r in (1, 2)]
   assert len(sizes) == store.clients_seen() == 3
   assert sum(sizes) == client_states.projected_bytes(3, 2, 2, P) + 3 * 128
+
+
+# --- integrity: every file a version reads is checked ------------------------
+
+# Version 3 of WRITES reads a's file of round 2, b's of round 1 and u/1 x's
+# of round 3 (file names are the quoted client ids).
+READ_AT_3 = {"a.npy": 2, "b.npy": 1, "u%2F1%20x.npy": 3}
+
+
+@pytest.mark.parametrize("how, problem", [
+    ("deleted", "missing; round {r}'s clients.json lists it"),
+    ("cut short", "does not match its sha256 in clients.json (cut short, "
+                  "edited or damaged)"),
+    ("one float changed", "does not match its sha256 in clients.json (cut "
+                          "short, edited or damaged)")])
+def test_a_lost_or_altered_file_of_the_version_is_one_line(tmp_path, how,
+                                                           problem):
+  _written(tmp_path / "written" / "s")
+  for name, r in READ_AT_3.items():
+    run = tmp_path / name / "run"
+    shutil.copytree(tmp_path / "written", run)
+    path = run / "s" / f"round_{r}" / name
+    damage_state_file(path, how)
+    before = run_file_bytes(run)
+    for call in (lambda s: s.check(str(run / "s"), 3),
+                 lambda s: s.open(str(run / "s"), 3)):
+      with pytest.raises(CheckpointError) as e:
+        call(client_states.ClientStateStore(SHAPES))
+      assert str(e.value) == (f"client state {path} cannot be read "
+                              f"({problem.format(r=r)}); delete {run} to "
+                              "start over")
+      assert e.value.exit_code == 1
+      assert run_file_bytes(run) == before  # Round 4 not removed, nothing written.
+  # A file no version up to 3 reads (a's round 1: superseded by round 2) is
+  # not read; the values as of 3 are intact.
+  run = tmp_path / "superseded"
+  shutil.copytree(tmp_path / "written", run)
+  damage_state_file(run / "s" / "round_1" / "a.npy", how)
+  _assert_values(_store(run / "s", 3), 3)
+
+
+@pytest.mark.parametrize("damage, problem", [
+    ("deleted", "missing"),
+    ("a client left out", "does not match its sha256 checksum (edited, or "
+                          "damaged)"),
+    ("cut short", "not valid JSON (")])
+def test_a_lost_or_altered_round_record_is_one_line(tmp_path, damage,
+                                                    problem):
+  _written(tmp_path / "run" / "s")
+  record = tmp_path / "run" / "s" / "round_2" / client_states.RECORD
+  if damage == "deleted":
+    record.unlink()
+  elif damage == "cut short":
+    record.write_bytes(record.read_bytes()[:-9])
+  else:  # Its client list edited: no file of "a" in round 2 any more.
+    value = json.loads(record.read_text())
+    del value["clients"]["a"]
+    record.write_text(json.dumps(value))
+  with pytest.raises(CheckpointError) as e:
+    _store(tmp_path / "run" / "s", 4)
+  assert str(e.value).startswith(f"{record}: {problem}")
+  assert str(e.value).endswith(f"; delete {tmp_path / 'run'} to start over")
+  assert len(str(e.value).splitlines()) == 1
+  # Version 1 reads no round-2 record.
+  _assert_values(_store(tmp_path / "run" / "s", 1), 1)
+
+
+def test_each_round_records_its_clients_and_their_checksums(tmp_path):
+  store = _written(tmp_path / "s")
+  for r, clients in WRITES.items():
+    record = json.loads((tmp_path / "s" / f"round_{r}" /
+                         client_states.RECORD).read_text())
+    assert record["round"] == r and sorted(record["clients"]) == sorted(
+        clients)
+    for client in clients:
+      path = tmp_path / "s" / f"round_{r}" / (
+          client.replace("/", "%2F").replace(" ", "%20") + ".npy")
+      assert record["clients"][client] == hashlib.sha256(
+          path.read_bytes()).hexdigest()
+  store.commit([4])  # Files go; records stay: what each round wrote.
+  assert all((tmp_path / "s" / f"round_{r}" / client_states.RECORD).is_file()
+             for r in ROUNDS)
+  _assert_values(_store(tmp_path / "s", 4), 4)

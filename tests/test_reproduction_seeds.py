@@ -191,6 +191,27 @@ def test_tiny_preset_with_three_seeds_reports_mean_and_interval(tmp_path):
   again = reproduce_lib.reproduce(_tiny_preset(), root, {}, seeds=3,
                                   run_fn=ran.append, echo=out.append)
   assert not ran and set(again.values()) == {"finished"}
+  # A seed run's own file damaged (its summary.json cut short): reproduce
+  # re-finishes it as the same train_main command would (from its checked
+  # metrics.csv and checkpoint; no round trained again): the same results.
+  damaged = os.path.join(root, f"{base}_seed1", "summary.json")
+  with open(damaged, "rb") as f:
+    data = f.read()
+  before = json.loads(data)["methods"]["fedavg"]
+  with open(damaged, "wb") as f:
+    f.write(data[:-30])
+  out.clear()
+  again = reproduce_lib.reproduce(_tiny_preset(), root, {}, seeds=3,
+                                  echo=out.append)
+  assert again == {base: "finished", f"{base}_seed1": "ran",
+                   f"{base}_seed2": "finished"}
+  assert any(l.startswith(f"[2/3] {base}_seed1: re-finishing ({damaged}: "
+                          "not valid JSON (") for l in out), out
+  with open(damaged) as f:
+    after = json.load(f)["methods"]["fedavg"]
+  assert after["resumed_from_round"] == 2  # Nothing trained again.
+  for key in ("final_accuracy", "rounds", "acc_at_round", "status"):
+    assert after[key] == before[key], key
 
 
 def test_train_main_seeds_smoke(tmp_path, train_in_process):
@@ -251,3 +272,4 @@ def test_paper_number_inside_or_outside_our_interval(tmp_path):
   assert report_text.ours_text(c5).endswith("(n=2 of 3)")
   md = report_text.format_markdown(rep)
   assert f"no directory {root}/{run}_seed2" in md
+

@@ -28,6 +28,7 @@ import pytest
 
 import in_process
 import built_method_memo
+from run_checks import run_file_bytes
 from conftest import REPO, run_module
 from federated_vision.evaluation import partition_report
 from federated_vision.training import run_files
@@ -190,6 +191,7 @@ def test_damage_before_intact_rows_is_one_line_and_changes_nothing(
   damaged = b"\n".join(lines)
   path.write_bytes(damaged)
   checkpoints = sorted(os.listdir(run / "fedavg" / "checkpoints"))
+  before = run_file_bytes(run)
   proc = _train(tmp_path)
   assert proc.returncode == 1 and "Traceback" not in proc.stderr
   (line,) = _errors(proc)
@@ -197,7 +199,38 @@ def test_damage_before_intact_rows_is_one_line_and_changes_nothing(
           f"(line 3); delete {run / 'fedavg'} to start over" in line), line
   assert path.read_bytes() == damaged  # Nothing rewritten, nothing removed.
   assert sorted(os.listdir(run / "fedavg" / "checkpoints")) == checkpoints
-  assert not (run / "summary.json").exists()
+  # Every file as it was, summary.json included: the finished run is still
+  # reported (it was removed before the loop read metrics.csv).
+  assert run_file_bytes(run) == before and "summary.json" in before
+
+
+def _damage_header(run):
+  path = run / "fedavg" / "metrics.csv"
+  path.write_bytes(b"round,oops" + path.read_bytes()[len("round,clients"):])
+  return f"{path}: its header is not the run's columns ("
+
+
+def _damage_checkpoint(run):
+  latest = run / "fedavg" / "checkpoints" / "round_2"
+  data = sorted((latest / "variables").glob("variables.data-*"))[0]
+  data.write_bytes(data.read_bytes()[:10])
+  return f"checkpoint {latest} cannot be read ("
+
+
+@pytest.mark.parametrize("damage", [_damage_header, _damage_checkpoint],
+                         ids=["metrics.csv header", "last checkpoint"])
+def test_a_damaged_file_stops_the_rerun_with_every_file_as_it_was(
+    first, tmp_path, damage):
+  """The rerun reads every method's files before it writes anything: one
+  line naming the file, exit 1, and the finished run byte for byte."""
+  run = _copy(first, tmp_path)
+  named = damage(run)
+  before = run_file_bytes(run)
+  proc = _train(tmp_path)
+  assert proc.returncode == 1 and "Traceback" not in proc.stderr
+  (line,) = _errors(proc)
+  assert named in line, line
+  assert run_file_bytes(run) == before
 
 
 def test_reader_refuses_a_damaged_header():
@@ -537,3 +570,103 @@ def test_image_index_cache_is_rewritten_unless_it_holds_the_index(tmp_path):
   paths = [e["path"] for e in again.create_tf_dataset_for_client("a")
            .as_numpy_iterator()]
   assert paths == [b"x/1.jpg", b"x/3.jpg"]
+
+
+# --- --overwrite and --experiment_name: only a run's own files --------------
+
+def _tree(root):
+  """{path: bytes or None (a directory)} of everything under `root`."""
+  return {str(p.relative_to(root)): None if p.is_dir() else p.read_bytes()
+          for p in sorted(root.rglob("*"))}
+
+
+def _user_files(first, root):
+  """`root` as a user's: a data file, a data folder and a finished run
+  (`keep`) beside where the command writes."""
+  (root / "precious.txt").write_text("a user's file")
+  (root / "data").mkdir()
+  (root / "data" / "images.csv").write_text("id,label\n1,2\n")
+  shutil.copytree(first[1], root / "keep")
+
+
+@pytest.mark.parametrize("name", [".", "..", "a/b", "/abs/run"])
+def test_experiment_name_not_one_directory_is_refused_before_writing(
+    first, tmp_path, name):
+  root = tmp_path / "root"
+  root.mkdir()
+  _user_files(first, root)
+  before = _tree(tmp_path)
+  for overwrite in ((), ("--overwrite",)):
+    proc = in_process.run("experiments.train_main", f"--root_output_dir={root}",
+                          f"--experiment_name={name}", *FLAGS, *overwrite)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = _errors(proc)
+    assert (f"error: --experiment_name={name!r}: must be a non-empty name "
+            "without '/', not '.' or '..' (one directory in "
+            "--root_output_dir)") in line, line
+    assert _tree(tmp_path) == before  # Nothing written, nothing deleted.
+
+
+@pytest.mark.parametrize("target", ["data", "root", "run with a note"])
+def test_overwrite_of_files_no_run_writes_is_refused_deleting_nothing(
+    first, tmp_path, target):
+  """A data folder, a directory holding another run, or a finished run
+  holding a user's file: one line naming the file, exit 2, all unchanged."""
+  root = tmp_path / "root"
+  root.mkdir()
+  _user_files(first, root)
+  if target == "root":  # --experiment_name naming a directory of runs.
+    root, name, named = tmp_path, "root", tmp_path / "root" / "data"
+  elif target == "data":
+    name, named = "data", root / "data" / "images.csv"
+  else:
+    name, named = "keep", root / "keep" / "notes.txt"
+    named.write_text("my notes on this run")
+  before = _tree(tmp_path)
+  proc = in_process.run("experiments.train_main", f"--root_output_dir={root}",
+                        f"--experiment_name={name}", *FLAGS, "--overwrite")
+  assert proc.returncode == 2 and "Traceback" not in proc.stderr
+  (line,) = _errors(proc)
+  assert f"error: --overwrite: {root / name} holds {named}" in line, line
+  assert line.endswith("which no run writes; --overwrite deletes a run's own "
+                       "files only and deleted nothing: choose another "
+                       "--experiment_name (or --root_output_dir)"), line
+  assert _tree(tmp_path) == before
+  # Without --overwrite, a directory holding no run is not told to use it.
+  if target == "data":
+    proc = in_process.run("experiments.train_main",
+                          f"--root_output_dir={root}", "--experiment_name=data",
+                          *FLAGS)
+    (line,) = _errors(proc)
+    assert proc.returncode == 2 and "--overwrite" not in line, line
+    assert f"{root / 'data'} is not a run's directory (it holds " in line
+    assert _tree(tmp_path) == before
+
+
+def test_overwrite_of_a_finished_run_deletes_its_files_and_retrains(
+    first, tmp_path):
+  root = tmp_path / "root"
+  root.mkdir()
+  _user_files(first, root)
+  run = root / NAME
+  shutil.copytree(first[1], run)
+  others = {k: v for k, v in _tree(root).items()
+            if not k.startswith(NAME + os.sep) and k != NAME}
+  written = sorted(n for n in os.listdir(run) if n != ".lock")
+  with built_method_memo.methods_built_once(_BUILT_METHODS):
+    proc = in_process.run("experiments.train_main", f"--root_output_dir={root}",
+                          f"--experiment_name={NAME}", *FLAGS, "--overwrite")
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert f"--overwrite: deleted {', '.join(written)} in {run}" in proc.stdout
+  assert "resuming" not in proc.stdout and "reusing" not in proc.stdout
+  summary = json.loads((run / "summary.json").read_text())
+  assert summary["methods"]["fedavg"]["resumed_from_round"] == 0
+  assert summary["centralized"]["reused"] is False
+  # Retrained from scratch: the first run's numbers again.
+  assert metrics_md5(run / "fedavg" / "metrics.csv") == metrics_md5(
+      first[1] / "fedavg" / "metrics.csv")
+  got, want = results(run / "summary.json"), results(first[1] / "summary.json")
+  for key in ("methods", "centralized", "emd", "status"):
+    assert got[key] == want[key], key
+  assert {k: v for k, v in _tree(root).items()
+          if not k.startswith(NAME + os.sep) and k != NAME} == others

@@ -230,7 +230,16 @@ def test_run_record_names_differences_and_allows_only_extension(tmp_path):
   with pytest.raises(ConfigError, match="holds results without experiment.json"):
     run_record.check(str(other), base)
   (tmp_path / "fedavg").mkdir()
-  run_record.clear(str(tmp_path))
+  # --overwrite deletes a run's own files only: `other` (a directory
+  # holding a method directory: another run) is refused, nothing deleted.
+  before = sorted(os.listdir(tmp_path))
+  with pytest.raises(ConfigError, match=f"--overwrite: {tmp_path} holds "
+                     f"{other}, which no run writes"):
+    run_record.clear(str(tmp_path))
+  assert sorted(os.listdir(tmp_path)) == before and os.listdir(other) == [
+      "fedavg"]
+  shutil.rmtree(other)
+  assert run_record.clear(str(tmp_path)) == ["experiment.json", "fedavg"]
   assert os.listdir(tmp_path) == [".lock"]
 
 

@@ -1,17 +1,22 @@
 """SCAFFOLD through train_main (in this process: conftest's train_in_process):
 the 2-round smoke run beside FedAvg, refused combinations, and a run
-interrupted between rounds (Ctrl-C) that resumes to identical metrics."""
+interrupted between rounds (Ctrl-C) that resumes to identical metrics, and
+whose state files, lost or altered, stop the resume with one line."""
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
 
+import built_method_memo
 from conftest import metric_rows
 from federated_vision.algorithms import sampling
 from federated_vision.models import digits as digits_models
+from federated_vision.training import client_states
 from run_checks import DIGITS_NUM_TEST, check_method_run
+from run_checks import damage_state_file, run_file_bytes
 
 # Digits, 6 clients, 3 a round: clients sit out rounds and come back.
 SMALL = ["--num_clients=6", "--clients_per_round=3", "--client_batch_size=20",
@@ -24,9 +29,23 @@ def _digits_cnn_weights() -> int:
 
 
 def _state_files(method_dir):
+  """Round -> its client state files (.npy); each round's directory also
+  holds its record of them (`client_states.RECORD`)."""
   root = method_dir / "client_states"
-  return {int(d.split("_")[1]): sorted(os.listdir(root / d))
-          for d in os.listdir(root)}
+  files = {}
+  for d in os.listdir(root):
+    names = sorted(os.listdir(root / d))
+    assert client_states.RECORD in names, d
+    files[int(d.split("_")[1])] = [n for n in names
+                                   if n != client_states.RECORD]
+  return files
+
+
+_DAMAGE = [("deleted", "missing; round 2's clients.json lists it"),
+           ("cut short", "does not match its sha256 in clients.json (cut "
+                         "short, edited or damaged)"),
+           ("one float changed", "does not match its sha256 in clients.json "
+                                 "(cut short, edited or damaged)")]
 
 
 def test_smoke_two_rounds_beside_fedavg(tmp_path, train_in_process):
@@ -105,13 +124,40 @@ def test_interrupted_run_resumes_to_identical_metrics(tmp_path, monkeypatch,
       raise KeyboardInterrupt
     return select(self, round_num)
   monkeypatch.setattr(sampling.UniformSampler, "select", ctrl_c_before_round_4)
-  killed = run("split")
+  # The interrupted run's build serves the damaged copies' reruns below (their
+  # checks are about the files); the resume at the end builds anew.
+  built, processes = {}, {}
+  with built_method_memo.methods_built_once(built), \
+      built_method_memo.training_processes_built_once(processes):
+    killed = run("split")
   monkeypatch.undo()
   assert killed.returncode == 130
   method = tmp_path / "split" / "scaffold"
   # Round 3's c_k were written, its checkpoint was not (every 2 rounds).
   assert sorted(_state_files(method)) == [1, 2, 3]
   assert sorted(os.listdir(method / "checkpoints")) == ["round_2"]
+  # A state file the resumed round reads, deleted, cut short or with one
+  # float changed (a copy of the run each): one line naming it, exit 1,
+  # nothing of the run changed -- never zeros or another value trained on.
+  for how, problem in _DAMAGE:
+    damaged = tmp_path / how.replace(" ", "_")
+    shutil.copytree(tmp_path / "split", damaged / "split")
+    states = damaged / "split" / "scaffold" / "client_states" / "round_2"
+    path = states / sorted(_state_files(damaged / "split" / "scaffold")[2])[0]
+    damage_state_file(path, how)
+    before = run_file_bytes(damaged / "split")
+    with built_method_memo.methods_built_once(built), \
+        built_method_memo.training_processes_built_once(processes):
+      proc = train_in_process(
+          f"--root_output_dir={damaged}", "--experiment_name=split",
+          "--methods=scaffold", "--total_rounds=4",
+          "--rounds_per_checkpoint=2", *SMALL)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    (line,) = [l for l in proc.stderr.splitlines() if "error:" in l]
+    assert line.endswith(
+        f"error: client state {path} cannot be read ({problem}); delete "
+        f"{damaged / 'split' / 'scaffold'} to start over"), line
+    assert run_file_bytes(damaged / "split") == before
   resumed = run("split")
   assert resumed.returncode == 0, resumed.stderr[-3000:]
   assert "resuming from the checkpoint of round 2" in resumed.stdout

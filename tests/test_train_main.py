@@ -3,16 +3,15 @@
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import REPO, worker_pids
+from conftest import REPO
 from conftest import SMALL_RUN as SMALL
 from conftest import TRAIN_MAIN as BINARY
 from conftest import metric_rows as _metric_rows
+import run_checks
 from run_checks import DIGITS_NUM_TEST, check_method_run
 
 
@@ -67,74 +66,18 @@ def test_smoke_two_rounds_writes_every_output(tmp_path, train_in_process):
 
 # Same seed, same numbers: tests/test_run_integrity.py's `runs` (a fresh run
 # in this process, then extended) against conftest's reference_run (a child
-# process), row for row and byte for byte; and the resumes below and there.
+# process), row for row and byte for byte; and the resumes there and in
+# tests/test_interrupts.py (SIGKILL, then SIGINT at every moment around a
+# checkpoint write, resumed to the reference run's metrics).
 
 
-def test_sigkill_then_resume_matches_uninterrupted(reference_run, tmp_path,
-                                                   train_in_process):
-  args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
-          "--experiment_name=killed", "--total_rounds=6", *SMALL]
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  first_ckpt = tmp_path / "killed" / "fedavg" / "checkpoints" / "round_1"
-  proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-  try:
-    while not first_ckpt.is_dir() and proc.poll() is None:
-      time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(30)
-  finally:
-    if proc.poll() is None:
-      proc.kill()
-  assert proc.returncode == -signal.SIGKILL
-  csv_path = tmp_path / "killed" / "fedavg" / "metrics.csv"
-  assert len(_metric_rows(csv_path)) < 6, "run finished before the kill"
-
-  again = train_in_process(*args[3:])  # The resume: in this process.
-  assert again.returncode == 0, again.stderr[-3000:]
-  assert "resuming from the checkpoint of round" in again.stdout
-  summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
-  assert summary["methods"]["fedavg"]["resumed_from_round"] >= 1
-  reference = reference_run
-  assert _metric_rows(csv_path) == _metric_rows(reference / "fedavg" / "metrics.csv")
-  ref_summary = json.loads((reference / "summary.json").read_text())
-  assert (summary["methods"]["fedavg"]["final_accuracy"]
-          == ref_summary["methods"]["fedavg"]["final_accuracy"])
-
-
-@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 128 + 15),
-                                       (signal.SIGINT, 130)])
-def test_signal_stops_run_and_worker(tmp_path, sig, code):
-  before = worker_pids()
-  args = [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
-          "--total_rounds=200", *SMALL]
-  # As in a terminal: SIGINT at its default even when this test session was
-  # started in the background by a script (which ignores SIGINT).
-  proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                          text=True, preexec_fn=lambda: signal.signal(
-                              signal.SIGINT, signal.SIG_DFL))
-  try:
-    line = ""
-    while "[fedavg] round" not in line:
-      assert proc.poll() is None, proc.stderr.read()
-      line = proc.stdout.readline()
-    ours = worker_pids() - before
-    assert ours, "no worker while training"
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
-  finally:
-    if proc.poll() is None:
-      proc.kill()
-  assert proc.returncode == code
-  assert "Traceback" not in err
-  # Both say how to resume, as docs/failure_modes.md quotes it (SIGTERM
-  # said nothing before issue 29).
-  assert err.strip().splitlines()[-1] == (
-      "interrupted; run the same command again to resume from the last "
-      "checkpoint")
-  time.sleep(0.5)
-  assert not (worker_pids() & ours)
+def test_sigterm_stops_run_and_worker(tmp_path):
+  # Says how to resume, as docs/failure_modes.md quotes it (SIGTERM said
+  # nothing before issue 29). SIGINT: tests/test_interrupts.py, whose run
+  # is then resumed.
+  run_checks.signal_in_first_round(
+      [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
+       "--total_rounds=200", *SMALL], signal.SIGTERM)
 
 
 def _file_in(tmp_path):

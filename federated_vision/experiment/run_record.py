@@ -11,9 +11,16 @@ run may resume on other workers), checkpoint cadence
 (`rounds_per_checkpoint`) and the reported target (`target_accuracy`).
 Nor is a setting the run does not read (`federated_vision.experiment.fields_read`: e.g. --alpha of
 a split-CSV run, --server_momentum of a FedAvg-only run).
+
+--overwrite deletes a run's own files only (`clear`): those a run writes
+at the top of its directory (`RUN_FILES`) and its method directories (a
+directory holding only `METHOD_FILES`). A directory holding anything else
+(a user's file, a data set, another run, a sweep's points) is refused, one
+line naming the first such entry, before a byte is deleted.
 """
 
 import dataclasses
+import fnmatch
 import hashlib
 import os
 import shutil
@@ -36,8 +43,17 @@ NOT_RECORDED = ("root_output_dir", "experiment_name", "overwrite",
 # Settings added after records were written, with the value every older
 # run had: a record without one holds that value, so it still resumes.
 ADDED_SETTINGS = {"mixed_precision": "float32", "full_train_loss": False}
-# Files a run writes at the top of its directory (other than method dirs).
-_KEEP_ON_CLEAR = (".lock",)
+# What a run writes at the top of its directory (shell patterns): its
+# record, results, baseline, plots, partition and image reports, lock file
+# and the temporary files of interrupted writes (`run_files.atomic_path`).
+RUN_FILES = (RECORD_FILE, "hparams.json", "summary.json", "centralized.json",
+             "accuracy.png", "accuracy_vs_batches.png", "loss.png",
+             "partition*_class_counts.json", "partition*_class_counts.png",
+             "image_report.json", ".lock", ".*.tmp[0-9]*")
+# What a method's directory holds (`training_loop`'s module docstring).
+METHOD_FILES = ("metrics.csv", "checkpoints", "tensorboard", "client_states",
+                ".lock", ".*.tmp[0-9]*")
+_KEEP_ON_CLEAR = (".lock",)  # Held by the run that clears the directory.
 
 
 def recorded_settings(config: config_lib.ExperimentConfig) -> Dict[str, object]:
@@ -59,9 +75,53 @@ def partition_fingerprint(fed_data) -> str:
   return h.hexdigest()
 
 
-def clear(directory: str) -> None:
-  """Deletes everything in `directory` but its lock file (--overwrite)."""
-  for name in os.listdir(directory):
+def _matches(name: str, patterns) -> bool:
+  return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def not_run_files(directory: str) -> list:
+  """The entries of `directory` no run writes (sorted): neither one of
+  `RUN_FILES` nor a method directory (a real directory, not a link, whose
+  entries all match `METHOD_FILES`; an empty one holds nothing to lose)."""
+  foreign = []
+  for name in sorted(os.listdir(directory)):
+    path = os.path.join(directory, name)
+    if os.path.isdir(path) and not os.path.islink(path):
+      if not all(_matches(n, METHOD_FILES) for n in os.listdir(path)):
+        foreign.append(name)
+    elif not _matches(name, RUN_FILES):
+      foreign.append(name)
+  return foreign
+
+
+def check_clearable(directory: str) -> None:
+  """--overwrite: `directory` holds a run's files only (or does not exist).
+
+  Raises:
+    ConfigError: naming the first entry no run writes (nothing is deleted).
+  """
+  if not os.path.isdir(directory):
+    return
+  foreign = not_run_files(directory)
+  if foreign:
+    more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+    raise ConfigError(
+        f"--overwrite: {directory} holds {os.path.join(directory, foreign[0])}"
+        f"{more}, which no run writes; --overwrite deletes a run's own files "
+        "only and deleted nothing: choose another --experiment_name (or "
+        "--root_output_dir)", "overwrite")
+
+
+def clear(directory: str) -> list:
+  """--overwrite: deletes the run's files in `directory` (all but its lock
+  file) after `check_clearable`; returns the entries deleted.
+
+  Raises:
+    ConfigError: `directory` holds anything else (nothing is deleted).
+  """
+  check_clearable(directory)
+  removed = []
+  for name in sorted(os.listdir(directory)):
     if name in _KEEP_ON_CLEAR:
       continue
     path = os.path.join(directory, name)
@@ -69,6 +129,8 @@ def clear(directory: str) -> None:
       shutil.rmtree(path)
     else:
       os.remove(path)
+    removed.append(name)
+  return removed
 
 
 def _how_to_proceed(directory: str) -> str:
@@ -88,9 +150,16 @@ def check(directory: str, config: config_lib.ExperimentConfig
   """
   path = os.path.join(directory, RECORD_FILE)
   if not os.path.exists(path):
-    # Caches (.client_data) and the image report may precede the record.
+    # The lock file and the image report may precede the record.
     if any(not n.startswith(".") and n != "image_report.json"
            for n in os.listdir(directory)):
+      foreign = not_run_files(directory)
+      if foreign:  # Not a run's directory: --overwrite would refuse it.
+        raise ConfigError(
+            f"{directory} is not a run's directory (it holds "
+            f"{os.path.join(directory, foreign[0])}, which no run writes, "
+            f"and no {RECORD_FILE}); choose another --experiment_name (or "
+            "--root_output_dir)", "experiment_name")
       raise ConfigError(f"{directory} holds results without {RECORD_FILE} "
                         f"(another or an older run); {_how_to_proceed(directory)}",
                         "experiment_name")
@@ -148,31 +217,46 @@ def check_before_run(config: config_lib.ExperimentConfig) -> None:
   of TensorFlow/TFF start-up); `runner.run` checks again under the lock.
 
   Raises:
-    ConfigError: as `check` (not with --overwrite, which clears it).
+    ConfigError: as `check`; with --overwrite, the directory holds files
+      no run writes (`check_clearable`).
   """
-  if not config.run.overwrite and os.path.isdir(config.output_dir):
+  if config.run.overwrite:
+    check_clearable(config.output_dir)
+  elif os.path.isdir(config.output_dir):
     check(config.output_dir, config)
 
 
-def start(directory: str, config: config_lib.ExperimentConfig,
-          fingerprint: str, record: Optional[dict], log=print) -> None:
-  """Checks the partition against `record`, then (re)writes the record with
-  the current total_rounds and removes summary.json, so a run in progress
-  never looks finished (and the temporary files a killed run left).
+def check_partition(directory: str, fingerprint: str,
+                    record: Optional[dict]) -> None:
+  """The partition the data give now is the recorded run's.
 
   Raises:
     ConfigError: the same settings built another partition (e.g. the data
       files changed).
   """
+  if record is not None and record.get("partition_fingerprint") != fingerprint:
+    raise ConfigError(f"{directory}: the data now give another partition "
+                      "than the recorded run's (partition fingerprint "
+                      "differs; the data files changed?); "
+                      f"{_how_to_proceed(directory)}", "experiment_name")
+
+
+def start(directory: str, config: config_lib.ExperimentConfig,
+          fingerprint: str, record: Optional[dict], log=print) -> None:
+  """Checks the partition against `record` (`check_partition`), then
+  (re)writes the record with the current total_rounds and removes
+  summary.json, so a run in progress never looks finished (and the
+  temporary files a killed run left). The runner calls it once every
+  method's files were read and checked (`runner.open_methods`).
+
+  Raises:
+    ConfigError: the same settings built another partition.
+  """
   # Local: evaluation.reporting imports TensorFlow; only when a run starts.
   from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
   settings = recorded_settings(config)
+  check_partition(directory, fingerprint, record)
   if record is not None:
-    if record.get("partition_fingerprint") != fingerprint:
-      raise ConfigError(f"{directory}: the data now give another partition "
-                        "than the recorded run's (partition fingerprint "
-                        "differs; the data files changed?); "
-                        f"{_how_to_proceed(directory)}", "experiment_name")
     if record.get("package_version") != __version__:
       log(f"note: {directory} was started with federated_vision "
           f"{record.get('package_version')}, this is {__version__}")

@@ -129,30 +129,54 @@ def build_experiment(config: config_lib.ExperimentConfig,
                     resolved, stats, scenario)
 
 
-def _train(exp: Experiment, evaluate):
+def _loop_config(exp: Experiment, method):
+  """The training loop's settings of `method`'s run."""
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  t, r = exp.config.training, exp.config.run
+  return training_loop.LoopConfig(
+      total_rounds=t.total_rounds,
+      output_dir=os.path.join(exp.output_dir, method.name),
+      rounds_per_eval=t.rounds_per_eval,
+      rounds_per_checkpoint=t.rounds_per_checkpoint,
+      on_divergence=r.on_divergence,
+      resume_from_last_valid=r.resume_from_last_valid,
+      round_columns=(() if exp.scenario is None else
+                     (("extra_broadcast_bytes",
+                       method.extra_broadcast_bytes),)),
+      eval_columns=mixing_report.eval_columns(exp),
+      full_train_loss=t.full_train_loss)
+
+
+def _fed_data(exp: Experiment, method):
+  return exp.fed_data if method.fed_data is None else method.fed_data
+
+
+def open_methods(exp: Experiment) -> dict:
+  """{method: `training_loop.open_run`}: every method's run read and
+  checked (metrics.csv, its checkpoint, client states) before the run
+  writes anything, so a damaged file stops it with the finished run as it
+  was.
+
+  Raises:
+    training_loop.RunError: a damaged file (one line naming it).
+  """
+  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  return {m.name: training_loop.open_run(m.process, _fed_data(exp, m), m.spec,
+                                         _loop_config(exp, m))
+          for m in exp.methods}
+
+
+def _train(exp: Experiment, evaluate, opened: dict):
   """{method: RunResult}, and the `DivergenceError` that stopped the run (or
   None): methods after a diverged one are not run."""
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
-  t, r = exp.config.training, exp.config.run
   results = {}
   for method in exp.methods:
     try:
       results[method.name] = training_loop.run_federated_training(
-          method.name, method.process,
-          exp.fed_data if method.fed_data is None else method.fed_data,
-          method.spec, method.sampler, evaluate,
-          training_loop.LoopConfig(
-              total_rounds=t.total_rounds,
-              output_dir=os.path.join(exp.output_dir, method.name),
-              rounds_per_eval=t.rounds_per_eval,
-              rounds_per_checkpoint=t.rounds_per_checkpoint,
-              on_divergence=r.on_divergence,
-              resume_from_last_valid=r.resume_from_last_valid,
-              round_columns=(() if exp.scenario is None else
-                             (("extra_broadcast_bytes",
-                               method.extra_broadcast_bytes),)),
-              eval_columns=mixing_report.eval_columns(exp),
-              full_train_loss=t.full_train_loss))
+          method.name, method.process, _fed_data(exp, method), method.spec,
+          method.sampler, evaluate, _loop_config(exp, method),
+          opened=opened[method.name])
     except training_loop.DivergenceError as e:
       results[method.name] = e.result
       return results, e
@@ -212,22 +236,29 @@ def run(config: config_lib.ExperimentConfig,
   if resolved is None:  # Not checked yet (`config_lib.checked` was not
     resolved = config_lib.validate(config)  # used): once, here.
     presence.require(config.data)  # Data on this machine, before any dir.
+  # Another experiment's directory, or --overwrite of files no run writes:
+  # refused before anything is written there (checked again under the lock).
+  run_record.check_before_run(config)
   new_dirs = _new_dirs(config.output_dir)
   out = check_output_dir(config.output)
   started = False
   try:
     with training_loop.RunLock(out):
       try:
-        if config.run.overwrite:
-          run_record.clear(out)
+        if config.run.overwrite:  # A run's own files only (else refused).
+          removed = run_record.clear(out)
+          if removed:
+            print(f"--overwrite: deleted {', '.join(removed)} in {out}")
         record = run_record.check(out, config)
         # Workers first: a bad --workers address fails before data is loaded.
         with config.execution.context():
           exp = build_experiment(config, resolved)
-          run_record.start(out, config, run_record.partition_fingerprint(
-              exp.fed_data), record)
+          fingerprint = run_record.partition_fingerprint(exp.fed_data)
+          run_record.check_partition(out, fingerprint, record)
+          opened = open_methods(exp)  # Read and checked; nothing written.
+          run_record.start(out, config, fingerprint, record)
           started = True
-          return _run(exp)
+          return _run(exp, opened)
       except BaseException:
         if not started and new_dirs:  # Refused (e.g. a malformed split CSV).
           _unlink_lone_lock(out)
@@ -268,8 +299,9 @@ def _remove_empty(dirs: List[str]) -> None:
       return
 
 
-def _run(exp: Experiment) -> dict:
-  """Trains, writes and prints results (under the directory's lock)."""
+def _run(exp: Experiment, opened: dict) -> dict:
+  """Trains (from `open_methods`' `opened`), writes and prints results
+  (under the directory's lock)."""
   from federated_vision.data import client_data as cdl  # pylint: disable=g-import-not-at-top
   from federated_vision.evaluation import metrics as metrics_lib  # pylint: disable=g-import-not-at-top
   from federated_vision.evaluation import keras_eval  # pylint: disable=g-import-not-at-top
@@ -298,7 +330,7 @@ def _run(exp: Experiment) -> dict:
   if t.full_train_loss:  # The clients' training examples, every eval.
     evaluate = keras_eval.with_full_train_loss(
         evaluate, exp.keras_model_fn, fed.pooled_train_batches())
-  results, diverged = _train(exp, evaluate)
+  results, diverged = _train(exp, evaluate, opened)
   central, reused = (central_baseline.train_or_reuse(
       exp, eval_ds, lambda c: central_status(c) == "completed")
       if diverged is None else (None, False))

@@ -185,9 +185,12 @@ def check_output(output: OutputConfig) -> None:
               "must be a non-empty path (results go to "
               "<root_output_dir>/<experiment_name>)")
   name = output.experiment_name
-  if not name or os.sep in name:
+  # One directory inside --root_output_dir: never the root itself ('.'),
+  # its parent ('..') or anywhere else (a path, an absolute one).
+  if not name or name in (".", "..") or "/" in name or os.sep in name:
     raise bad("experiment_name", repr(name),
-              "must be a non-empty name without '/'")
+              "must be a non-empty name without '/', not '.' or '..' (one "
+              "directory in --root_output_dir)")
 
 
 def check_execution(e: ExecutionConfig) -> None:

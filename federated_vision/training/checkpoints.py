@@ -9,6 +9,7 @@ from typing import Callable, List, Optional
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from federated_vision.runtime import signals
 from federated_vision.training.errors import CheckpointError
 from federated_vision.training.errors import OutputWriteError
 from federated_vision.training.errors import describe_error
@@ -16,6 +17,15 @@ from federated_vision.training.errors import describe_error
 CHECKPOINT_PREFIX = "round_"
 # Where unreadable checkpoints are moved by `resume_from_last_valid`.
 CORRUPT_DIR = "corrupt"
+
+
+def _run(coroutine):
+  """`asyncio.run(coroutine)` with SIGINT / SIGTERM / SIGHUP held back until
+  it returns (`signals.deferred`: asyncio's own SIGINT handler would drop a
+  Ctrl-C landing after the coroutine finished; and a checkpoint is written
+  or read whole before the run stops)."""
+  with signals.deferred():
+    return asyncio.run(coroutine)
 
 
 class Checkpoints:
@@ -43,7 +53,7 @@ class Checkpoints:
     return os.path.join(self.directory, f"{CHECKPOINT_PREFIX}{version}")
 
   def versions(self) -> List[int]:
-    return asyncio.run(self._manager.get_versions()) or []
+    return _run(self._manager.get_versions()) or []
 
   def remove_temporaries(self, version: Optional[int] = None) -> List[str]:
     """Deletes `round_<version>_temp*` (every round's when None)."""
@@ -81,7 +91,7 @@ class Checkpoints:
     for i in range(len(versions) - 1, -1, -1):
       version, path = versions[i], self.path(versions[i])
       try:
-        return asyncio.run(self._manager.load(version, structure)), version
+        return _run(self._manager.load(version, structure)), version
       except Exception as e:  # pylint: disable=broad-except
         cause = describe_error(e)
       previous = versions[i - 1] if i else None
@@ -119,7 +129,7 @@ class Checkpoints:
       OutputWriteError: naming the directory and the cause (e.g. no space).
     """
     try:
-      asyncio.run(self._manager.save(state, version))
+      _run(self._manager.save(state, version))
     except (OSError, tf.errors.OpError) as e:
       self.remove_temporaries(version)
       raise OutputWriteError(
