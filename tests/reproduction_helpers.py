@@ -34,12 +34,13 @@ def write_hparams(run_dir: str, flags: Mapping[str, object], **overrides):
 def write_metrics(run_dir: str, method: str,
                   curve: Sequence[Tuple[int, Optional[float]]],
                   batches_per_round: int = 4,
-                  full_train_loss: Optional[Mapping[int, float]] = None
-                  ) -> str:
+                  full_train_loss: Optional[Mapping[int, float]] = None,
+                  clients: int = 10) -> str:
   """metrics.csv with one row per round 1..last; `curve` gives (round,
   test accuracy) of the evaluated rounds (others have no test accuracy);
   `full_train_loss` ({round: loss} of evaluated rounds): that column too,
-  before the timing column, as `--full_train_loss` runs write it."""
+  before the timing column, as `--full_train_loss` runs write it; each
+  round trains `clients` clients."""
   evaluated = dict(curve)
   last = max(evaluated)
   path = os.path.join(run_dir, method, "metrics.csv")
@@ -52,7 +53,7 @@ def write_metrics(run_dir: str, method: str,
     for r in range(1, last + 1):
       acc = evaluated.get(r)
       loss = [full_train_loss.get(r, "")] if extra else []
-      w.writerow([r, 10, 1.0, 0.5, "" if acc is None else 0.9,
+      w.writerow([r, clients, 1.0, 0.5, "" if acc is None else 0.9,
                   "" if acc is None else acc, batches_per_round,
                   r * batches_per_round] + loss + [0.1])
   return path
@@ -75,17 +76,19 @@ def finished_run(root: str, run, curves: Mapping[str, Sequence[Tuple[int, float]
                  centralized: Optional[float] = None, emd: float = 0.5,
                  batches_per_round: int = 4,
                  full_train_loss: Optional[Mapping[str, Mapping[int, float]]]
-                 = None, **summary_extra) -> str:
-  """A finished run of a `spec.Run`: hparams.json from its flags, metrics.csv
-  per method from `curves` (and `full_train_loss`'s column, per method),
-  summary.json whose final_accuracy is each curve's last value (updated by
-  `entries`)."""
+                 = None, clients: int = 10,
+                 hparams: Optional[Mapping[str, object]] = None,
+                 **summary_extra) -> str:
+  """A finished run of a `spec.Run`: hparams.json from its flags (and
+  `hparams`' entries), metrics.csv per method from `curves` (and
+  `full_train_loss`'s column, per method; `clients` a round), summary.json
+  whose final_accuracy is each curve's last value (updated by `entries`)."""
   run_dir = os.path.join(root, run.name)
-  write_hparams(run_dir, run.flags)
+  write_hparams(run_dir, run.flags, **(hparams or {}))
   methods = {}
   for method, curve in curves.items():
     write_metrics(run_dir, method, curve, batches_per_round,
-                  (full_train_loss or {}).get(method))
+                  (full_train_loss or {}).get(method), clients)
     methods[method] = {"final_accuracy": curve[-1][1], "rounds": curve[-1][0]}
     methods[method].update((entries or {}).get(method, {}))
   write_summary(run_dir, methods, centralized, emd, **summary_extra)

@@ -39,3 +39,25 @@ def accuracy_at(xs: Sequence[float], accuracies: Sequence[float],
     raise ValueError("xs must be non-decreasing")
   i = np.searchsorted(xs, x, side="right") - 1
   return None if i < 0 else float(accuracies[i])
+
+
+def minibatch_gradients(rows: Sequence[Mapping[str, object]]) -> List[int]:
+  """Minibatch gradient computations after each round of metrics.csv rows,
+  summed over the round's clients (McMahan et al. 2017 §3 / Figure 9): the
+  running sum of clients x batch budget, exact when every client of a round
+  computes the round's batch budget (its largest client's local batches),
+  i.e. clients of one size.
+
+  Raises:
+    ValueError: a row without an integer `clients` or `batch_budget` >= 0.
+  """
+  total, out = 0, []
+  for r in rows:
+    clients, budget = r.get("clients"), r.get("batch_budget")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+               for v in (clients, budget)):
+      raise ValueError(f"round {r.get('round')}: clients={clients!r}, "
+                       f"batch_budget={budget!r}: integers >= 0 needed")
+    total += clients * budget
+    out.append(total)
+  return out

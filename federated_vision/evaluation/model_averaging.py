@@ -25,6 +25,11 @@ import numpy as np
 
 # Figure 1's caption: 50 evenly spaced theta in [-0.2, 1.2].
 NUM_THETAS, THETA_RANGE = 50, (-0.2, 1.2)
+# Its two plots: "For the left plot, w and w' were initialized using
+# different random seeds; for the right plot, a shared seed was used."
+INITIALISATIONS = ("independent", "shared")
+# The key of an averaging run's curves in its summary.json (`to_summary`).
+SUMMARY_KEY = "model_averaging"
 # §2: 600 examples per parent, SGD at 0.1, minibatches of 50, E = 20.
 PARENT_EXAMPLES, LEARNING_RATE, BATCH_SIZE, EPOCHS = 600, 0.1, 50, 20
 
@@ -152,8 +157,7 @@ def figure1(model_fn: Callable[[int], "tf.keras.Model"], x: np.ndarray,
     return total / int(x.shape[0])
 
   out, parents, average = {}, {}, {}
-  for panel, seeds in (("independent", (seed, seed + 1)),
-                       ("shared", (seed, seed))):
+  for panel, seeds in zip(INITIALISATIONS, ((seed, seed + 1), (seed, seed))):
     w, w_prime = (trained(s, sample) for s, sample in zip(seeds, samples))
     out[panel] = np.array([full_loss(mix(w, w_prime, t)) for t in grid])
     parents[panel] = (full_loss(w), full_loss(w_prime))

@@ -55,7 +55,7 @@ def _draw_panel(ax, i: int, panel: fs.Panel, result, colours) -> None:
     if panel.kind == fs.PER_RUN:
       pts = sorted(pts, key=lambda p: position(p.x))
     ax.plot([position(p.x) for p in pts], [p.y for p in pts],
-            label=series.label, color=colour, lw=1.3,
+            label=result.legend(i, series.label), color=colour, lw=1.3,
             marker="o" if panel.kind == fs.PER_RUN else None, ms=4)
   lines = [l for l in result.lines if l.panel == i]
   for declared, line in zip(panel.lines, lines):
@@ -63,6 +63,11 @@ def _draw_panel(ax, i: int, panel: fs.Panel, result, colours) -> None:
       ax.axhline(line.y, color="0.45", ls="--", lw=1.0, label=(
           f"{line.label} ({line.y:.4g})" if declared.baseline else
           line.label))
+  for label, x in panel.x_lines:  # E.g. Figure 1's parents at 0 and 1.
+    ax.axvline(x, color="0.6", ls=":", lw=1.0)
+    ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"),
+                xytext=(2, -10), textcoords="offset points", fontsize=6.5,
+                color="0.4")
   paper = [v for j, v in result.paper if j == i]
   for k, v in enumerate(paper):  # Stars in their series' colour.
     x = position(v.x) if order and v.x in order else v.x
@@ -114,8 +119,9 @@ def draw(result, path: str) -> str:
                          int(width * CHARACTERS_PER_INCH), max_lines=4,
                          placeholder=" ... (the report lists them)")
   extra = 0.16 * (note.count("\n") + 1) if note else 0.0
-  title = textwrap.fill(result.spec.title, int(width * CHARACTERS_PER_INCH
-                                                * 0.65))
+  title = textwrap.fill(result.spec.title + (
+      " (one rate, not optimised)" if result.rate_note else ""),
+                        int(width * CHARACTERS_PER_INCH * 0.65))
   top = 0.2 * (title.count("\n") + 1)
   fig = Figure(figsize=(width, PANEL_SIZE[1] * rows + top + extra), dpi=DPI)
   FigureCanvasAgg(fig)

@@ -10,8 +10,13 @@ directories and writes `<results_root>/<preset>_<key>.png` and `.csv`.
 
 Panel kinds:
   CURVE    a metric of one method over its evaluated rounds (metrics.csv):
-           x ROUND or BATCHES (Hsu 2020's cumulative batch budget), y one
-           of CURVE_METRICS; one (run, method) per series.
+           x ROUND, BATCHES (Hsu 2020's cumulative batch budget) or
+           GRADIENTS (McMahan 2017 Figure 9's minibatch gradient
+           computations; a centralized run's SGD: its minibatch updates), y
+           one of CURVE_METRICS; one (run, method) per series. x THETA: an
+           averaging run's loss on the full training set against the mixing
+           weight (McMahan 2017 Figure 1; the series' "method" is the
+           initialisation, `AVERAGING_CURVES`).
   PER_RUN  one point per run: y a `spec.Metric` read as a report cell is
            (final accuracy, a method field, a run field, ...), x the run's
            EMD (`EMD_X`) or the value of one of its flags (e.g. "alpha").
@@ -25,6 +30,7 @@ import dataclasses
 import re
 from typing import Mapping, Optional, Tuple
 
+from federated_vision.evaluation import model_averaging
 from federated_vision.reproduction import spec
 from federated_vision.training import run_files
 
@@ -33,10 +39,19 @@ PER_RUN = "per_run"
 BARS = "bars"
 PANEL_KINDS = (CURVE, PER_RUN, BARS)
 
-# CURVE x: metrics.csv columns.
+# CURVE x: metrics.csv columns, and two derived axes (`figure_curves`).
 ROUND = "round"
 BATCHES = "cumulative_batch_budget"
-CURVE_X = (ROUND, BATCHES)
+# McMahan 2017 §3: "accuracy as a function of the number of such minibatch
+# gradient calculations": the local minibatch gradients summed over the
+# clients of every round so far; a centralized run's SGD: its updates.
+GRADIENTS = "minibatch_gradients"
+# McMahan 2017 Figure 1: the mixing weight of theta w + (1 - theta) w'.
+THETA = "theta"
+CURVE_X = (ROUND, BATCHES, GRADIENTS, THETA)
+# An averaging run's two curves (the caption's left and right plots), read
+# as a THETA series' "method".
+AVERAGING_CURVES = model_averaging.INITIALISATIONS
 # CURVE y, with the unit it is drawn in.
 TEST_ACCURACY = "test_accuracy"          # %
 RELATIVE_ACCURACY = "relative_accuracy"  # test accuracy / the baseline's
@@ -50,6 +65,8 @@ EMD_X = "emd"
 _AXIS_LABELS = {
     ROUND: "communication round",
     BATCHES: "cumulative batch budget (largest client's local batches)",
+    GRADIENTS: "minibatch gradient computations (all clients; SGD: updates)",
+    THETA: "mixing weight θ of θw + (1 − θ)w′",
     TEST_ACCURACY: "test accuracy (%)",
     RELATIVE_ACCURACY: "relative accuracy (ours / our centralized)",
     FULL_TRAIN_LOSS: "training-set loss (server model, pooled client data)",
@@ -93,16 +110,25 @@ class Series:
 @dataclasses.dataclass(frozen=True)
 class ReferenceLine:
   """A horizontal line: a constant `value` (in the panel's y unit, e.g. a
-  target accuracy in %) or the accuracy of the centralized run `baseline`
-  (in %)."""
+  target accuracy in %), the accuracy of the centralized run `baseline`
+  (in %), or a number a run `recorded` in its summary.json: (run, dotted
+  path), e.g. Figure 1's best parent loss."""
   label: str
   value: Optional[float] = None
   baseline: Optional[str] = None
+  recorded: Optional[Tuple[str, str]] = None
 
   def __post_init__(self):
-    if (self.value is None) == (self.baseline is None):
-      raise ValueError(f"reference line {self.label!r}: give a value or a "
-                       "baseline run, not both")
+    given = [x for x in (self.value, self.baseline, self.recorded)
+             if x is not None]
+    if len(given) != 1:
+      raise ValueError(f"reference line {self.label!r}: give one of a "
+                       "value, a baseline run or a recorded (run, path)")
+
+  @property
+  def run(self) -> Optional[str]:
+    """The run it reads (None: a constant)."""
+    return self.baseline or (self.recorded and self.recorded[0])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +172,8 @@ class Panel:
       100 on one axis).
     lines: reference lines.
     paper: the paper's stated numbers on this panel.
+    x_lines: (label, x) of vertical lines (Figure 1's theta = 0 and 1,
+      where the mixture is a parent).
   """
   title: str
   kind: str
@@ -159,6 +187,7 @@ class Panel:
   categorical_x: bool = False
   lines: Tuple[ReferenceLine, ...] = ()
   paper: Tuple[PaperValue, ...] = ()
+  x_lines: Tuple[Tuple[str, float], ...] = ()
 
   def __post_init__(self):
     where = f"panel {self.title!r}"
@@ -179,6 +208,11 @@ class Panel:
       if any(len(s.points) != 1 or s.metric for s in self.series):
         raise ValueError(f"{where}: a curve series reads one (run, method) "
                          "and takes the panel's y")
+      if self.x == THETA and (self.y != FULL_TRAIN_LOSS or
+                              self.best_so_far):
+        raise ValueError(f"{where}: a curve against theta is the averaged "
+                         f"models' loss (y={FULL_TRAIN_LOSS!r}), not best "
+                         "so far")
     else:
       if self.y is not None or self.best_so_far:
         raise ValueError(f"{where}: y and best_so_far are a curve's; a "
@@ -199,6 +233,8 @@ class Panel:
       raise ValueError(f"{where}: its series' metrics have different units")
     if self.categorical_x and self.kind != PER_RUN:
       raise ValueError(f"{where}: categorical_x is a per-run panel's")
+    if self.x_lines and self.kind != CURVE:
+      raise ValueError(f"{where}: x_lines are a curve panel's")
     for p in self.paper:
       if p.series not in labels:
         raise ValueError(f"{where}: the paper's {p.text!r} names no series "
@@ -219,6 +255,8 @@ class Panel:
 
   @property
   def y_label(self) -> str:
+    if self.kind == CURVE and self.x == THETA:
+      return "loss on the full training set (the averaged model)"
     if self.kind == CURVE:
       return _AXIS_LABELS[self.y] + (", best so far" if self.best_so_far
                                      else "")
@@ -246,6 +284,12 @@ class FigureSpec:
     table: the `TableSpec.key` it is shown under in the report (None: after
       the tables).
     notes: what is ours, not the paper's (panels, series chosen).
+    best_rate: the paper draws each curve at the best learning rate of
+      its grid (McMahan 2017 §3: "we plot metrics for the best performing
+      rate"): in a preset with learning-rate grids (`lr_grid`) each curve
+      of a tuned run is drawn at the rate its table's cell chooses
+      (`figure_rates`), named in the legend; in a one-rate preset the
+      report says "one rate, not optimised". False: each run's own rate.
   """
   key: str
   title: str
@@ -253,6 +297,7 @@ class FigureSpec:
   panels: Tuple[Panel, ...]
   table: Optional[Tuple[str, str]] = None
   notes: Tuple[str, ...] = ()
+  best_rate: bool = False
 
   def __post_init__(self):
     if not _KEY.match(self.key or ""):
@@ -268,7 +313,7 @@ class FigureSpec:
     for panel in self.panels:
       for s in panel.series:
         names += [run for run, _ in s.points] + [s.baseline]
-      names += [l.baseline for l in panel.lines]
+      names += [l.run for l in panel.lines]
     return tuple(dict.fromkeys(n for n in names if n))
 
   def check(self, preset: "spec.Preset", runs: Mapping[str, spec.Run]
@@ -297,21 +342,48 @@ class FigureSpec:
           raise ValueError(f"{where}: series {s.label!r}: rounds to a "
                            "relative target needs a table cell's baseline")
         for run, method in s.points:
-          if panel.kind != CURVE and run_level != (method is None):
+          if panel.kind == CURVE:
+            _check_curve_point(where, panel, runs[run], method)
+            continue
+          if run_level != (method is None):
             raise ValueError(f"{where}: series {s.label!r}: method "
                              f"{'not allowed' if run_level else 'required'}"
                              f" for {s.y_metric.kind}")
           if method is not None and method not in runs[run].methods():
             raise ValueError(f"{where}: run {run} has no method {method!r}")
-          if panel.kind == CURVE and method is None:
-            raise ValueError(f"{where}: a curve reads a method of {run}")
           if panel.kind == PER_RUN and panel.x not in (EMD_X,) and \
               panel.x not in runs[run].flags:
             raise ValueError(f"{where}: run {run} sets no --{panel.x}")
 
 
-def curve(label: str, run: str, method: str,
+def _check_curve_point(where: str, panel: Panel, run: spec.Run,
+                       method: Optional[str]) -> None:
+  """A curve reads a method of a train_main run (or, against GRADIENTS, a
+  centralized run's SGD: method None), or against THETA one of an
+  averaging run's two curves."""
+  if panel.x == THETA or run.kind == spec.AVERAGING:
+    if panel.x != THETA or run.kind != spec.AVERAGING or \
+        method not in AVERAGING_CURVES:
+      raise ValueError(f"{where}: a curve against theta reads one of "
+                       f"{AVERAGING_CURVES} of an averaging run, and an "
+                       f"averaging run is drawn against theta only "
+                       f"({run.name}, {method!r})")
+    return
+  if method is None:
+    if panel.x != GRADIENTS or run.kind != spec.CENTRALIZED or \
+        panel.y != TEST_ACCURACY:
+      raise ValueError(f"{where}: a curve reads a method of {run.name} (no "
+                       "method: a centralized run's SGD test accuracy "
+                       "against its minibatch updates, x=GRADIENTS)")
+    return
+  if method not in run.methods():
+    raise ValueError(f"{where}: run {run.name} has no method {method!r}")
+
+
+def curve(label: str, run: str, method: Optional[str],
           baseline: Optional[str] = None) -> Series:
   """A CURVE series: `method` of `run` over its rounds (`baseline`: the
-  centralized run of a relative-accuracy curve)."""
+  centralized run of a relative-accuracy curve; method None: a centralized
+  run's SGD against GRADIENTS; an averaging run: its curve
+  `AVERAGING_CURVES` against THETA)."""
   return Series(label, ((run, method),), baseline=baseline)

@@ -1,9 +1,12 @@
 """A preset's figures filled from run directories: their data, CSV and links.
 
 `fill(figure, preset, ctx, cell_value)` reads every point a `FigureSpec`
-declares -- a curve's evaluated rounds from the method's metrics.csv, a
-per-run point or a bar as a report cell is read (`report`'s cell value, so
-a figure shows exactly the numbers of the tables) -- and returns a
+declares -- a curve from its run's files (`figure_curves`: the method's
+metrics.csv, a centralized run's SGD, an averaging run's losses), at the
+learning rate its table chooses where the preset has grids
+(`figure_rates`), a per-run point or a bar as a report cell is read
+(`report`'s cell value, so a figure shows exactly the numbers of the
+tables) -- and returns a
 `FigureResult`: one `Point` per drawn value and, for every (run, method)
 that is not finished (missing, running, diverged, another configuration,
 a damaged file), one `Point` without a value saying why. The figure is
@@ -23,7 +26,9 @@ import os
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from federated_vision.evaluation import convergence
+from federated_vision.reproduction import figure_curves
 from federated_vision.reproduction import figure_plot
+from federated_vision.reproduction import figure_rates
 from federated_vision.reproduction import figure_spec as fs
 from federated_vision.reproduction import results
 from federated_vision.reproduction import spec
@@ -85,11 +90,18 @@ class FigureResult:
       figure shows: the panels' declared ones and those of its table's
       published cells that fall on a series' curve or point
       (`table_paper_values`).
+    rates: (panel index, series label, `figure_rates.SeriesRate`) of the
+      series drawn at a rate chosen from a grid, or at their own rate in a
+      grid preset (`figure_rates`).
+    rate_note: `figure_rates.ONE_RATE_NOTE` for a figure the paper draws at
+      its best rates, filled from a preset without grids; else ''.
   """
   spec: fs.FigureSpec
   points: Tuple[Point, ...]
   lines: Tuple[Line, ...]
   paper: Tuple[Tuple[int, fs.PaperValue], ...] = ()
+  rates: Tuple[Tuple[int, str, figure_rates.SeriesRate], ...] = ()
+  rate_note: str = ""
 
   def not_drawn(self) -> List[str]:
     """'run/method: status (detail)' of every series point or reference
@@ -106,6 +118,12 @@ class FigureResult:
   def drawn(self, panel: int, series: str) -> List[Point]:
     return [p for p in self.points if p.panel == panel and p.series == series
             and p.status == OK]
+
+  def legend(self, panel: int, series: str) -> str:
+    """The series' legend: its label and, at a chosen rate, the rate."""
+    rate = [r.legend for i, label, r in self.rates
+            if (i, label) == (panel, series) and r.legend]
+    return f"{series}, {rate[0]}" if rate else series
 
 
 CellValue = Callable[[object, spec.CellSpec], object]  # report's cell value.
@@ -173,27 +191,19 @@ def _missing(i, series, run, method, status, detail) -> List[Point]:
                 detail=detail)]
 
 
-def _curve(i: int, panel: fs.Panel, series: fs.Series, ctx) -> List[Point]:
-  """The evaluated rounds of one method's metrics.csv as (x, y) points."""
+def _curve(i: int, panel: fs.Panel, series: fs.Series, ctx,
+           chosen: figure_rates.SeriesRate) -> List[Point]:
+  """One curve series' points (`figure_curves`) from the run `chosen`
+  (its own, or the grid member its table chose): made monotone, in percent
+  or relative to its baseline as the panel says."""
   (run, method), = series.points
-  state = ctx.method(run, method)
-  if state.status != results.FINISHED:
-    return _missing(i, series, run, method, state.status, state.detail)
-  column = (fs.TEST_ACCURACY if panel.y == fs.RELATIVE_ACCURACY else panel.y)
-  try:
-    rows = ctx.rows(run, method)
-  except run_files.RunFileError as e:
-    return _missing(i, series, run, method, results.INVALID,
-                    str(e).splitlines()[0])
-  if not rows or column not in rows[0]:
-    return _missing(i, series, run, method, "unavailable",
-                    f"{ctx.runs[run].path}/{method}/metrics.csv has no "
-                    f"{column} column" + (
-                        " (trained without --full_train_loss)"
-                        if column == fs.FULL_TRAIN_LOSS else ""))
-  evaluated = [r for r in rows if r.get(column) is not None]
-  xs = [float(r[panel.x]) for r in evaluated]
-  ys = [float(r[column]) for r in evaluated]
+  if chosen.status != OK:
+    return _missing(i, series, run, method, chosen.status, chosen.detail)
+  run = chosen.run
+  curve = figure_curves.read(panel.x, panel.y, run, method, ctx)
+  if curve.status != results.FINISHED:
+    return _missing(i, series, run, method, curve.status, curve.detail)
+  ys = list(curve.ys)
   if panel.best_so_far:
     ys = [float(v) for v in convergence.best_so_far(ys)]
   if panel.y == fs.TEST_ACCURACY:
@@ -203,7 +213,8 @@ def _curve(i: int, panel: fs.Panel, series: fs.Series, ctx) -> List[Point]:
     if base.status != OK:
       return _missing(i, series, run, method, base.status, base.detail)
     ys = [v / base.value for v in ys]
-  return [Point(i, series.label, run, method, x, y) for x, y in zip(xs, ys)]
+  return [Point(i, series.label, run, method or "", x, y, detail=chosen.text)
+          for x, y in zip(curve.xs, ys)]
 
 
 def _x_of_run(panel: fs.Panel, preset: spec.Preset, run: str, ctx,
@@ -241,6 +252,11 @@ def _values(i: int, panel: fs.Panel, series: fs.Series, preset, ctx,
 def _line(i: int, line: fs.ReferenceLine, ctx) -> Line:
   if line.value is not None:
     return Line(i, line.label, float(line.value))
+  if line.recorded is not None:  # A number the run wrote (summary.json).
+    run, path = line.recorded
+    value, status, detail = figure_curves.recorded_number(ctx.runs[run], path)
+    return (Line(i, line.label, value) if status == results.FINISHED else
+            Line(i, line.label, None, status, detail))
   base = ctx.baseline(line.baseline)
   if base.status != OK:
     return Line(i, line.label, None, base.status, base.detail)
@@ -252,16 +268,26 @@ def fill(figure: fs.FigureSpec, preset: spec.Preset, ctx,
   """Every point, reference line and paper value of `figure` from `ctx`
   (`report`'s run directories, read once), `cell_value` (`report`'s cell
   reader) and `lookup` (the published numbers)."""
-  points, lines = [], []
+  points, lines, rates = [], [], []
   for i, panel in enumerate(figure.panels):
     for series in panel.series:
-      points += (_curve(i, panel, series, ctx) if panel.kind == fs.CURVE else
-                 _values(i, panel, series, preset, ctx, cell_value))
+      if panel.kind != fs.CURVE:
+        points += _values(i, panel, series, preset, ctx, cell_value)
+        continue
+      chosen = figure_rates.series_rate(figure, preset, *series.points[0],
+                                        ctx, cell_value)
+      points += _curve(i, panel, series, ctx, chosen)
+      if chosen.text:
+        rates.append((i, series.label, chosen))
     lines += [_line(i, line, ctx) for line in panel.lines]
   paper = [(i, v) for i, panel in enumerate(figure.panels)
            for v in panel.paper]
   paper += table_paper_values(figure, preset, lookup)
-  return FigureResult(figure, tuple(points), tuple(lines), tuple(paper))
+  note = (figure_rates.ONE_RATE_NOTE if figure.best_rate and
+          not any(len(preset.lr_grids.get(run, ())) > 1
+                  for run in figure.runs()) else "")
+  return FigureResult(figure, tuple(points), tuple(lines), tuple(paper),
+                      tuple(rates), note)
 
 
 def file_prefix(preset_name: str, figure: fs.FigureSpec) -> str:
@@ -291,6 +317,11 @@ def csv_rows(result: FigureResult) -> List[Dict[str, object]]:
                 "x": "", "x_label": "", "y": _raw(l.y),
                 "unit": panels[l.panel].y_unit, "status": l.status,
                 "detail": l.detail})
+  for i, panel in enumerate(panels):  # Vertical lines: an x, no y.
+    out += [{"figure": key, "panel": panel.title, "kind": REFERENCE,
+             "series": label, "run": "", "method": "", "x": _raw(float(x)),
+             "x_label": "", "y": "", "unit": "", "status": OK,
+             "detail": "vertical line"} for label, x in panel.x_lines]
   for i, v in result.paper:
     out.append({"figure": key, "panel": panels[i].title, "kind": PAPER,
                 "series": v.series, "run": "", "method": "",
@@ -311,6 +342,10 @@ def markdown_lines(result: FigureResult, prefix: str,
            f"Data: [{name}.csv]({name}.csv) (every point, reference line "
            "and paper value).", ""]
   lines += [f"- {note}" for note in figure.notes]
+  if result.rate_note:
+    lines.append(f"- {result.rate_note}")
+  lines += [f"- {figure.panels[i].title}, {label}: drawn at {rate.text}."
+            for i, label, rate in result.rates]
   if result.paper:
     lines.append(f"- Stars: the paper's {len(result.paper)} printed "
                  "number(s) on these axes, as the paper's (the CSV's "
@@ -324,7 +359,8 @@ def markdown_lines(result: FigureResult, prefix: str,
     lines.append(f"- Not drawn ({len(missing)}; the rest is drawn): "
                  + "; ".join(shown) + (f"; and {more} more (the CSV lists "
                                        "them)" if more else ""))
-  if figure.notes or result.paper or seeds > 1 or missing:
+  if figure.notes or result.paper or seeds > 1 or missing or \
+      result.rate_note or result.rates:
     lines.append("")
   return lines
 

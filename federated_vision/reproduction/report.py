@@ -36,7 +36,7 @@ from federated_vision.training import run_files
 
 OK = "ok"
 NOT_REACHED = "not_reached"
-UNAVAILABLE = "unavailable"
+UNAVAILABLE = results.UNAVAILABLE
 NOT_TRANSCRIBED = "n/a (not transcribed)"
 PAPER_ONLY = "paper only"  # A column that shows the paper's text alone.
 
@@ -185,21 +185,13 @@ def _updates_value(run: results.RunDir, target: float) -> Value:
   """Minibatch updates of a centralized run's SGD to `target`: its
   per-epoch test accuracies (summary.json "centralized": "history") at
   "minibatch_updates", monotone and interpolated as McMahan's rounds."""
-  _, status, detail = results.centralized_accuracy(run)
+  updates, history, status, detail = results.sgd_curve(run)
   if status != results.FINISHED:
     return Value(None, status, detail)
-  central = run.summary["centralized"]
-  history, updates = central.get("history"), central.get("minibatch_updates")
-  where = f"{run.path}/summary.json"
-  if not (isinstance(history, list) and isinstance(updates, list)
-          and len(history) == len(updates) and history):
-    return Value(None, UNAVAILABLE, f"{where}: no centralized history with "
-                 "its minibatch_updates (a run from before they were "
-                 "recorded: rerun it)")
   try:
     r = convergence.rounds_to_target(updates, history, target)
   except ValueError as e:
-    return Value(None, results.INVALID, f"{where}: {e}")
+    return Value(None, results.INVALID, f"{run.path}/summary.json: {e}")
   if r is None:
     return Value(None, NOT_REACHED, f"{run.name}: {target:.4g} not reached "
                  f"in {updates[-1]:g} minibatch updates")

@@ -36,6 +36,7 @@ RUNNING = "running"
 MISSING = "missing"
 MISMATCH = "mismatch"
 INVALID = "invalid"
+UNAVAILABLE = "unavailable"  # A finished run lacks what a number needs.
 METHOD_STATUSES = (FINISHED, DIVERGED, RUNNING)
 
 
@@ -222,6 +223,25 @@ def centralized_accuracy(run: RunDir) -> Tuple[Optional[float], str, str]:
   if central.get("status", FINISHED) == DIVERGED or not _finite(acc) or acc <= 0:
     return None, DIVERGED, f"{sm_path}: centralized accuracy {acc!r}"
   return float(acc), FINISHED, ""
+
+
+def sgd_curve(run: RunDir) -> Tuple[Optional[List[float]],
+                                    Optional[List[float]], str, str]:
+  """(minibatch updates, test accuracies, status, detail) of a centralized
+  run's baseline SGD, one point per epoch (summary.json "centralized":
+  "minibatch_updates", "history"); the lists are None unless the status is
+  FINISHED."""
+  _, status, detail = centralized_accuracy(run)
+  if status != FINISHED:
+    return None, None, status, detail
+  central = run.summary["centralized"]
+  history, updates = central.get("history"), central.get("minibatch_updates")
+  if not (isinstance(history, list) and isinstance(updates, list)
+          and len(history) == len(updates) and history):
+    return None, None, UNAVAILABLE, (
+        f"{run.path}/summary.json: no centralized history with its "
+        "minibatch_updates (a run from before they were recorded: rerun it)")
+  return updates, history, FINISHED, ""
 
 
 def read_metrics(run: RunDir, method: str) -> List[Dict[str, object]]:

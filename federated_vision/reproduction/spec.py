@@ -20,10 +20,20 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 # Kinds of runs. A centralized run trains the same model on the pooled client
 # data (`--centralized_epochs` > 0); its summary.json["centralized"]["accuracy"]
-# is the denominator of relative accuracy (Hsu, Qi & Brown 2020).
+# is the denominator of relative accuracy (Hsu, Qi & Brown 2020). An
+# averaging run is not a train_main run: McMahan et al. 2017 Figure 1's two
+# parent models averaged (`experiment.averaging_runner`); its flags are the
+# train_main settings of the same meaning that it reads (`AVERAGING_FLAGS`).
 FEDERATED = "federated"
 CENTRALIZED = "centralized"
-RUN_KINDS = (FEDERATED, CENTRALIZED)
+AVERAGING = "averaging"
+RUN_KINDS = (FEDERATED, CENTRALIZED, AVERAGING)
+TRAIN_MAIN_KINDS = (FEDERATED, CENTRALIZED)  # Runs `runner.run` trains.
+# What an averaging run reads: the data and model, and each parent's local
+# training (McMahan 2017 §2: samples of 600, SGD at 0.1, B = 50, E = 20).
+AVERAGING_FLAGS = frozenset((
+    "dataset", "model", "seed", "examples_per_client",
+    "client_learning_rate", "client_batch_size", "client_epochs"))
 
 # Metrics a cell can show (see `Metric`).
 FINAL_ACCURACY = "final_accuracy"          # last evaluated test accuracy
@@ -86,7 +96,7 @@ class Run:
     name: the run directory name; unique across all presets for one config,
       so presets sharing a run (e.g. a centralized baseline) share its results.
     flags: train_main flag name -> value (list flags as tuples).
-    kind: FEDERATED or CENTRALIZED.
+    kind: FEDERATED, CENTRALIZED or AVERAGING.
     data_flags: data-location flags (paths) this run takes from the command
       line when given; nothing else is passed through.
     required_data_flags: groups of flag names; each group needs at least one
@@ -114,6 +124,10 @@ class Run:
     if self.kind == CENTRALIZED and not self.flags.get("centralized_epochs"):
       raise ValueError(f"Run {self.name}: a centralized run needs "
                        "centralized_epochs > 0")
+    if self.kind == AVERAGING and set(self.flags) != AVERAGING_FLAGS:
+      raise ValueError(f"Run {self.name}: an averaging run sets exactly "
+                       f"{sorted(AVERAGING_FLAGS)} (it reads no other), not "
+                       f"{sorted(self.flags)}")
 
   def flag_dict(self) -> dict:
     """A fresh, mutable flag dict (tuples back to lists) for a config builder."""
@@ -121,7 +135,10 @@ class Run:
             for k, v in self.flags.items()}
 
   def methods(self) -> Tuple[str, ...]:
-    """Method names this run's summary.json holds (train_main's naming)."""
+    """Method names this run's summary.json holds (train_main's naming;
+    none for an averaging run)."""
+    if self.kind == AVERAGING:
+      return ()
     return expected_methods(self.flags)
 
 
