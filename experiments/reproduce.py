@@ -84,7 +84,7 @@ def main(argv):
         preset = reproduce_lib.get_preset(FLAGS.preset, FLAGS.seeds,
                                           FLAGS.extra_methods)
         estimate.estimate_preset(
-            preset, plan.select(preset, FLAGS.only),
+            preset, reproduce_lib.estimable(plan.select(preset, FLAGS.only)),
             reproduce_lib.given_data(FLAGS),
             reproduce_lib.execution_settings(FLAGS),
             estimate.settings_from_flags(FLAGS))

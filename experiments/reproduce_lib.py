@@ -18,6 +18,7 @@ import dataclasses
 import os
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
+from federated_vision.experiment import averaging_runner
 from federated_vision.experiment import config as config_lib
 from experiments import parallel
 from federated_vision.experiment import run_record
@@ -81,9 +82,11 @@ def describe_runs(preset: spec.Preset, results_root: str = "output",
   defaults included) once, then each run (all, or `runs`) with only the
   settings where it differs from the base, the data flags it takes and, if
   `data` (the data flags given) leaves it without its data, what to give;
-  then the runs left out (`Preset.skipped_runs`) with why. Lines are wrapped at `LISTING_WIDTH` characters."""
+  then the runs left out (`Preset.skipped_runs`) with why. An averaging run
+  (`spec.AVERAGING`, not a train_main run) lists exactly the settings it
+  reads. Lines are wrapped at `LISTING_WIDTH` characters."""
   runs = preset.runs if runs is None else runs
-  own = [run.flag_dict() for run in runs]
+  own = [run.flag_dict() for run in runs if run.kind in spec.TRAIN_MAIN_KINDS]
   common = {k: v for k, v in (own[0] if own else {}).items()
             if all(k in o and o[k] == v for o in own)}
   base = config_lib.flat(config_lib.replace_fields(
@@ -91,12 +94,16 @@ def describe_runs(preset: spec.Preset, results_root: str = "output",
       dict(common, root_output_dir=results_root)))
   del base["experiment_name"]  # Each run's own: its name.
   lines = [f"preset {preset.name}: {len(runs)} runs -- {preset.description}"]
-  lines += wrapped("  base (every run; --experiment_name=<run name>):",
-                    [f"--{k}={_show(v)}" for k, v in sorted(base.items())])
+  if own:
+    lines += wrapped("  base (every run; --experiment_name=<run name>):",
+                     [f"--{k}={_show(v)}" for k, v in sorted(base.items())])
   for run in runs:
-    items = [f"--{k}={_show(v)}" for k, v in sorted(
-        full_config(run, results_root).items())
-             if k != "experiment_name" and v != base[k]]
+    items = ([f"--{k}={_show(v)}" for k, v in sorted(run.flags.items())]
+             + [f"[not train_main: {averaging_runner.PROGRAM}; these "
+                "settings only]"] if run.kind == spec.AVERAGING else
+             [f"--{k}={_show(v)}" for k, v in sorted(
+                 full_config(run, results_root).items())
+              if k != "experiment_name" and v != base[k]])
     if run.data_flags:
       items.append(f"[data flags: {','.join(run.data_flags)}]")
     missing = plan_lib.missing_data(run, data or {})
@@ -142,8 +149,20 @@ def check_runnable(planned: Sequence[plan_lib.PlannedRun]) -> None:
     if p.status == results.MISMATCH:
       raise ReproduceError(f"run {p.run.name}: {p.status}: {p.detail} "
                            "(move it away or use another --results_root)")
-    if p.status in (results.INVALID, results.RUNNING):
+    if p.status in (results.INVALID, results.RUNNING) and \
+        p.run.kind in spec.TRAIN_MAIN_KINDS:  # Averaging: its own check.
       run_record.check_before_run(config_lib.from_values(p.flags))
+
+
+def estimable(runs: Sequence[spec.Run], echo: Printer = print
+              ) -> List[spec.Run]:
+  """The train_main runs of `runs`, which `--estimate` projects; says which
+  it leaves out (an averaging run: not a train_main run, seconds of CPU)."""
+  for run in runs:
+    if run.kind not in spec.TRAIN_MAIN_KINDS:
+      echo(f"{run.name}: not estimated: not a train_main run "
+           f"({averaging_runner.PROGRAM}; {averaging_runner.COST})")
+  return [r for r in runs if r.kind in spec.TRAIN_MAIN_KINDS]
 
 
 def check_report_complete(rep: report_lib.Report) -> None:
@@ -187,7 +206,10 @@ def checked_flags(planned: Sequence[plan_lib.PlannedRun],
   """
   flags_of = {p.run.name: {**p.flags, **(execution or {})} for p in planned}
   for p in planned:
-    config_lib.from_values(flags_of[p.run.name])
+    if p.run.kind == spec.AVERAGING:  # Its settings, as train_main's.
+      averaging_runner.settings(flags_of[p.run.name])
+    else:
+      config_lib.from_values(flags_of[p.run.name])
   return flags_of
 
 
@@ -283,7 +305,10 @@ def reproduce(preset_name: Union[str, spec.Preset], results_root: str, data: Map
         echo(f"[{i}/{len(planned)}] {name}: "
              f"{doing.get(p.status, 'running')}")
         try:
-          run_fn(flags_of[name])
+          if p.run.kind == spec.AVERAGING:  # Not a train_main run.
+            averaging_runner.run(flags_of[name], echo)
+          else:
+            run_fn(flags_of[name])
         except run_errors.DivergenceError as e:
           if name not in _grid_rates(preset):
             raise
@@ -312,6 +337,10 @@ def _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
     if p.status == results.FINISHED:
       outcome[p.run.name] = "finished"
       echo(f"[{i}/{len(planned)}] {p.run.name}: finished, skipped")
+    elif p.run.kind == spec.AVERAGING:  # Not a train_main job: here, first.
+      echo(f"[{i}/{len(planned)}] {p.run.name}: running")
+      averaging_runner.run(flags_of[p.run.name], echo)
+      outcome[p.run.name] = "ran"
     else:
       todo.append(i)
   jobs = []

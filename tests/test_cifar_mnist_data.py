@@ -23,6 +23,7 @@ from federated_vision.data import cifar
 from federated_vision.data import mnist
 from federated_vision import tasks
 from federated_vision.tasks import partitions
+from tests.mnist_fixture import write_mnist
 
 
 def _task_data(cache_dir, seed=0, **data):
@@ -95,30 +96,6 @@ def write_cifar100(path, seed=0):
       _add(tar, f"cifar-100-python/{split}",
            {b"data": rows, b"fine_labels": fine, b"coarse_labels": coarse})
       out[split] = (images, np.array(fine), np.array(coarse))
-  return out
-
-
-def write_mnist(directory, n_train=30, n_test=7, seed=0, bad_magic=False,
-                gz=True):
-  rng = np.random.default_rng(seed)
-  os.makedirs(directory, exist_ok=True)
-  out = {}
-  for prefix, n in (("train", n_train), ("t10k", n_test)):
-    x = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8)
-    y = (np.arange(n) % 10).astype(np.uint8)
-    files = {f"{prefix}-images-idx3-ubyte":
-                 struct.pack(">iiii", 2049 if bad_magic else 2051, n, 28, 28)
-                 + x.tobytes(),
-             f"{prefix}-labels-idx1-ubyte": struct.pack(">ii", 2049, n)
-                 + y.tobytes()}
-    for name, data in files.items():
-      if gz:
-        with gzip.open(os.path.join(directory, name + ".gz"), "wb") as f:
-          f.write(data)
-      else:
-        with open(os.path.join(directory, name), "wb") as f:
-          f.write(data)
-    out[prefix] = (x, y)
   return out
 
 

@@ -29,7 +29,8 @@ EXPECTED = (
     "mcmahan2017_table2", "mcmahan2017_table4", "mcmahan2017_table1_lr_grid",
     "mcmahan2017_table2_lr_grid", "mcmahan2017_table4_lr_grid",
     "mcmahan2017_table3", "mcmahan2017_table3_lr_grid", "mcmahan2017_figure4",
-    "mcmahan2017_figure9", "mcmahan2017_slides", "augenstein_figure1",
+    "mcmahan2017_figure9", "mcmahan2017_slides", "mcmahan2017_figure1",
+    "augenstein_figure1",
     "digits_claims",
     "digits_effective_lr")
 # Runs that are another run at another learning rate (`lr_grid`): a grid
@@ -40,8 +41,9 @@ GRID_MEMBERS = frozenset(
     for base, members in presets.get_preset(name).lr_grids.items()
     for m in members if m != base)
 # McMahan 2017 Table 3 (3 runs), Figure 9 (4 more: SGD at B = 50, FedAvg
-# C in {0, 0.1} x E in {1, 5} but Table 3's) and the slides (4).
-MCMAHAN_CIFAR_AND_SLIDES_RUNS = 3 + 4 + 4
+# C in {0, 0.1} x E in {1, 5} but Table 3's), the slides (4) and Figure 1
+# (1: two 2NNs averaged, an averaging run).
+MCMAHAN_CIFAR_AND_SLIDES_RUNS = 3 + 4 + 4 + 1
 
 
 def defined_flag_names():
@@ -99,10 +101,16 @@ def test_runs_use_known_flags_and_are_all_used(name):
         (r, col) for r in t.rows for col in t.columns if r != "Centralized"}
   for s in p.studies:
     used.update(s.runs + ((s.baseline,) if s.baseline else ()))
+  for f in p.figures:  # McMahan Figure 1's run: its figure alone reads it.
+    used.update(r for r in f.runs() if p.run(r).kind == spec.AVERAGING)
   # A cell of a tuned run reads every rate of its learning-rate grid.
   used.update(m for base in list(used) for m in p.lr_grids.get(base, ()))
   assert used == {r.name for r in p.runs}
   for run in p.runs:
+    if run.kind == spec.AVERAGING:  # Not train_main: what it reads, only.
+      assert set(run.flags) == spec.AVERAGING_FLAGS <= FLAG_NAMES
+      assert set(run.data_flags) <= FLAG_NAMES, run.name
+      continue
     unknown = set(run.flags) - FLAG_NAMES
     assert not unknown, (run.name, unknown)
     assert set(run.data_flags) <= FLAG_NAMES, run.name

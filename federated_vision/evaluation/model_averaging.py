@@ -14,11 +14,12 @@ mini-datasets of size 600)." The model is the 2NN (its footnote: "We use
 the "2NN" multi-layer perceptron described in Section 3.").
 
 `mix` is the maths (plain numpy); `figure1` trains the two pairs and
-evaluates every mixture.
+evaluates every mixture; `to_summary` is what an averaging run records
+(`experiment.averaging_runner`), which the figure mechanism draws
+(`reproduce --preset=mcmahan2017_figure1`).
 """
 
 import dataclasses
-import os
 from typing import Callable, Dict, List, Sequence
 
 import numpy as np
@@ -178,48 +179,36 @@ def mnist_2nn(seed: int):
   return mnist.create_2nn(seed=seed)
 
 
-def load_mnist_training_set(data_dir=None, archive=None, synthetic=False,
-                            seed: int = 0):
+def load_mnist_training_set(data_dir=None, archive=None):
   """(x float32 [N, 28, 28, 1] in [0, 1], y int64 [N], source) of MNIST's
-  60,000 training images (tfds under `data_dir`, or the IDX files in
-  `archive`), or of a 2,000-image random twin (`synthetic`: a check of the
-  machinery, not the figure).
+  training images: tfds under `data_dir`, or the IDX files in `archive`.
 
   Raises:
-    FileNotFoundError: the data set is not where the flag says (named).
+    FileNotFoundError, ValueError: the data set is not where the flag says,
+      or is damaged (named).
   """
   from federated_vision.data import mnist as mnist_data  # pylint: disable=g-import-not-at-top
-  arrays = (mnist_data.synthetic_arrays(2_000, 10, seed=seed) if synthetic
-            else mnist_data.load_arrays(data_dir, archive))
+  arrays = mnist_data.load_arrays(data_dir, archive)
   x = arrays.train_x.astype(np.float32) / 255.0
   return x, arrays.train_y, arrays.source
 
 
-CSV_COLUMNS = ("theta", "loss_independent_init", "loss_shared_init")
-
-
-def write_curves(curves: Curves, source: str, output_dir: str) -> List[str]:
-  """figure1.csv (one row per theta) and figure1.json (settings, parents'
-  losses, data source), each written whole (temporary name, then renamed).
-  """
-  import csv  # pylint: disable=g-import-not-at-top
-  from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
-  from federated_vision.training import run_files  # pylint: disable=g-import-not-at-top
-  os.makedirs(output_dir, exist_ok=True)
-  csv_path = os.path.join(output_dir, "figure1.csv")
-  with run_files.atomic_path(csv_path) as tmp, open(tmp, "w", newline="") as f:
-    writer = csv.writer(f, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for row in zip(curves.thetas, curves.independent, curves.shared):
-      writer.writerow([repr(float(v)) for v in row])
-  json_path = os.path.join(output_dir, "figure1.json")
-  reporting.write_json(json_path, {
-      "figure": "McMahan et al. 2017 Figure 1", "data": source,
-      "settings": curves.settings,
-      "parents": {k: list(v) for k, v in curves.parents.items()},
-      "average": dict(curves.average),
-      "columns": list(CSV_COLUMNS)})
-  return [csv_path, json_path]
+def to_summary(curves: Curves, source: str) -> Dict[str, object]:
+  """The curves as an averaging run records them (its summary.json's
+  `SUMMARY_KEY` entry): the thetas, each initialisation's losses, the
+  parents' losses and their best (the caption's horizontal line), the
+  1/2-1/2 average's, every setting and the data source."""
+  out = {"figure": "McMahan et al. 2017 Figure 1", "data": source,
+         "settings": dict(curves.settings),
+         "thetas": [float(t) for t in curves.thetas],
+         "parents": {k: [float(v) for v in p]
+                     for k, p in curves.parents.items()},
+         "best_parent_loss": {k: float(min(p))
+                              for k, p in curves.parents.items()},
+         "average": {k: float(v) for k, v in curves.average.items()}}
+  for name in INITIALISATIONS:
+    out[name] = [float(v) for v in getattr(curves, name)]
+  return out
 
 
 def summary_line(curves: Curves) -> str:

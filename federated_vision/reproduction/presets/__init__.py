@@ -22,10 +22,12 @@ from federated_vision.reproduction.presets import hsu2019
 from federated_vision.reproduction.presets import hsu2020
 from federated_vision.reproduction.presets import mcmahan2017
 from federated_vision.reproduction.presets import mcmahan2017_cifar
+from federated_vision.reproduction.presets import mcmahan2017_figure1
 from federated_vision.reproduction.presets import mcmahan2017_slides
 
 _MODULES = (hsu2020, hsu2019, mcmahan2017, mcmahan2017_cifar,
-            mcmahan2017_slides, augenstein, digits_claims)
+            mcmahan2017_slides, mcmahan2017_figure1, augenstein,
+            digits_claims)
 
 
 def _builtins():
