@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from experiments import reproduce_lib
+from federated_vision.experiment import report_lib
 from federated_vision.evaluation import model_averaging as ma
 from federated_vision.reproduction import plan
 from federated_vision.reproduction import presets
@@ -159,3 +160,6 @@ def test_figure1_preset_runs_and_draws_from_its_files(tmp_path):
   reproduce_lib.reproduce(preset, str(root), {}, report_only=True,
                           echo=lambda _: None)
   assert png.read_bytes() == first
+  # report_main tabulates train_main runs: this one is named, not misread.
+  with pytest.raises(report_lib.ReportError, match="an averaging run"):
+    report_lib.gather(str(root))

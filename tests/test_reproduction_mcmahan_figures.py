@@ -230,3 +230,27 @@ def test_grid_figure_draws_each_curve_at_its_cells_rate(tmp_path):
   (why,) = [m for m in partial.not_drawn() if "2 of 3 rates" in m]
   assert why.startswith(runs[5, 10].name)
   assert partial.drawn(0, "FedSGD E=1 B=∞")
+
+
+def test_mcmahan_figures_follow_the_papers_rate_rule():
+  """Figures 2, 4, 6, 7, 9 at the best rate of a grid (§3: "we plot metrics
+  for the best performing rate"), Figure 8 at each run's own (§3 on large
+  E: "we report results for a fixed learning rate"); in the grid presets
+  every curve of Figures 2, 4, 6, 7 reads a tuned run of the figure's table."""
+  declared = {}
+  for name in ("mcmahan2017_table2_lr_grid", "mcmahan2017_table4_lr_grid",
+               "mcmahan2017_table3_lr_grid", "mcmahan2017_figure4",
+               "mcmahan2017_figure9"):
+    preset = presets.get_preset(name)
+    for figure in preset.figures:
+      declared[figure.key] = figure.best_rate
+      if figure.best_rate and preset.lr_grids:
+        for panel in figure.panels:
+          for series in panel.series:
+            ((run, method),) = series.points
+            assert len(preset.lr_grids[run]) == 13, (name, series.label)
+            assert any((c.run, c.method) == (run, method)
+                       for t in preset.tables if t.key == figure.table
+                       for c in t.cells)
+  assert declared == {"figure2": True, "figure4": True, "figure6": True,
+                      "figure7": True, "figure8": False, "figure9": True}

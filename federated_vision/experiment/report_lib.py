@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from federated_vision.errors import ConfigError
 from federated_vision.evaluation import convergence
+from federated_vision.evaluation import model_averaging
 from federated_vision.training import errors as run_errors
 from federated_vision.training import run_files
 
@@ -88,6 +89,11 @@ def _rows_of_run(run_dir, name, target):
   the resolved defaults and every method's recorded settings."""
   path = os.path.join(run_dir, "summary.json")
   summary = run_files.read_json(path, REMEDY)
+  if model_averaging.SUMMARY_KEY in summary:  # Not a train_main run.
+    raise ReportError(f"{path}: an averaging run (McMahan 2017 Figure 1), "
+                      "not a train_main run: `reproduce --preset="
+                      "mcmahan2017_figure1 --report_only` reports it; give "
+                      "--input_dir a directory of train_main runs")
   config, resolved = summary.get("config"), summary.get("resolved")
   if not isinstance(config, dict) or not isinstance(resolved, dict):
     raise ReportError(f"{path}: no config/resolved settings (written by an "
