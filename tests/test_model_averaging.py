@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from experiments import reproduce_lib
+from federated_vision.experiment import averaging_runner
 from federated_vision.experiment import report_lib
 from federated_vision.evaluation import model_averaging as ma
 from federated_vision.reproduction import plan
@@ -101,6 +102,10 @@ def test_figure1_preset_dry_run_lists_its_settings_and_sources():
   assert ("Training was via SGD with a fixed learning rate of 0.1 for 240 "
           "updates on minibatches of size 50") in text
   assert "non-overlapping IID samples of 600 examples" in text
+  said = []  # --estimate projects train_main runs; this one is said.
+  assert reproduce_lib.estimable((run,), said.append) == []
+  assert said == [f"{run.name}: not estimated: not a train_main run "
+                  f"({averaging_runner.PROGRAM}; {averaging_runner.COST})"]
 
 
 def _scaled():
@@ -163,3 +168,23 @@ def test_figure1_preset_runs_and_draws_from_its_files(tmp_path):
   # report_main tabulates train_main runs: this one is named, not misread.
   with pytest.raises(report_lib.ReportError, match="an averaging run"):
     report_lib.gather(str(root))
+
+
+def test_an_averaging_run_refuses_other_models_and_foreign_directories(
+    tmp_path):
+  """Before any data is read or file written: one ConfigError naming the
+  flag, or the file no run writes."""
+  (run,) = presets.get_preset(PRESET).runs
+  values = dict(run.flag_dict(), root_output_dir=str(tmp_path),
+                experiment_name=run.name)
+  from federated_vision.errors import ConfigError  # pylint: disable=g-import-not-at-top
+  with pytest.raises(ConfigError, match="--model=mnist_cnn: an averaging "
+                     "run .* trains --model=mnist_2nn"):
+    averaging_runner.settings(dict(values, model="mnist_cnn"))
+  (tmp_path / run.name).mkdir()
+  (tmp_path / run.name / "notes.txt").write_text("mine")
+  with pytest.raises(ConfigError, match="holds notes.txt, which no run "
+                     "writes"):
+    averaging_runner.run(values)
+  assert sorted(p.name for p in (tmp_path / run.name).iterdir()) == [
+      "notes.txt"]
