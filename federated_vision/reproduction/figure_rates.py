@@ -39,8 +39,9 @@ OK = "ok"
 NOT_REACHED = "not_reached"  # report's status of a target no rate reaches.
 ONE_RATE_NOTE = (
     "One rate, not optimised: each curve is its run's own learning rate; "
-    "McMahan 2017 §3 plots the best rate of a grid per setting (the preset's "
-    "`_lr_grid` version draws it).")
+    "McMahan 2017 §3 plots the best rate of a grid per setting, which a "
+    "preset expanded over learning-rate grids draws (`lr_grid.expand`; "
+    "registered: the `mcmahan2017_table*_lr_grid` presets).")
 
 
 @dataclasses.dataclass(frozen=True)
