@@ -11,6 +11,9 @@ data source). Exit 2: no data flag (or a data set not found), one line.
 
 import os
 
+# Before TensorFlow loads: hides its import-time cuDNN/CUDA messages.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
 from absl import app
 from absl import flags
 
