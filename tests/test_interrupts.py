@@ -101,7 +101,8 @@ def _chain(flags, stderr_path):
   return runs
 
 
-@pytest.mark.timeout(900)
+# The reference run's users get conftest's REFERENCE_RUN_TIMEOUT: this test's
+# setup may be the one that trains it.
 def test_interrupted_every_way_resumes_to_the_uninterrupted_run(
     reference_run, tmp_path, train_in_process):
   """One run of conftest's SMALL_RUN (6 rounds), interrupted again and again

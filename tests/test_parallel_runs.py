@@ -298,7 +298,8 @@ def test_reproduce_parallel_runs_the_others_and_writes_no_report(tmp_path):
       rounds_per_checkpoint=1, num_clients=4, clients_per_round=2))
                for r in full.runs[:2])
   preset = dataclasses.replace(full, name="tiny_parallel", runs=runs,
-                               tables=(), studies=(), comparisons=())
+                               tables=(), studies=(), comparisons=(),
+                               figures=())
   locked = tmp_path / runs[1].name
   locked.mkdir()
   out = []
