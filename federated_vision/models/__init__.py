@@ -36,4 +36,6 @@ def build_tff_model_fn(keras_model_fn: Callable[[], tf.keras.Model],
     loss, metrics = masked.loss_and_metrics(label_rank)
     return tff.learning.models.from_keras_model(
         keras_model_fn(), input_spec=input_spec, loss=loss, metrics=metrics)
+  # Read by components that need one label per example (FedIR).
+  model_fn.sequence_labels = masked.is_sequence(label_rank)
   return model_fn
