@@ -80,6 +80,8 @@ NO_PRINTED_TABLES = {
     ("mcmahan2017", "figure4"): "Figure 4 is a plot; no printed numbers",
     ("mcmahan2017", "figure9"): "Figure 9 is a plot (lost in the "
                                 "extraction); no printed numbers",
+    ("mcmahan2017", "figure3"): "Figure 3 is a plot (lost in the "
+                                "extraction); no printed numbers",
 }
 
 # Printed speedups that disagree with the printed round counts (transcription

@@ -4,8 +4,8 @@ CNN) and Table 4 (the same for the MNIST 2NN, Appendix A).
 Issue 12 calls the C table "Table 2"; in the paper (AISTATS / arXiv v3) it is
 Table 1 and Table 2 is the E x B grid with speedups over FedSGD. Both are
 here under the paper's numbering: `mcmahan2017_table1`, `mcmahan2017_table2`
-(with its Shakespeare LSTM rows, Figure 2's LSTM panels and Figure 3:
-`mcmahan2017_shakespeare`), and `mcmahan2017_table4` is Table 4 of Appendix A
+(with its Shakespeare LSTM rows and Figure 2's LSTM panels:
+`mcmahan2017_shakespeare`, which also holds Figure 3's preset), and `mcmahan2017_table4` is Table 4 of Appendix A
 (the 2NN).
 
 MNIST, K = 100; IID = 600 random examples per client, non-IID = 2 of 200
@@ -261,7 +261,7 @@ def table2() -> spec.Preset:
       "E in {1, 5, 20} x B in {inf, 50, 10}, and to 54% on the Shakespeare "
       "LSTM for Table 2's (E, B) rows, C = 0.1, IID and non-IID, with the "
       "speedup over FedSGD (E = 1, B = inf).",
-      c.unique_runs(runs + lstm_runs + shakespeare.figure3_runs()),
+      c.unique_runs(runs + lstm_runs),
       (table, lstm_table),
       notes=("Rounds are read from one learning rate per setting, not the "
              "best of the paper's grid (see sources: client_learning_rate; "
