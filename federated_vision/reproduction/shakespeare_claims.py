@@ -107,7 +107,9 @@ def _rounds_text(r: Optional[float], budget: float) -> str:
 def check(root: str, preset: spec.Preset) -> List[str]:
   """Verdict lines of the (possibly seed-expanded) preset's runs."""
   runs = results.read_runs(root, preset.runs)
-  budget = float(sc.FEDSGD_ROUNDS)
+  # Each run's budget (--total_rounds): what "not reached" means.
+  budget = {key: float(preset.run(base).flags["total_rounds"])
+            for key, base in sc.RUNS.items()}
   per_seed, claim1, errors = [], {s: [] for s in sc.SPLITS.values()}, []
   n = seeds_lib.num_seeds(preset)
   for k in range(n):
@@ -122,7 +124,7 @@ def check(root: str, preset: spec.Preset) -> List[str]:
     speeds = {}
     for split in sc.SPLITS.values():
       avg, sgd = rounds[split, "fedavg"], rounds[split, "fedsgd"]
-      speeds[split] = speedup(sgd, budget, avg)
+      speeds[split] = speedup(sgd, budget[split, "fedsgd"], avg)
       claim1[split].append((avg, sgd))
     per_seed.append(speeds)
   lines = []
@@ -135,8 +137,9 @@ def check(root: str, preset: spec.Preset) -> List[str]:
       continue
     wins = [avg is not None and (sgd is None or avg < sgd)
             for avg, sgd in pairs]
-    shown = "; ".join(f"FedAvg {_rounds_text(a, sc.FEDAVG_ROUNDS)} vs FedSGD "
-                      f"{_rounds_text(s, budget)}" for a, s in pairs)
+    shown = "; ".join(
+        f"FedAvg {_rounds_text(a, budget[split, 'fedavg'])} vs FedSGD "
+        f"{_rounds_text(s, budget[split, 'fedsgd'])}" for a, s in pairs)
     lines.append(f"[{HOLDS if all(wins) else FAILS}] (1, {label}) FedAvg "
                  f"(E={sc.FEDAVG_E}, B={sc.FEDAVG_B}) needs fewer rounds to "
                  f"{target} than FedSGD -- rounds: {shown}")
