@@ -133,6 +133,20 @@ def test_tff_sqlite_source_reads_tffs_split(tmp_path):
   assert got == train["PLAY_B_LEAR"]
 
 
+def test_tff_sqlite_published_lzma_is_decompressed_once(tmp_path):
+  """TFF publishes shakespeare.sqlite.lzma (LZMA-alone): read in place of
+  the SQLite file, decompressed beside it."""
+  import lzma  # pylint: disable=g-import-not-at-top
+  path = write_tff_sqlite(str(tmp_path), {"A": ["x y", "z"]}, {"A": ["w"]})
+  with open(path, "rb") as f:
+    packed = lzma.compress(f.read(), format=lzma.FORMAT_ALONE)
+  os.remove(path)
+  (tmp_path / "shakespeare.sqlite.lzma").write_bytes(packed)
+  split = sources.read_tff_sqlite(str(tmp_path))
+  assert split.train == {"A": ("x y", "z")} and split.test == {"A": ("w",)}
+  assert os.path.isfile(path)
+
+
 def test_tff_sqlite_missing_and_malformed_are_one_line(tmp_path):
   with pytest.raises(FileNotFoundError) as e:
     sources.read_tff_sqlite(str(tmp_path))

