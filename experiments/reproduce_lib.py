@@ -235,14 +235,13 @@ def write_outputs(preset: spec.Preset, root: str,
               if results.read_run(root, r).status == results.FINISHED]
   if finished:
     hparams.write_sweep(root, finished, write_sessions=False)
-  lines = None
+  lines = (shakespeare_claims.check(root, preset)  # Every seed's runs.
+           if preset.name == "shakespeare_claims" else None)
   if preset.name == "digits_claims":
     lines = [v.line for v in claims.check_digits_claims(root)]
     if seeds_lib.num_seeds(preset) > 1:  # The comparisons cover the seeds.
       lines.insert(0, "Verdicts of the first seed's runs (--seed as the "
                    "preset sets it); every seed: the paired comparisons.")
-  elif preset.name == "shakespeare_claims":  # Every seed's runs.
-    lines = shakespeare_claims.check(root, preset)
   if lines is not None:
     path = os.path.join(root, f"{preset.name}_verdicts.txt")
     with open(path, "w") as f:

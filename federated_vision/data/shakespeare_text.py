@@ -96,13 +96,14 @@ _BODY_START = re.compile(r"^(ACT|Act|INDUCTION|Induction|PROLOGUE|Prologue)\b"
 _HEADER = re.compile(r"^\s*(ACT|Act|SCENE|Scene)\b")
 # A speaker tag: capitalised words (initials, ordinals, 'and'/'of' joining
 # names), ending with '.', or upper case without it (A Midsummer Night's
-# Dream prints `LYSANDER`); optionally an inline direction after it.
+# Dream prints `LYSANDER`); alone on its line once directions are removed.
 _WORD = r"(?:[A-Z0-9][A-Za-z0-9'&-]*\.?,?|and|of|de|la|le|du|the|&)"
 _SPEAKER = re.compile(rf"^(?P<tag>{_WORD}(?: +{_WORD}){{0,5}})\s*$")
 
 
 def _speaker(line: str):
-  """(role, rest of the line) if `line` is a speaker tag, else None."""
+  """The role if `line` is a speaker tag (upper case, `.` ignored), else
+  None."""
   m = _SPEAKER.match(line.rstrip())
   if m is None:
     return None
@@ -112,7 +113,7 @@ def _speaker(line: str):
     return None
   if len(tag) > 40 or _HEADER.match(tag) or tag.upper() in ("THE END.",):
     return None
-  return " ".join(tag.replace(".", " ").split()).upper(), ""
+  return " ".join(tag.replace(".", " ").split()).upper()
 
 
 _SONG = re.compile(r"^SONG\.?$")  # A song's heading inside a speech.
@@ -172,8 +173,7 @@ def parse_modern_play(name: str, text: str) -> Play:
       continue
     tagged = _speaker(block[0])
     if tagged is not None:
-      role, rest = tagged
-      block = [rest] + block[1:]
+      role, block = tagged, block[1:]
     elif role is None:
       continue  # Text outside any speech.
     for line in block:  # A direction's misprinted tail, e.g. `vanish.]`.
