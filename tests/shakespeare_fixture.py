@@ -163,14 +163,14 @@ by William Shakespeare
 
   From off a hill whose concave womb reworded. A plaintful story
 """
-COMPLETE_WORKS_LINES = {
-    "THE TRAGEDY OF TESTING": (
+COMPLETE_WORKS_LINES = {  # Play names: the titles' slugs.
+    "THE_TRAGEDY_OF_TESTING": (
         ("BER", "Who's there?"),
         ("FRAN", "Nay, answer me. Stand and unfold yourself."),
         ("BER", "Long live the King!"),
         ("FRAN", "For this relief much thanks. 'Tis bitter cold,"),
         ("FRAN", "And I am sick at heart."), ("FRAN", "I think I hear them.")),
-    "THE COMEDY OF ERRORS": (
+    "THE_COMEDY_OF_ERRORS": (
         ("DUKE", "Proceed, Solinus,"), ("DUKE", "to procure my fall."),
         ("AEGEON", "Yet this my comfort.")),
 }

@@ -28,7 +28,7 @@ Two text formats are parsed here (pure Python, no TensorFlow):
 * `parse_complete_works`: Project Gutenberg's plain-text *Complete Works*
   (`pg100.txt`, the file LEAF and McMahan read): a work starts at a line
   holding `by William Shakespeare` (its title is the nearest non-blank line
-  above); a speech line is two blanks, the speaker, `. `, then text; a
+  above, named by its `slug`); a speech line is two blanks, the speaker, `. `, then text; a
   continuation is four blanks then text while a speaker is current; any
   other line ends the speech. The Comedy of Errors is printed without the
   indentation, so there a speech line is `NAME. text` at the start and every
@@ -204,7 +204,7 @@ def parse_complete_works(text: str, where: str = "the Complete Works"
   for i, line in enumerate(lines):
     if "by William Shakespeare" in line:
       if title is not None and title not in POEM_TITLES:
-        plays.append(Play(title, tuple(speech)))
+        plays.append(Play(slug(title), tuple(speech)))
       above = [l.strip() for l in lines[max(0, i - 7):i] if l.strip()]
       title = above[-1] if above else f"work {len(plays) + 1}"
       speech, role, coe = [], None, title == _COE_TITLE
@@ -226,7 +226,7 @@ def parse_complete_works(text: str, where: str = "the Complete Works"
         continue
       role = None
   if title is not None and title not in POEM_TITLES:
-    plays.append(Play(title, tuple(speech)))
+    plays.append(Play(slug(title), tuple(speech)))
   if title is None:
     raise ValueError(f"{where}: no 'by William Shakespeare' line: not "
                      "Project Gutenberg's plain-text Complete Works")
@@ -238,11 +238,17 @@ def parse_complete_works(text: str, where: str = "the Complete Works"
 
 # --- McMahan's split. --------------------------------------------------------
 
+def slug(name: str) -> str:
+  """`name` with runs of other characters than letters, digits and `_`
+  made `_` (a Complete Works title as a play name: `THE_TRAGEDY_OF_HAMLET_
+  PRINCE_OF_DENMARK`, fit for a comma-separated --shakespeare_plays)."""
+  return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_")
+
+
 def client_id(play: str, role: str) -> str:
-  """`<play>:<ROLE>`, with runs of other characters than letters, digits
-  and `_` made `_` (ids are file names and TFF round keys)."""
-  clean = lambda s: re.sub(r"[^A-Za-z0-9_]+", "_", s).strip("_")
-  return f"{clean(play)}:{clean(role)}"
+  """`<play>:<ROLE>`, each a `slug` (ids are file names and TFF round
+  keys)."""
+  return f"{slug(play)}:{slug(role)}"
 
 
 def num_test_lines(n: int) -> int:

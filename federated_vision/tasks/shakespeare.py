@@ -60,8 +60,9 @@ class ShakespeareSourceOptions:
       None, "with --shakespeare_source=complete_works: the Complete Works "
       "text file (pg100.txt).")
   shakespeare_plays: Tuple[str, ...] = config_fields.option(
-      (), "only these plays (names as the source prints them, e.g. "
-      "hamlet,macbeth for plays); default all.")
+      (), "only these plays: plays: the archive's names (hamlet,macbeth); "
+      "complete_works: the titles, other characters than letters and "
+      "digits made _ (THE_TRAGEDY_OF_MACBETH); default all.")
 
 
 @dataclasses.dataclass(frozen=True)
