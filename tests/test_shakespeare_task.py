@@ -103,3 +103,19 @@ def test_fedir_refuses_per_position_labels():
   with pytest.raises(ConfigError, match="a label per position") as e:
     fedir.target(types.SimpleNamespace(fedir_target="uniform"), inputs)
   assert e.value.field == "fedir"
+
+
+def test_synthetic_twin_reads_k_and_n(tmp_path):
+  task = tasks.get_task("synthetic_shakespeare")
+  context = tasks.DataContext(0, str(tmp_path), str(tmp_path))
+  fed = task.build_data(tasks.DataConfig.of(
+      dataset="synthetic_shakespeare", num_clients=5, examples_per_client=4),
+                        context)
+  assert len(fed.client_data.client_ids) == 5
+  # 4 to 6 lines a role, the last ceil(20%) of them test lines.
+  assert fed.info["train_lines"] == sum(n - -(-n // 5) for n in
+                                        (4, 5, 6, 4, 5))
+  with pytest.raises(ConfigError, match="--examples_per_client") as e:
+    task.build_data(tasks.DataConfig.of(dataset="synthetic_shakespeare",
+                                        examples_per_client=1), context)
+  assert "\n" not in str(e.value)

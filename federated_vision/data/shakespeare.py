@@ -189,9 +189,17 @@ _WORDS = ("thou", "art", "the", "king", "my", "lord", "good", "night", "sweet",
 
 def synthetic_split(num_clients: int = 4, lines_per_client: int = 6,
                     seed: int = 0) -> text_lib.RoleSplit:
-  """Random word lines for `num_clients` roles (same element structure as
-  the plays; a few lines longer than 80 bytes, so pieces occur too), split
-  by `shakespeare_text.split_by_role`'s rule."""
+  """Random word lines for `num_clients` roles of `lines_per_client` to
+  `lines_per_client` + 2 lines (same element structure as the plays; a few
+  lines longer than 80 bytes, so pieces occur too), split by
+  `shakespeare_text.split_by_role`'s rule.
+
+  Raises:
+    ValueError: fewer than 2 lines per client (no test line).
+  """
+  if num_clients < 1 or lines_per_client < 2:
+    raise ValueError(f"synthetic Shakespeare needs >= 1 client of >= 2 "
+                     f"lines, got {num_clients} x {lines_per_client}")
   rng = np.random.default_rng(seed)
   plays = []
   for k in range(num_clients):

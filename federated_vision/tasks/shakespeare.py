@@ -24,7 +24,7 @@ import os
 from typing import Optional, Tuple
 
 from federated_vision import config_fields
-from federated_vision.errors import ConfigError, one_line
+from federated_vision.errors import ConfigError, bad, one_line
 from federated_vision.tasks import base
 from federated_vision.tasks import models as model_registry
 from federated_vision.tasks import presence
@@ -160,9 +160,15 @@ def _data(task, data, resolved, context):
 
 
 def _synthetic(task, data, resolved, context):
-  del task, resolved
+  del task
   from federated_vision.data import shakespeare  # pylint: disable=g-import-not-at-top
-  split = shakespeare.synthetic_split(seed=context.seed)
+  try:
+    split = shakespeare.synthetic_split(resolved["num_clients"],
+                                        resolved["examples_per_client"],
+                                        seed=context.seed)
+  except ValueError as e:
+    raise bad("examples_per_client", resolved["examples_per_client"],
+              one_line(e)) from None
   return shakespeare.build(
       _split(split, data, context.seed),
       f"synthetic_shakespeare_{data.shakespeare_split}",
@@ -206,7 +212,10 @@ base.register_task(ShakespeareTask(
                 "version); next character of each line, 80-byte unroll"))
 base.register_task(ShakespeareTask(
     "synthetic_shakespeare", "shakespeare", "char_lstm", _synthetic,
+    reads=frozenset({"num_clients", "examples_per_client"}),
+    num_clients=4, examples_per_client=6,
     partitions=("role",), check=_check_split, unused=_NO_SCHEME,
     options=ShakespeareSplitOptions,
     description="random-line twin of shakespeare (same elements, model and "
-                "split code)"))
+                "split code): --num_clients roles of about "
+                "--examples_per_client lines (default 4 x 6)"))
