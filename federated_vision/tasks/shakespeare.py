@@ -213,9 +213,9 @@ base.register_task(ShakespeareTask(
 base.register_task(ShakespeareTask(
     "synthetic_shakespeare", "shakespeare", "char_lstm", _synthetic,
     reads=frozenset({"num_clients", "examples_per_client"}),
-    num_clients=4, examples_per_client=6,
+    num_clients=10, examples_per_client=20,  # As every synthetic_* twin.
     partitions=("role",), check=_check_split, unused=_NO_SCHEME,
     options=ShakespeareSplitOptions,
     description="random-line twin of shakespeare (same elements, model and "
                 "split code): --num_clients roles of about "
-                "--examples_per_client lines (default 4 x 6)"))
+                "--examples_per_client lines (default 10 x 20)"))
