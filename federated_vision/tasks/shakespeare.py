@@ -24,13 +24,14 @@ import os
 from typing import Optional, Tuple
 
 from federated_vision import config_fields
+from federated_vision.data import shakespeare_sources
 from federated_vision.errors import ConfigError, bad, one_line
 from federated_vision.tasks import base
 from federated_vision.tasks import models as model_registry
 from federated_vision.tasks import presence
 
 SPLITS = ("role", "iid")
-SOURCES = ("plays", "tff_sqlite", "complete_works")
+SOURCES = shakespeare_sources.SOURCES  # (Plain Python: no TensorFlow.)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,7 +107,7 @@ def _check(task, data, given):
 def _missing(task, data) -> Optional[presence.MissingData]:
   """The plays' archive (or TFF's SQLite, or the text) is not here."""
   del task
-  from federated_vision.data import shakespeare_sources as src  # pylint: disable=g-import-not-at-top
+  src = shakespeare_sources  # The plays, TFF's SQLite or the text.
   if data.shakespeare_source == "plays":
     path = src.archive_path(data.shakespeare_cache_dir)
     if os.path.isfile(path):
