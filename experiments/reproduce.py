@@ -11,7 +11,7 @@ machine, stops it before any run starts; --report_only reads finished runs
 and needs no data flag), runs the unfinished ones (resuming interrupted
 runs, skipping finished ones), then writes <results_root>/<preset>.md/.csv,
 the studies' tables and contours, TensorBoard HParams for the sweep and, for
---preset=digits_claims, one verdict line per claim. --estimate prints each
+--preset=digits_claims / shakespeare_claims, one verdict line per claim. --estimate prints each
 run's projected wall time and CPU-hours (calibrated per run shape, on the
 synthetic twin where the data are not here) and trains nothing. --seeds=N
 repeats every run over N seeds (`reproduction.seeds`; each an ordinary

@@ -25,6 +25,7 @@ from federated_vision.experiment import run_record
 from federated_vision.experiment import runner
 from federated_vision.errors import ConfigError
 from federated_vision.reproduction import claims
+from federated_vision.reproduction import shakespeare_claims
 from federated_vision.reproduction import extra_methods as extra_methods_lib
 from federated_vision.reproduction import hparams
 from federated_vision.reproduction import plan as plan_lib
@@ -225,8 +226,8 @@ def run_one(flags: Mapping[str, object]) -> None:
 
 def write_outputs(preset: spec.Preset, root: str,
                   echo: Printer) -> report_lib.Report:
-  """Report, studies, HParams sweep experiment and (digits) claims; returns
-  the report."""
+  """Report, studies, HParams sweep experiment and (digits, Shakespeare)
+  claims' verdicts; returns the report."""
   rep = report_lib.build_report(preset, root)
   paths = report_text.write_report(rep, root)
   echo(report_text.format_markdown(rep))
@@ -234,12 +235,15 @@ def write_outputs(preset: spec.Preset, root: str,
               if results.read_run(root, r).status == results.FINISHED]
   if finished:
     hparams.write_sweep(root, finished, write_sessions=False)
+  lines = (shakespeare_claims.check(root, preset)  # Every seed's runs.
+           if preset.name == "shakespeare_claims" else None)
   if preset.name == "digits_claims":
     lines = [v.line for v in claims.check_digits_claims(root)]
     if seeds_lib.num_seeds(preset) > 1:  # The comparisons cover the seeds.
       lines.insert(0, "Verdicts of the first seed's runs (--seed as the "
                    "preset sets it); every seed: the paired comparisons.")
-    path = os.path.join(root, "digits_claims_verdicts.txt")
+  if lines is not None:
+    path = os.path.join(root, f"{preset.name}_verdicts.txt")
     with open(path, "w") as f:
       f.write("\n".join(lines) + "\n")
     paths["verdicts"] = path

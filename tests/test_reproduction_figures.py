@@ -226,7 +226,7 @@ def test_two_reports_give_byte_identical_pngs(root):
   for name in names:
     reproduce_lib.reproduce(name, str(root), {}, report_only=True,
                             echo=lambda _: None)
-  assert len(pngs) == 4
+  assert len(pngs) == 5  # + Table 2's Figure 2 LSTM panels (issue 34).
   for name in pngs:
     assert (root / name).read_bytes() == first[name], name
 

@@ -253,4 +253,6 @@ def test_mcmahan_figures_follow_the_papers_rate_rule():
                        for t in preset.tables if t.key == figure.table
                        for c in t.cells)
   assert declared == {"figure2": True, "figure4": True, "figure6": True,
-                      "figure7": True, "figure8": False, "figure9": True}
+                      "figure7": True, "figure8": False, "figure9": True,
+                      # Issue 34: Figure 2's Shakespeare LSTM panels.
+                      "figure2_lstm": True}

@@ -30,9 +30,10 @@ EXPECTED = (
     "mcmahan2017_table2_lr_grid", "mcmahan2017_table4_lr_grid",
     "mcmahan2017_table3", "mcmahan2017_table3_lr_grid", "mcmahan2017_figure4",
     "mcmahan2017_figure9", "mcmahan2017_slides", "mcmahan2017_figure1",
+    "mcmahan2017_figure3",
     "augenstein_figure1",
     "digits_claims",
-    "digits_effective_lr")
+    "digits_effective_lr", "shakespeare_claims")
 # Runs that are another run at another learning rate (`lr_grid`): a grid
 # member other than its base run, which spec.Preset checks equal to the
 # base but for --client_learning_rate.
@@ -44,6 +45,11 @@ GRID_MEMBERS = frozenset(
 # C in {0, 0.1} x E in {1, 5} but Table 3's), the slides (4) and Figure 1
 # (1: two 2NNs averaged, an averaging run).
 MCMAHAN_CIFAR_AND_SLIDES_RUNS = 3 + 4 + 4 + 1
+# Issue 34: McMahan Table 2's Shakespeare LSTM rows (6 (E, B) x 2 splits),
+# Figure 3's large-E runs (E in {10, 20, 50}; E = 1, 5 are Table 2's) and
+# shakespeare_claims (4); the LSTM rows' learning-rate grid: 12 x 12 more.
+SHAKESPEARE_RUNS = 12 + 3 + 4
+SHAKESPEARE_GRID_MEMBERS = 12 * 12
 
 
 def defined_flag_names():
@@ -140,8 +146,10 @@ def test_one_name_one_config_across_presets():
   # (Tables 1, 2, 4 and 3 at 13 rates: 12 more runs per tuned run, shared
   # runs once: 480 + 168 + 168 + 36).
   assert len(runs) == (951 + 48 + 32 + 144 + 14
-                       + MCMAHAN_CIFAR_AND_SLIDES_RUNS + 480 + 168 + 168 + 36)
-  assert len(GRID_MEMBERS) == 480 + 168 + 168 + 36
+                       + MCMAHAN_CIFAR_AND_SLIDES_RUNS + 480 + 168 + 168 + 36
+                       + SHAKESPEARE_RUNS + SHAKESPEARE_GRID_MEMBERS)
+  assert len(GRID_MEMBERS) == (480 + 168 + 168 + 36
+                               + SHAKESPEARE_GRID_MEMBERS)
   assert runs["central_cifar10"].kind == spec.CENTRALIZED
 
 
@@ -279,7 +287,7 @@ def test_mcmahan_presets():
   assert "client_batch_size" not in t1.run(c2.run).flags
   assert c2.metric.arg == 0.97
   t2 = presets.get_preset("mcmahan2017_table2")
-  (table,) = t2.tables
+  table = t2.tables[0]  # The MNIST CNN's rows (then the LSTM's).
   cells = {(c.row, c.column): c for c in table.cells}
   fedsgd = t2.run(cells[("FedSGD E=1 B=∞", "IID")].run)
   assert (fedsgd.flags["algorithm"], fedsgd.flags["client_fraction"]) == (
@@ -359,7 +367,7 @@ def data_files(tmp_path):
   for name in ("split_csv", "test_csv", "pretrained_weights"):
     files[name] = tmp_path / name
     files[name].write_text("stand-in\n")
-  for name in ("image_root", "celeba_cache_dir"):
+  for name in ("image_root", "celeba_cache_dir", "shakespeare_cache_dir"):
     files[name] = tmp_path / name
     files[name].mkdir()
   return files
@@ -379,7 +387,8 @@ def test_every_run_on_todays_data_sets_passes_config_validation(parse,
     except Exception as e:  # pylint: disable=broad-except
       pytest.fail(f"{run.name}: {e}")
     checked += 1
-  assert checked == 951 + 48 + 32 + 144 + 14 + MCMAHAN_CIFAR_AND_SLIDES_RUNS
+  assert checked == (951 + 48 + 32 + 144 + 14 + MCMAHAN_CIFAR_AND_SLIDES_RUNS
+                     + SHAKESPEARE_RUNS)
 
 
 def test_validation_catches_a_bad_run(parse, data_files):

@@ -124,6 +124,12 @@ REFUSED = {
     "index_cache_dir": {"index_cache_dir": "/tmp"},
     "image_size": {"image_size": 32},
     "celeba_cache_dir": {"celeba_cache_dir": "/tmp"},
+    # Issue 34: the Shakespeare tasks' own fields (digits reads none).
+    "shakespeare_cache_dir": {"shakespeare_cache_dir": "/tmp"},
+    "shakespeare_plays": {"shakespeare_plays": ("hamlet",)},
+    "shakespeare_source": {"shakespeare_source": "plays"},
+    "shakespeare_split": {"shakespeare_split": "iid"},
+    "shakespeare_text": {"shakespeare_text": "/tmp/pg100.txt"},
     "weight_decay": {"weight_decay": 0.0},
     "mobilenet_alpha": {"mobilenet_alpha": 1.0},
     "gn_groups": {"gn_groups": 32},

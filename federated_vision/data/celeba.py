@@ -22,9 +22,7 @@ SQLite rowid in-graph. The per-example smiling labels (for client sizes and
 the centralized rowids) are indexed once and cached next to the file.
 """
 
-import lzma
 import os
-import shutil
 import sqlite3
 from typing import NamedTuple, Optional
 
@@ -33,6 +31,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import lzma_files
 from federated_vision.data import mixing_scenarios
 from federated_vision.data import round_keys
 
@@ -54,25 +53,8 @@ def sqlite_path(cache_dir: str) -> str:
   return os.path.join(os.fspath(cache_dir), SQLITE_FILE)
 
 
-def _decompress(archive: str, path: str) -> None:
-  """`archive` (.lzma or .xz container) -> `path`, atomically.
-
-  Like TFF's `simulation.datasets.download._fetch_lzma_file`, which reads the
-  published `celeba.sqlite.lzma` with `lzma.LZMADecompressor()` (container
-  auto-detected), so either form of the archive works.
-  """
-  tmp = f"{path}.tmp{os.getpid()}"
-  try:
-    with lzma.open(archive, "rb", format=lzma.FORMAT_AUTO) as src, \
-        open(tmp, "wb") as dst:
-      shutil.copyfileobj(src, dst, 1 << 20)
-    os.replace(tmp, path)
-  except (lzma.LZMAError, EOFError) as e:
-    raise ValueError(f"{archive}: not an .lzma/.xz archive or truncated "
-                     f"({type(e).__name__}: {e})") from None
-  finally:
-    if os.path.exists(tmp):
-      os.remove(tmp)
+# (The archive's reader is shared with the Shakespeare SQLite: lzma_files.)
+_decompress = lzma_files.decompress
 
 
 def require_sqlite(cache_dir: str) -> str:

@@ -29,11 +29,14 @@ def built_as_v1(model: tf.keras.Model) -> bool:
   return any(c.__module__.endswith(".training_v1") for c in type(model).__mro__)
 
 
-def _compiled(keras_model_fn: Callable[[], tf.keras.Model]) -> tf.keras.Model:
+def _compiled(keras_model_fn: Callable[[], tf.keras.Model],
+              label_rank: int = 1) -> tf.keras.Model:
+  """The model compiled with the loss and accuracy of its labels' rank
+  (sequence labels skip their padding: `models.masked`)."""
+  from federated_vision.models import masked  # pylint: disable=g-import-not-at-top
   model = keras_model_fn()
-  model.compile(
-      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-      metrics=[tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
+  loss, metrics = masked.loss_and_metrics(label_rank)
+  model.compile(loss=loss, metrics=metrics)
   return model
 
 
@@ -55,12 +58,13 @@ def build_keras_evaluate_fn(keras_model_fn: Callable[[], tf.keras.Model],
     `model_weights -> {'loss', 'accuracy'}`: mean sparse softmax cross-entropy
     and accuracy over every example of `eval_dataset`.
   """
+  label_rank = eval_dataset.element_spec["y"].shape.rank
   eval_dataset = eval_dataset.map(lambda b: (b["x"], b["y"]))
   models = []
 
   def evaluate(model_weights: tff.learning.models.ModelWeights):
     if not models or built_as_v1(models[0]):
-      models[:] = [_compiled(keras_model_fn)]
+      models[:] = [_compiled(keras_model_fn, label_rank)]
     model = models[0]
     model_weights.assign_weights_to(model)
     loss, accuracy = model.evaluate(eval_dataset, verbose=0)

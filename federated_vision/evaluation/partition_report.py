@@ -175,6 +175,8 @@ def plot_class_counts(counts: np.ndarray, path: str,
   x = np.arange(num_clients)
   bottom = np.zeros(num_clients)
   for c in range(num_classes):
+    if num_classes > 20 and not counts[:, c].any():
+      continue  # No legend entry, no bar: an empty class draws nothing.
     label = (class_names[c] if class_names is not None else f"class {c}")
     ax.bar(x, counts[:, c], bottom=bottom, width=1.0, color=colour(c),
            linewidth=0, label=label)

@@ -314,9 +314,12 @@ def _run(exp: Experiment, opened: dict) -> dict:
   reporting.write_json(os.path.join(out, "hparams.json"), hparams(exp),
                        sealed=True)
   report_paths = write_partition_report(exp)
-  print(f"data: {fed.name}, {stats['num_clients']} clients, "
-        f"{stats['num_examples']} training examples"
-        f"{_of_total(fed.info, stats['num_examples'])}, "
+  counted = (f"{stats['num_examples']} training examples"
+             f"{_of_total(fed.info, stats['num_examples'])}")
+  if "count_unit" in fed.info:  # The counts are per-position targets.
+    counted = (f"{sum(fed.client_sizes.values())} training examples, "
+               f"{stats['num_examples']} {fed.info['count_unit']}")
+  print(f"data: {fed.name}, {stats['num_clients']} clients, {counted}, "
         f"EMD non-identicalness {stats['emd']:.3f}")
   print(f"partition report: {report_paths['json']}, {report_paths['png']}")
   eval_ds = cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn)

@@ -26,12 +26,16 @@ def build_tff_model_fn(keras_model_fn: Callable[[], tf.keras.Model],
   Returns:
     A no-arg function returning a `tff.learning.models.VariableModel` with mean
     sparse cross-entropy loss (+ the Keras model's regularization losses) and
-    accuracy as the training metric.
+    accuracy as the training metric; with sequence labels (`y` [batch,
+    time]) both skip the padding (`masked.loss_and_metrics`).
   """
+  from federated_vision.models import masked  # pylint: disable=g-import-not-at-top
+  label_rank = input_spec["y"].shape.rank
+
   def model_fn():
+    loss, metrics = masked.loss_and_metrics(label_rank)
     return tff.learning.models.from_keras_model(
-        keras_model_fn(),
-        input_spec=input_spec,
-        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=[tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
+        keras_model_fn(), input_spec=input_spec, loss=loss, metrics=metrics)
+  # Read by components that need one label per example (FedIR).
+  model_fn.sequence_labels = masked.is_sequence(label_rank)
   return model_fn

@@ -1,7 +1,8 @@
 """Task registry: `get_task(name)`, `register_task(Task(...))`, `task_names()`.
 
 Importing this package registers the built-in tasks (digits, cifar10/100,
-mnist, inaturalist, landmarks and their synthetic_* twins, celeba) without importing
+mnist, inaturalist, landmarks and their synthetic_* twins, celeba,
+shakespeare and its twin) without importing
 TensorFlow; a task imports its loaders when it builds data.
 """
 
@@ -21,3 +22,4 @@ from federated_vision.tasks import cifar as _cifar  # pylint: disable=unused-imp
 from federated_vision.tasks import mnist as _mnist  # pylint: disable=unused-import
 from federated_vision.tasks import realworld as _realworld  # pylint: disable=unused-import
 from federated_vision.tasks import celeba as _celeba  # pylint: disable=unused-import
+from federated_vision.tasks import shakespeare as _shakespeare  # pylint: disable=unused-import

@@ -17,7 +17,7 @@ import dataclasses
 from typing import Optional, Sequence
 
 from federated_vision import config_fields
-from federated_vision.errors import bad
+from federated_vision.errors import ConfigError, bad
 from federated_vision.methods import components as comp
 from federated_vision.methods.builtins import fedavg
 
@@ -34,7 +34,12 @@ class FedIROptions:
 
 def target(config, inputs) -> Optional[Sequence[float]]:
   """p(y): None (uniform) or the server's test label distribution
-  (ConfigError without test labels)."""
+  (ConfigError without test labels, or with a label per position: FedIR
+  weighs each example by its one label's p(y) / q_k(y))."""
+  if getattr(inputs.model_fn, "sequence_labels", False):
+    raise ConfigError("--fedir: FedIR weighs each example by p(y)/q_k(y) of "
+                      "its one label; this data set's examples have a label "
+                      "per position (next characters)", "fedir")
   if config.fedir_target != "test":
     return None
   from federated_vision.algorithms import fedir  # pylint: disable=g-import-not-at-top

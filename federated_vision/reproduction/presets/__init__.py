@@ -23,11 +23,13 @@ from federated_vision.reproduction.presets import hsu2020
 from federated_vision.reproduction.presets import mcmahan2017
 from federated_vision.reproduction.presets import mcmahan2017_cifar
 from federated_vision.reproduction.presets import mcmahan2017_figure1
+from federated_vision.reproduction.presets import mcmahan2017_shakespeare
 from federated_vision.reproduction.presets import mcmahan2017_slides
+from federated_vision.reproduction.presets import shakespeare_claims
 
 _MODULES = (hsu2020, hsu2019, mcmahan2017, mcmahan2017_cifar,
-            mcmahan2017_slides, mcmahan2017_figure1, augenstein,
-            digits_claims)
+            mcmahan2017_slides, mcmahan2017_figure1, mcmahan2017_shakespeare,
+            augenstein, digits_claims, shakespeare_claims)
 
 
 def _builtins():
