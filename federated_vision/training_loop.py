@@ -43,7 +43,6 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision.algorithms import fedavg
 from federated_vision.data import client_data as client_data_lib
 from federated_vision.evaluation import keras_eval
 from federated_vision.evaluation import metrics as metrics_lib
@@ -54,6 +53,7 @@ from federated_vision.training import errors
 from federated_vision.training import metrics_csv as metrics_csv_lib
 from federated_vision.training import progress as progress_lib
 from federated_vision.training import resume
+from federated_vision.training import run_files
 from federated_vision.training import run_lock
 from federated_vision.training import tensorboard
 
@@ -126,10 +126,14 @@ class LoopConfig(NamedTuple):
   @property
   def columns(self) -> Tuple[str, ...]:
     """metrics.csv's columns: the standard ones + the extra ones, timing last."""
+    return self.columns_with(())
+
+  def columns_with(self, algorithm_metrics: Sequence[str]) -> Tuple[str, ...]:
+    """`columns` with an algorithm's own metrics before the timing ones."""
     return (METRIC_COLUMNS + tuple(c for c, _ in self.round_columns)
             + tuple(f"test_{k}" for k in self.eval_columns)
             + ((FULL_TRAIN_LOSS,) if self.full_train_loss else ())
-            + TIMING_COLUMNS)
+            + tuple(algorithm_metrics) + TIMING_COLUMNS)
 
   def validate(self) -> "LoopConfig":
     for name in ("total_rounds", "rounds_per_eval", "rounds_per_checkpoint",
@@ -272,9 +276,20 @@ def open_run(process, fed_data, spec, config: LoopConfig,
     return _open(process, fed_data, spec, config, log_fn)
 
 
+def algorithm_metrics(training_process) -> Tuple[str, ...]:
+  """The algorithm's own metrics (`metrics['algorithm']` of its rounds, a
+  `stateful.TrainingProcess`'s `metric_names`): metrics.csv columns and
+  TensorBoard scalars of its run."""
+  return tuple(getattr(training_process, "metric_names", ()))
+
+
 def _open(process, fed_data, spec, config, log_fn) -> OpenedRun:
-  return resume.read(build_training_process(process, fed_data, spec),
-                     config.output_dir, config.columns,
+  training_process = build_training_process(process, fed_data, spec)
+  columns = config.columns_with(algorithm_metrics(training_process))
+  if len(set(columns)) != len(columns):
+    raise ValueError(f"the algorithm's metrics repeat a metrics.csv column: "
+                     f"{columns}")
+  return resume.read(training_process, config.output_dir, columns,
                      config.keep_checkpoints, config.resume_from_last_valid,
                      log_fn)
 
@@ -352,6 +367,7 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
   progress = progress_lib.Progress(name, config.total_rounds, version, log_fn,
                        progress_bar)
   writer = tf.summary.create_file_writer(tb_dir)
+  own = algorithm_metrics(training_process)
   try:
     for round_num in range(version + 1, config.total_rounds + 1):
       t0 = time.time()
@@ -366,8 +382,9 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
              "train_loss": float(work["train"]["loss"]),
              "train_accuracy": float(work["train"]["accuracy"]),
              "batch_budget": budget, "cumulative_batch_budget": cumulative,
-             fedavg.DROPPED_NON_FINITE: work.get(fedavg.DROPPED_NON_FINITE),
+             run_files.DROPPED_NON_FINITE: work.get(run_files.DROPPED_NON_FINITE),
              **dict(config.round_columns)}
+      row.update({k: float(output.metrics["algorithm"][k]) for k in own})
       evaluation = None
       if (round_num % config.rounds_per_eval == 0
           or round_num == config.total_rounds):
@@ -382,7 +399,7 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
       row["non_finite"] = int(bool(reasons))
       row["round_seconds"] = round(time.time() - t0, 3)
       rows.append(metrics_csv.append(row))  # As recorded: what a rerun reads.
-      tensorboard.write_scalars(writer, row, tb_dir)
+      tensorboard.write_scalars(writer, row, tb_dir, own)
       progress.round_done(row)
       if reasons:
         if config.on_divergence == "stop":

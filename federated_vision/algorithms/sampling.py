@@ -19,6 +19,7 @@ def _rng(seed: int, round_num: int) -> np.random.Generator:
 
 class UniformSampler:
   """FedAvg: `clients_per_round` distinct clients, uniformly at random."""
+  name = "uniform"
 
   def __init__(self, client_ids: Sequence[str], clients_per_round: int,
                seed: int = 0):
@@ -47,6 +48,7 @@ class SizeProportionalSampler:
   size; a client drawn twice in a round yields two virtual clients with
   independent resamples (slots 0, 1, ... in their round keys).
   """
+  name = "size_proportional"
 
   def __init__(self, client_ids: Sequence[str], client_sizes: Sequence[int],
                clients_per_round: int, seed: int = 0):

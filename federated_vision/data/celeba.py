@@ -33,7 +33,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.data import client_data as client_data_lib
-from federated_vision.data import mixing_scenarios
+from federated_vision.mixing import scenarios as mixing_scenarios
 from federated_vision.data import round_keys
 
 SQLITE_FILE = "celeba.sqlite"

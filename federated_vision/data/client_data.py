@@ -43,8 +43,6 @@ RESAMPLE_STREAM = round_keys.RESAMPLE_STREAM
 SUBSET_STREAM = round_keys.SUBSET_STREAM
 SHUFFLE_STREAM = round_keys.SHUFFLE_STREAM
 AUGMENT_STREAM = round_keys.AUGMENT_STREAM
-# Kept for algorithms/mixing_data.py (owned elsewhere); use round_keys.row_lookup.
-_row_lookup = round_keys.row_lookup
 MAX_INLINE_BYTES = in_graph_client_data.MAX_INLINE_BYTES
 InGraphClientData = in_graph_client_data.InGraphClientData
 ArrayClientData = in_graph_client_data.ArrayClientData

@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional
 
 from federated_vision.experiment import central_baseline
 from federated_vision.experiment import config as config_lib
-from federated_vision.experiment import mixing_report
+from federated_vision.mixing import summary as mixing_report
 from federated_vision.experiment import outputs
 from federated_vision.experiment import resolved_run
 from federated_vision.experiment import fields_read
@@ -28,7 +28,7 @@ DROPPED = "clients_dropped_non_finite"
 # (Moved to `outputs`; the names callers use.)
 hparams = outputs.hparams
 write_partition_report = outputs.write_partition_report
-plot_title = outputs.plot_title  # == algorithms.fedavg.DROPPED_NON_FINITE
+plot_title = outputs.plot_title
 
 
 class Experiment(NamedTuple):
@@ -324,7 +324,7 @@ def _run(exp: Experiment, opened: dict) -> dict:
     evaluate = training_loop.build_keras_evaluate_fn(exp.keras_model_fn,
                                                      eval_ds)
   else:
-    from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
+    from federated_vision.mixing import scenarios as mixing_scenarios  # pylint: disable=g-import-not-at-top
     evaluate = mixing_scenarios.build_group_evaluate_fn(
         exp.keras_model_fn, eval_ds, fed.num_classes, exp.scenario.groups)
   if t.full_train_loss:  # The clients' training examples, every eval.

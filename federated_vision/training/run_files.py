@@ -54,6 +54,8 @@ CHECKSUM_KEY = "sha256"
 # Figure 6): `keras_eval.with_full_train_loss` computes it, the loop writes
 # it (`LoopConfig.full_train_loss`), figures read it.
 FULL_TRAIN_LOSS = "full_train_loss"
+# Clients dropped as non-finite in a round (update zeroed, weight 0).
+DROPPED_NON_FINITE = "clients_dropped_non_finite"
 # metrics.csv columns holding integers; "extra_broadcast_bytes": mixing runs.
 INT_COLUMNS = frozenset(("round", "clients", "batch_budget",
                          "cumulative_batch_budget",
