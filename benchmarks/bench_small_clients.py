@@ -11,7 +11,7 @@ sets the round time. Variants, interleaved with the floor in one process
   b  ungrouped:    this package's FedAvg as the binaries run it
                    (`training_loop.build_training_process`, client datasets
                    built in the executor from round keys), one client a slot;
-  c  grouped:      the same with client groups (`algorithms.client_groups`,
+  c  grouped:      the same with client groups (`learning.client_groups`,
                    `--client_group_size`; 'auto' unless --group_size, which
                    takes a list: one grouped variant per size);
   d  train_main:   the round `train_main --dataset=synthetic_mnist
@@ -53,7 +53,7 @@ from benchmarks import harness  # pylint: disable=g-import-not-at-top
 from federated_vision import algorithms
 from federated_vision import models as models_lib
 from federated_vision import training_loop
-from federated_vision.algorithms import client_groups
+from federated_vision.learning import client_groups
 from federated_vision.methods import groups as group_size_lib
 from federated_vision.data import archives
 from federated_vision.data import celeba

@@ -316,7 +316,7 @@ def run_federated_training(
     fed_data: the federated data set.
     spec: how client datasets are built each round.
     sampler: has `round_keys(round_num) -> list[str]` (see
-      `federated_vision.algorithms.sampling`).
+      `federated_vision.learning.sampling`).
     evaluate_fn: model weights -> {'loss', 'accuracy'} on the test set.
     config: loop settings.
     log_fn: progress lines go here (None for silence).

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from federated_vision.algorithms import mixing_data
+from federated_vision.mixing import central_data as mixing_data
 from federated_vision.data import celeba
 from federated_vision.data import client_data as cdl
 from federated_vision.models import celeba as celeba_models

@@ -15,7 +15,7 @@ import tensorflow_federated as tff
 
 from federated_vision import algorithms, training_loop
 from federated_vision.runtime import contexts
-from federated_vision.algorithms import sampling
+from federated_vision.learning import sampling
 from federated_vision.data import client_data as cdl
 from federated_vision.evaluation import metrics
 from federated_vision.models import build_tff_model_fn

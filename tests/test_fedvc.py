@@ -12,7 +12,7 @@ from federated_vision import algorithms
 from federated_vision.data import client_data as cdl
 from federated_vision.runtime import contexts
 from federated_vision.evaluation import metrics
-from federated_vision.algorithms import sampling
+from federated_vision.learning import sampling
 from federated_vision import training_loop
 from federated_vision.data import digits
 from run_checks import DIGITS_NUM_TEST, check_method_run

@@ -15,7 +15,7 @@ from federated_vision import algorithms
 from federated_vision.runtime import contexts
 from federated_vision import models
 from federated_vision import training_loop as tl
-from federated_vision.algorithms import sampling
+from federated_vision.learning import sampling
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.evaluation import keras_eval
@@ -104,7 +104,7 @@ def test_built_as_v1_detects_the_swap():
 
 
 def test_group_evaluate_fn_built_first_survives_process_builds(fed):
-  from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
+  from federated_vision.mixing import scenarios as mixing_scenarios  # pylint: disable=g-import-not-at-top
   evaluate = mixing_scenarios.build_group_evaluate_fn(
       digits_models.create_digits_cnn, fed.test_batches(), 10,
       {"missing": [8, 9]})

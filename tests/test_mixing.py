@@ -13,20 +13,20 @@ import tensorflow_federated as tff
 
 from federated_vision.runtime import contexts
 from federated_vision.methods import method_config as method_components
-from federated_vision.methods import mixing as mixing_strategies
+from federated_vision.mixing import strategy as mixing_strategies
 from federated_vision import training_loop
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.algorithms import fedvc
-from federated_vision.algorithms import mixing
-from federated_vision.algorithms import mixing_data
-from federated_vision.algorithms import mixing_gradient
-from federated_vision.algorithms import mixing_parallel
-from federated_vision.algorithms import mixing_payload
-from federated_vision.algorithms import sampling as sampling_lib
+from federated_vision.mixing import augenstein as mixing
+from federated_vision.mixing import central_data as mixing_data
+from federated_vision.mixing import gradient_transfer as mixing_gradient
+from federated_vision.mixing import parallel_training as mixing_parallel
+from federated_vision.mixing import payload as mixing_payload
+from federated_vision.learning import sampling as sampling_lib
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
-from federated_vision.data import mixing_scenarios
+from federated_vision.mixing import scenarios as mixing_scenarios
 from tests import linear_reference
 from tests.linear_reference import (B, C, F, LR, model_fn, np_fedavg_round,
                                     np_grad, np_local_sgd)

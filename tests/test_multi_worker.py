@@ -18,7 +18,7 @@ from federated_vision.runtime import worker_config
 from federated_vision.runtime import errors as worker_errors
 from federated_vision.runtime import workers
 from federated_vision import training_loop
-from federated_vision.algorithms import sampling
+from federated_vision.learning import sampling
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.models import build_tff_model_fn

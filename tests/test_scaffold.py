@@ -14,6 +14,7 @@ import pytest
 import tensorflow_federated as tff
 
 from federated_vision.algorithms import scaffold
+from federated_vision.learning import stateful
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.runtime import contexts
@@ -88,8 +89,10 @@ def context():
 
 
 def _process(fed, tmp_path, lr=LR):
-  method = scaffold.ScaffoldMethod(
-      model_fn, lr, tff.learning.optimizers.build_sgdm(ETA_G))
+  method = stateful.Method(
+      model_fn, scaffold.scaffold_round(),
+      tff.learning.optimizers.build_sgdm(lr),
+      tff.learning.optimizers.build_sgdm(ETA_G))
   process = method.build_training_process(fed, SPEC)
   process.client_states.open(str(tmp_path / client_states.DIRECTORY), 0)
   return process
@@ -107,7 +110,7 @@ def test_matches_algorithm_1_option_ii(context, tmp_path):
     out = process.next(state, FixedSampler().round_keys(r))
     state = out.state
     got = {"x": state.global_model_weights.trainable[0],
-           "c": state.control[0],
+           "c": state.server["control"][0],
            **{k: process.client_states.read(k)[0] for k in clients}}
     want = {"x": x, "c": c, **c_k}
     for name in want:
@@ -141,14 +144,15 @@ def test_non_finite_clients_are_dropped_and_keep_their_state(context,
   # metrics, and no c_k written (round 1 exists, empty).
   np.testing.assert_array_equal(out.state.global_model_weights.trainable[0],
                                 state.global_model_weights.trainable[0])
-  np.testing.assert_array_equal(out.state.control[0], state.control[0])
+  np.testing.assert_array_equal(out.state.server["control"][0],
+                                state.server["control"][0])
   assert float(work["train"]["num_examples"]) == 0
   assert process.client_states.rounds() == [1]
   assert process.client_states.files() == {}
 
 
 def test_round_keys_name_one_round_and_distinct_clients():
-  assert scaffold.round_and_clients(["a@3", "b@3"]) == (3, ["a", "b"])
+  assert stateful.round_and_clients(["a@3", "b@3"]) == (3, ["a", "b"])
   for keys in (["a@3", "b@4"], ["a@3.1"], [], ["a@3", "a@3"]):
     with pytest.raises(ValueError):
-      scaffold.round_and_clients(keys)
+      stateful.round_and_clients(keys)

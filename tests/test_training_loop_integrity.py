@@ -21,7 +21,7 @@ from federated_vision import algorithms
 from federated_vision.runtime import contexts
 from federated_vision import models
 from federated_vision import training_loop as tl
-from federated_vision.algorithms import sampling
+from federated_vision.learning import sampling
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.evaluation import keras_eval

@@ -139,6 +139,7 @@ REFUSED = {
     "virtual_client_size": {"virtual_client_size": 64},
     "fedir_target": {"fedvc": True, "fedir_target": "test"},
     "fedprox_mu": {"fedir": True, "fedprox_mu": 0.1},
+    "feddyn_alpha": {"algorithm": ("fedavg",), "feddyn_alpha": 0.1},
     # The server optimizers' own (issue 27): unread unless a method uses it.
     **{f: {f: 0.5} for f in ("adagrad_beta_1", "adam_beta_1", "adam_beta_2",
                              "yogi_beta_1", "yogi_beta_2")},

@@ -25,14 +25,14 @@ def build(config, inputs, parts):
   through client groups when `parts.group_size` > 1."""
   del config
   if parts.group_size > 1:
-    from federated_vision.algorithms import client_groups  # pylint: disable=g-import-not-at-top
-    from federated_vision.algorithms import local  # pylint: disable=g-import-not-at-top
+    from federated_vision.learning import client_groups  # pylint: disable=g-import-not-at-top
+    from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
     objective = parts.objective or methods.LocalObjective(local.model_loss)
     return client_groups.GroupedMethod(
         inputs.model_fn, parts.client_optimizer, parts.server_optimizer,
         group_size=parts.group_size, objective=objective.fn,
         label_counts=objective.label_counts, message=objective.message), {}
-  from federated_vision.algorithms import compose  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import compose  # pylint: disable=g-import-not-at-top
   return compose.build_fedavg_process(inputs.model_fn, parts.client_work,
                                       parts.server_optimizer), {}
 
@@ -62,8 +62,8 @@ def build_fedavg(model_fn, client_optimizer, server_optimizer=None, *,
     measurements include `clients_dropped_non_finite`.
   """
   import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
-  from federated_vision.algorithms import compose  # pylint: disable=g-import-not-at-top
-  from federated_vision.algorithms import local  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import compose  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
   if not callable(model_fn):
     raise TypeError(f"model_fn must be a no-arg callable, got {model_fn!r}")
   compose.check_optimizer("client_optimizer", client_optimizer)

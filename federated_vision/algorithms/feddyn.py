@@ -78,15 +78,20 @@ def server_update(alpha: float):
   return fn
 
 
+def feddyn_round(alpha: float):
+  """Algorithm 1 as a `stateful.Round`: each device's gradient, the
+  server's h."""
+  from federated_vision.learning import stateful  # pylint: disable=g-import-not-at-top
+  return stateful.Round(local_objective(alpha), finish(alpha),
+                        server_update(alpha), client_state=("gradient",),
+                        server_state=("h",))
+
+
 def build(config, inputs, parts):
   """FedDyn's `stateful.Method`."""
-  from federated_vision.algorithms import stateful  # pylint: disable=g-import-not-at-top
-  alpha = config.feddyn_alpha
-  round_ = stateful.Round(local_objective(alpha), finish(alpha),
-                          server_update(alpha), client_state=("gradient",),
-                          server_state=("h",))
-  return (stateful.Method(inputs.model_fn, round_, parts.client_optimizer,
-                          parts.server_optimizer),
+  from federated_vision.learning import stateful  # pylint: disable=g-import-not-at-top
+  return (stateful.Method(inputs.model_fn, feddyn_round(config.feddyn_alpha),
+                          parts.client_optimizer, parts.server_optimizer),
           {"client_weighting": "uniform", "client_state": "gradient"})
 
 

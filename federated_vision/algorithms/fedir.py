@@ -128,7 +128,7 @@ def build_fedir_client_work(model_fn, client_optimizer, num_classes: int,
   {'x', 'y'} data). Its state's `message` is p (`with_target_distribution`).
   """
   import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
-  from federated_vision.algorithms import local  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
   update = local_objective(num_classes, target_distribution)
   return local.build_client_work(
       model_fn, client_optimizer, update.fn, message=update.message,

@@ -42,14 +42,19 @@ def server_update(server):
   return update, {}, {"tau_eff": tau_eff}
 
 
+def fednova_round():
+  """FedNova as a `stateful.Round` (no client or server state)."""
+  from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import stateful  # pylint: disable=g-import-not-at-top
+  return stateful.Round(local.model_loss, finish, server_update)
+
+
 def build(config, inputs, parts):
-  """FedNova's `stateful.Method` (no client or server state)."""
+  """FedNova's `stateful.Method`."""
   del config
-  from federated_vision.algorithms import local  # pylint: disable=g-import-not-at-top
-  from federated_vision.algorithms import stateful  # pylint: disable=g-import-not-at-top
-  round_ = stateful.Round(local.model_loss, finish, server_update)
-  return stateful.Method(inputs.model_fn, round_, parts.client_optimizer,
-                         parts.server_optimizer), {}
+  from federated_vision.learning import stateful  # pylint: disable=g-import-not-at-top
+  return stateful.Method(inputs.model_fn, fednova_round(),
+                         parts.client_optimizer, parts.server_optimizer), {}
 
 
 methods.register(methods.Algorithm(

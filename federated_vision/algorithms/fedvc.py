@@ -44,7 +44,7 @@ def virtual_clients(spec, client_ids: Sequence[str],
       isinstance(virtual_client_size, int) and virtual_client_size >= 1):
     raise ValueError(f"virtual_client_size must be an integer >= 1, got "
                      f"{virtual_client_size!r}")
-  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import sampling  # pylint: disable=g-import-not-at-top
   sampler = sampling.SizeProportionalSampler(client_ids, client_sizes,
                                              clients_per_round, seed)
   return spec._replace(virtual_client_size=virtual_client_size), sampler
@@ -80,7 +80,7 @@ def _build(config, inputs, spec, sampler):
   del sampler
   return virtual_clients(spec, inputs.client_ids, inputs.client_sizes,
                          inputs.clients_per_round,
-                         config.virtual_client_size, inputs.seed)
+                         config.virtual_client_size, inputs.seed) + ({},)
 
 
 methods.register(methods.DataSide(

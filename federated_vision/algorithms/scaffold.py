@@ -52,14 +52,20 @@ def server_update(server):
   return update, {"control": control}, {}
 
 
+def scaffold_round():
+  """Algorithm 1 as a `stateful.Round`: c_k per client, c on the server."""
+  from federated_vision.learning import stateful  # pylint: disable=g-import-not-at-top
+  return stateful.Round(objective, finish, server_update,
+                        client_state=("control",), server_state=("control",))
+
+
 def build(config, inputs, parts):
   """SCAFFOLD's `stateful.Method`: the clients' plain SGD (option II divides
   by K eta_l), the method's server optimizer."""
-  from federated_vision.algorithms import stateful  # pylint: disable=g-import-not-at-top
-  round_ = stateful.Round(objective, finish, server_update,
-                          client_state=("control",), server_state=("control",))
-  return (stateful.Method(inputs.model_fn, round_, parts.client_optimizer,
-                          parts.server_optimizer),
+  del config
+  from federated_vision.learning import stateful  # pylint: disable=g-import-not-at-top
+  return (stateful.Method(inputs.model_fn, scaffold_round(),
+                          parts.client_optimizer, parts.server_optimizer),
           {"client_weighting": "uniform", "client_state": "control_variate"})
 
 

@@ -117,7 +117,7 @@ class ExecutionConfig:
     worker_inter_op_threads: local workers' TF inter-op threads (0: TF's).
     client_group_size: clients trained one after another in one TFF slot
       ('auto' or N; 1: one client a slot, the ungrouped path;
-      `federated_vision.algorithms.client_groups`). Results equal the
+      `federated_vision.learning.client_groups`). Results equal the
       ungrouped path's up to float summation order. 'auto', the default
       (ours: small clients cost several times the per-client floor
       ungrouped): the methods the groups cover train grouped, with

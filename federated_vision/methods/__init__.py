@@ -58,13 +58,17 @@ def get_algorithm(name: str) -> Algorithm:
   return get(name, ALGORITHM)
 
 
-# The built-in components, in this order (--help lists them so).
-from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
-from federated_vision.algorithms import fedir  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
-from federated_vision.algorithms import fedprox  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
-from federated_vision.algorithms import fedvc  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
-from federated_vision.mixing import augenstein  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
-from federated_vision.algorithms import scaffold  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
-from federated_vision.algorithms import feddyn  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
-from federated_vision.algorithms import fednova  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
-from federated_vision.algorithms import server_optimizers  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
+def _register_builtins() -> None:
+  """Imports every module of `federated_vision.algorithms` (in name order),
+  then the mixing strategies: each declares its components (so adding a
+  built-in is adding a module there; nothing lists them). By name, with
+  importlib: those modules import this package."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  import pkgutil  # pylint: disable=g-import-not-at-top
+  path = [__file__.rsplit("/methods/", 1)[0] + "/algorithms"]
+  for module in pkgutil.iter_modules(path):
+    importlib.import_module(f"federated_vision.algorithms.{module.name}")
+  importlib.import_module("federated_vision.mixing.augenstein")
+
+
+_register_builtins()

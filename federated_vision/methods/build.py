@@ -163,7 +163,8 @@ def _recorded(config: MethodConfig, extra, spec, inputs,
               name: Optional[str] = None) -> Dict[str, object]:
   """What every method records beside its server optimizer's settings:
   its components' options, the clients' SGD, its builder's `extra`, the
-  settings naming it and its local data side (B, E)."""
+  settings naming it and its local data side (B, E, N_VC: FedVC's virtual
+  client size, None without)."""
   out = {}
   for c in config.used():
     if c.kind != comp.SERVER_OPTIMIZER:
@@ -173,7 +174,8 @@ def _recorded(config: MethodConfig, extra, spec, inputs,
   out.update(extra)
   out.update(name=name or config.name, algorithm=config.algorithm,
              variants=list(config.variants), E=spec.epochs,
-             B=spec.batch_size, clients_per_round=inputs.clients_per_round)
+             B=spec.batch_size, N_VC=spec.virtual_client_size,
+             clients_per_round=inputs.clients_per_round)
   if config.overrides:
     out["own_settings"] = {k: getattr(config, k) for k in config.overrides}
   return out
@@ -183,7 +185,7 @@ def _sampling(config: MethodConfig, inputs: MethodInputs):
   """The method's (spec, sampler, settings) over `inputs.client_ids`: the
   algorithm's spec and a uniform sampler, changed by the data-side variants
   (the one place both are built, with or without a mixing strategy)."""
-  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import sampling  # pylint: disable=g-import-not-at-top
   spec = comp.client_spec(config, inputs.seed)
   sampler = sampling.UniformSampler(inputs.client_ids,
                                     inputs.clients_per_round, inputs.seed)
@@ -191,8 +193,8 @@ def _sampling(config: MethodConfig, inputs: MethodInputs):
   for name in config.variants:
     v = comp.get(name)
     if v.kind == comp.DATA_SIDE:
-      spec, sampler = v.build(config, inputs, spec, sampler)
-      settings["data_side"] = v.name
+      spec, sampler, extra = v.build(config, inputs, spec, sampler)
+      settings.update(extra, data_side=v.name)
   settings["sampler"] = sampler.name
   return spec, sampler, settings
 
@@ -240,7 +242,7 @@ def _build_mixing(config: MethodConfig, inputs: MethodInputs,
   client_work = None
   variant = _client_work(config)
   if variant is not None:  # A local objective (`check_combination`).
-    from federated_vision.algorithms import local  # pylint: disable=g-import-not-at-top
+    from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
     objective = local_objective(variant, config, inputs)
     client_work = local.build_client_work(
         inputs.model_fn, client_sgd(config), objective.fn,
@@ -275,7 +277,7 @@ def _build_mixing(config: MethodConfig, inputs: MethodInputs,
 def with_client_groups(method: Method, config: MethodConfig,
                        inputs: MethodInputs, group_size) -> Method:
   """`method` (built with a mixing strategy) trained through client groups
-  (`algorithms.client_groups`: one TFF client slot trains several clients
+  (`learning.client_groups`: one TFF client slot trains several clients
   in one graph call), if its components are covered (`groups.uncovered`):
   its algorithm's round built grouped, with the same client SGD and server
   optimizer. `client_group_size` joins its settings.

@@ -5,9 +5,9 @@ A method is a named composition of components (`methods.names`):
     <algorithm>[+<variant>...][@<server optimizer>][:<field>=<value>...]
 
   * an `Algorithm`: the round (fedavg, fedavgm, fedsgd: FedAvg's; scaffold,
-    feddyn, fednova: their own, `algorithms.stateful`),
+    feddyn, fednova: their own, `learning.stateful`),
   * at most one `ClientWork` variant: a change of the clients' local step
-    (fedir, fedprox), given as its local objective (`algorithms.local`),
+    (fedir, fedprox), given as its local objective (`learning.local`),
   * any `DataSide` variants: what a client trains on and who is sampled
     (fedvc),
   * a `ServerOptimizer` (sgd, sgdm, nesterov, adagrad, adam, yogi; each
@@ -183,7 +183,7 @@ class Variant(Component):
 
 
 class LocalObjective(NamedTuple):
-  """A client work given as its local objective (`algorithms.local`).
+  """A client work given as its local objective (`learning.local`).
 
   Attributes:
     fn: `(output, batch, client) -> (loss, gradient term or None)`.
@@ -223,8 +223,9 @@ class ClientWork(Variant):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DataSide(Variant):
   """Changes what clients train on and who is sampled: `build(config,
-  inputs, spec, sampler) -> (spec, sampler)` (a `client_data.TrainingSpec`
-  and a sampler with `round_keys(round)` and a `name`)."""
+  inputs, spec, sampler) -> (spec, sampler, settings)` (a
+  `client_data.TrainingSpec`, a sampler with `round_keys(round)` and a
+  `name`, and what it records beside its options)."""
   kind: ClassVar[str] = DATA_SIDE
   build: Callable
 
@@ -288,7 +289,7 @@ class BuildParts:
       if self._client_work_fn is not None:
         self._client_work = self._client_work_fn()
       else:
-        from federated_vision.algorithms import local  # pylint: disable=g-import-not-at-top
+        from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
         objective = self.objective or LocalObjective(local.model_loss)
         self._client_work = local.build_client_work(
             self._model_fn, self.client_optimizer, objective.fn,
@@ -299,11 +300,16 @@ class BuildParts:
     return self._client_work
 
 
+FEDAVG_ROUND = "federated_vision.algorithms.fedavg.build"
+
+
 def fedavg_round(algorithm: Algorithm) -> bool:
-  """Its round is FedAvg's (`algorithms.fedavg.build`): client groups and
-  the mixing strategies, which implement FedAvg's round, cover it."""
-  from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top
-  return algorithm.build is fedavg.build
+  """Its round is FedAvg's (its build is `algorithms.fedavg.build`): client
+  groups and the mixing strategies, which implement FedAvg's round, cover
+  it."""
+  build = algorithm.build
+  return (f"{getattr(build, '__module__', '')}."
+          f"{getattr(build, '__qualname__', '')}" == FEDAVG_ROUND)
 
 
 def refuses_kind(component: Component, kind: str) -> Optional[str]:

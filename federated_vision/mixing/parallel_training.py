@@ -20,9 +20,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision.algorithms import compose
+from federated_vision.learning import compose
 from federated_vision.algorithms import fedavg
-from federated_vision.algorithms import local
+from federated_vision.learning import local
 from federated_vision.mixing import central_data
 
 

@@ -9,7 +9,7 @@ trainable size; `augenstein.extra_broadcast_bytes` counts each strategy's extra.
 import numpy as np
 import tensorflow_federated as tff
 
-from federated_vision.algorithms import local
+from federated_vision.learning import local
 
 
 def tensor_bytes(type_spec: tff.Type) -> int:

@@ -45,7 +45,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision.algorithms import local
+from federated_vision.learning import local
 from federated_vision.data import client_data as client_data_lib
 from federated_vision.training import client_states as client_states_lib
 

@@ -42,8 +42,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision.algorithms import compose
-from federated_vision.algorithms import local
+from federated_vision.learning import compose
+from federated_vision.learning import local
 from federated_vision.data import client_data as client_data_lib
 
 

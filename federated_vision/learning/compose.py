@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision.algorithms import local
+from federated_vision.learning import local
 
 AggregationFactory = Union[tff.aggregators.WeightedAggregationFactory,
                            tff.aggregators.UnweightedAggregationFactory]
