@@ -12,7 +12,7 @@ from federated_vision.algorithms import fedvc
 from federated_vision.learning import sampling
 from federated_vision.errors import ConfigError
 from test_algorithms import _sgd, model_fn
-from tests import linear_reference
+from federated_vision.learning import reference as linear_reference
 
 IDS = ["a", "b", "c", "d"]
 SIZES = [5, 1, 30, 4]

@@ -27,8 +27,8 @@ from federated_vision.learning import sampling as sampling_lib
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.mixing import scenarios as mixing_scenarios
-from tests import linear_reference
-from tests.linear_reference import (B, C, F, LR, model_fn, np_fedavg_round,
+from federated_vision.learning import reference as linear_reference
+from federated_vision.learning.reference import (B, C, F, LR, model_fn, np_fedavg_round,
                                     np_grad, np_local_sgd)
 
 SIZES = {"a": 5, "b": 7}

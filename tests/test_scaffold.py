@@ -1,5 +1,5 @@
 """SCAFFOLD (Karimireddy et al. 2020, Algorithm 1, option II) against a numpy
-implementation written here, on tests/linear_reference.py's linear model.
+implementation written here, on federated_vision.learning.reference's linear model.
 
 Client datasets are built from round keys inside the executor with
 shuffling off, so every client's batch order is known; 2 local epochs, so
@@ -19,7 +19,8 @@ from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.runtime import contexts
 from federated_vision.training import client_states
-from tests.linear_reference import B, C, F, LR, model_fn, np_grad
+from federated_vision.learning.reference import (B, C, F, LR, model_fn, np_grad,
+                                                 np_loss_and_correct)
 
 SIZES = collections.OrderedDict(a=5, b=7, c=4)
 EPOCHS = 2
@@ -47,13 +48,6 @@ class FixedSampler:
     return [cdl.round_key(c, round_num) for c in SCHEDULE[round_num]]
 
 
-def _loss_and_correct(w, x, y):
-  logits = x @ w
-  z = logits - logits.max(axis=1, keepdims=True)
-  log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-  return -log_p[np.arange(len(y)), y].sum(), (logits.argmax(1) == y).sum()
-
-
 def np_scaffold(x, clients, rounds, num_clients, lr=LR, eta_g=ETA_G):
   """Karimireddy et al. 2020, Algorithm 1 (option II), written out: per
   round (x, c, {c_k}, train loss, train accuracy)."""
@@ -68,7 +62,7 @@ def np_scaffold(x, clients, rounds, num_clients, lr=LR, eta_g=ETA_G):
       for _ in range(EPOCHS):
         for i in range(0, len(ys), B):
           xb, yb = xs[i:i + B], ys[i:i + B]
-          l, right = _loss_and_correct(y, xb, yb)
+          l, right = np_loss_and_correct(y, xb, yb)
           loss, correct, seen = loss + l, correct + right, seen + len(yb)
           y = y - lr * (np_grad(y, xb, yb) - c_k[k] + c)   # line 10
           steps += 1

@@ -5,7 +5,7 @@ Optimization", Algorithm 2, written below in numpy; Nesterov is
 TensorFlow's `MomentumOptimizer(use_nesterov=True)`. Each is run through
 `methods.build_method` (`fedavg@<optimizer>`) for 3 rounds in which 2 of 4
 clients take part (partial participation), on the linear model of
-tests/linear_reference.py. The clients have equal sizes, so the package's
+federated_vision.learning.reference. The clients have equal sizes, so the package's
 example-weighted mean of the deltas is Algorithm 2's plain mean
 Delta_t = (1/|S|) sum_i Delta_i.
 """
@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from federated_vision import methods
-from tests import linear_reference as ref
+from federated_vision.learning import reference as ref
 
 N = 6  # Examples per client (equal sizes).
 ROUNDS = [["a", "b"], ["c", "a"], ["d", "b"]]  # 2 of 4 clients per round.

@@ -104,8 +104,6 @@ def build_parallel_training(
   central_data.check_int("central_batch_size", central_batch_size, 1)
   central_optimizer = central_optimizer or client_optimizer
   compose.check_optimizer("central_optimizer", central_optimizer)
-  inner = fedavg.build_fedavg(model_fn, client_optimizer, server_optimizer,
-                              **fedavg_kwargs)
   weights_type = local.weights_type_of(model_fn)
 
   @tff.tensorflow.computation(weights_type, tf.int64)
@@ -129,6 +127,8 @@ def build_parallel_training(
       return weights, central_data.central_metrics(num_examples, loss_sum)
     return train(initial_weights, data)
 
+  inner = fedavg.build_fedavg(model_fn, client_optimizer, server_optimizer,
+                              **fedavg_kwargs)
   merge = _merge_computation(weights_type, float(merge_weight))
 
   @tff.tensorflow.computation(tf.int64)
