@@ -126,9 +126,12 @@ def test_fedavgm_is_fedavg_with_sgdm_and_sgd_is_its_default(context):
 def test_recorded_settings_are_each_optimizers_own():
   config = methods.MethodConfig("fedavg", (), "adam", adam_beta_2=0.9)
   record = methods.get("adam").record(config)
-  assert record == {"server_optimizer": "adam", "server_learning_rate": 1.0,
+  # No rate given: FedAdam's own default (0.01), not SGD's 1.
+  assert record == {"server_optimizer": "adam", "server_learning_rate": 0.01,
                     "adam_beta_1": 0.9, "adam_beta_2": 0.9,
                     "adam_tau": 1e-3}
+  given = methods.MethodConfig("fedavg", (), "adam", server_learning_rate=1.0)
+  assert methods.get("adam").record(given)["server_learning_rate"] == 1.0
   assert methods.get("sgdm").record(methods.MethodConfig(
       "fedavgm", server_momentum=0.75)) == {
           "server_optimizer": "sgdm", "server_learning_rate": 1.0,

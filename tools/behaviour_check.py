@@ -84,21 +84,23 @@ def compare(before, after):
   bad = 0
   names = sorted(set(_files(before)) | set(_files(after)))
   print("| run/method | rows | final test_accuracy before | after | "
-        "max abs diff | max rel diff |")
-  print("|---|---|---|---|---|---|")
+        "max abs diff | max rel diff | columns that differ |")
+  print("|---|---|---|---|---|---|---|")
   for rel in names:
     paths = [os.path.join(before, rel), os.path.join(after, rel)]
     if not all(os.path.exists(p) for p in paths):
       print(f"| {os.path.dirname(rel)} | missing "
-            f"{'after' if os.path.exists(paths[0]) else 'before'} | | | | |")
+            f"{'after' if os.path.exists(paths[0]) else 'before'} | | | | | |")
       bad += 1
       continue
     a, b = (_metrics(p) for p in paths)
     worst_abs = worst_rel = 0.0
+    differ = set()
     for key in set(a) | set(b):
       x, y = a.get(key), b.get(key)
       if x == y:
         continue
+      differ.add(key[1])
       try:
         fx, fy = float(x), float(y)
       except (TypeError, ValueError):
@@ -109,7 +111,8 @@ def compare(before, after):
     bad += worst_rel > _TOLERANCE
     rows = len({r for r, _ in a})
     print(f"| {os.path.dirname(rel)} | {rows} | {_final(a)} | {_final(b)} | "
-          f"{worst_abs:.3g} | {worst_rel:.3g} |")
+          f"{worst_abs:.3g} | {worst_rel:.3g} | "
+          f"{', '.join(sorted(differ)) or '-'} |")
   return bad
 
 
