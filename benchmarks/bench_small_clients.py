@@ -59,6 +59,7 @@ from federated_vision.data import archives
 from federated_vision.data import celeba
 from federated_vision.data import cifar
 from federated_vision.data import client_data as cdl
+from federated_vision.data import round_keys
 from federated_vision.data import mnist
 from federated_vision.models import celeba as celeba_models
 from federated_vision.models import mnist as mnist_models
@@ -232,7 +233,7 @@ def run_point(task, c, num_clients, rounds, variants, group_sizes,
   rng = np.random.default_rng(0)
   picks = [rng.choice(k, c, replace=False) for _ in range(rounds + 1)]
   ids = fed.client_data.client_ids
-  package_keys = lambda rep: [cdl.round_key(ids[i], rep + 1)
+  package_keys = lambda rep: [round_keys.round_key(ids[i], rep + 1)
                               for i in picks[rep]]
   runs = {}  # name: (process, round -> keys, group size)
   if "ungrouped" in variants:

@@ -4,7 +4,7 @@ A binary defines its flags at import, then `app.run(lambda argv:
 cli.main(argv, body))`: `body()` runs with line-buffered stdout and quiet TF
 logging; a `ConfigError` (or `ValueError` from configuration) becomes ONE
 line `<binary>: error: <message>` and exit status 2; a
-`training_loop.RunError` one such line and its `exit_code` (2: directory in
+`run_errors.RunError` one such line and its `exit_code` (2: directory in
 use, 3: divergence, 1: checkpoint or write failure); an
 `runtime.errors.WorkerError` (a TFF worker did not start, or was lost: then
 saying how to resume) and an `OSError` with a file name one line, status 1;

@@ -15,6 +15,7 @@ import time
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import outputs
 from federated_vision.experiment import runner
 from federated_vision.evaluation import cost
 from federated_vision.runtime import live_workers
@@ -95,12 +96,12 @@ class _TimedSampler:
 
 def _evaluate_fn(exp):
   # Local: TF / TFF only when --estimate calibrates (not at start-up).
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.evaluation import keras_eval  # pylint: disable=g-import-not-at-top
   from federated_vision.data import client_data as cdl  # pylint: disable=g-import-not-at-top
   fed = exp.fed_data
   eval_ds = cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn)
   if exp.scenario is None:
-    return eval_ds, training_loop.build_keras_evaluate_fn(exp.keras_model_fn,
+    return eval_ds, keras_eval.build_keras_evaluate_fn(exp.keras_model_fn,
                                                           eval_ds)
   # Local: TF / TFF only when --estimate calibrates (not at start-up).
   from federated_vision.mixing import scenarios as mixing_scenarios  # pylint: disable=g-import-not-at-top
@@ -146,17 +147,18 @@ def calibrate(cal: config_lib.ExperimentConfig, central: bool,
   is timed beside the full one."""
   # Local: TF / TFF only when --estimate calibrates (not at start-up).
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.evaluation import keras_eval  # pylint: disable=g-import-not-at-top
   start = now()
   with tempfile.TemporaryDirectory(prefix="fv_estimate_") as tmp:
     cal = config_lib.replace_fields(cal, {"root_output_dir": tmp})
     with cal.execution.context():
       exp = runner.build_experiment(cal)
-      runner.write_partition_report(exp)  # Part of a run's start-up.
+      outputs.write_partition_report(exp)  # Part of a run's start-up.
       eval_ds, evaluate = _evaluate_fn(exp)
       test_examples = sum(int(b["y"].shape[0]) for b in eval_ds)
       half_n = test_examples // 2 if two_point and exp.scenario is None else 0
       if half_n:
-        evaluate_half = training_loop.build_keras_evaluate_fn(
+        evaluate_half = keras_eval.build_keras_evaluate_fn(
             exp.keras_model_fn, eval_ds.unbatch().take(half_n).batch(half_n))
       spent: List[cost.Timing] = []  # Each call's whole duration.
       full: List[cost.Timing] = []   # [0]: the first (tracing) evaluation.

@@ -404,17 +404,17 @@ def failure_lines(outcomes: Sequence[Outcome]) -> List[str]:
 
 def failure_error(label: str, outcomes: Sequence[Outcome],
                   diverged_before: Sequence[str] = ()):
-  """The `training_loop.RunError` (one line, `exit_status` of every point)
+  """The `run_errors.RunError` (one line, `exit_status` of every point)
   that ends an invocation some of whose points failed or diverged, or None
   when all completed. `diverged_before`: points whose summary.json already
   said 'diverged' (skipped now, status 3)."""
   # Local: training_loop imports TFF (seconds): only when needed.
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import errors as run_errors  # pylint: disable=g-import-not-at-top
   bad = failure_lines(outcomes) + [f"{n} (diverged earlier)"
                                    for n in diverged_before]
   if not bad:
     return None
-  error = training_loop.RunError(
+  error = run_errors.RunError(
       f"{label}: {len(bad)} point(s) did not complete: {', '.join(bad)}")
   error.exit_code = exit_status([o.returncode for o in outcomes]
                                 + [3] * len(diverged_before))

@@ -143,7 +143,7 @@ def check_runnable(planned: Sequence[plan_lib.PlannedRun]) -> None:
   Raises:
     ReproduceError: another configuration's directory (hparams.json).
     ConfigError: another experiment's (experiment.json).
-    training_loop.RunError: a damaged experiment.json.
+    run_errors.RunError: a damaged experiment.json.
   """
   for p in planned:
     if p.status == results.MISMATCH:
@@ -329,7 +329,7 @@ def _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
   config `run_one` would build); fills `outcome`.
 
   Raises:
-    training_loop.RunError: some run did not complete (exit status: the
+    run_errors.RunError: some run did not complete (exit status: the
       worst of the runs', `parallel.exit_status`).
   """
   todo = []

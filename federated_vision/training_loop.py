@@ -28,7 +28,7 @@ a binary should exit with.
 This module holds the loop, its configuration and its result; each other job
 is a module of `federated_vision.training` (errors, run lock, checkpoints,
 metrics CSV, TensorBoard, divergence checks, progress, where a run resumes),
-whose public names are re-exported here. A run's files are read and checked
+each named here as its module's. A run's files are read and checked
 before any of them is changed (`open_run`, `training.resume`).
 """
 
@@ -44,6 +44,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import round_keys
 from federated_vision.evaluation import keras_eval
 from federated_vision.evaluation import metrics as metrics_lib
 from federated_vision.runtime import contexts as runtime_contexts
@@ -56,32 +57,6 @@ from federated_vision.training import resume
 from federated_vision.training import run_files
 from federated_vision.training import run_lock
 from federated_vision.training import tensorboard
-
-# Re-exported: the loop's parts, under the names callers and tests use.
-RunError = errors.RunError
-RunLockedError = errors.RunLockedError
-CheckpointError = errors.CheckpointError
-OutputWriteError = errors.OutputWriteError
-DivergenceError = errors.DivergenceError
-RunFileError = errors.RunFileError
-AllDivergedError = errors.AllDivergedError
-RunLock = run_lock.RunLock
-LOCK_FILE = run_lock.LOCK_FILE
-Checkpoints = checkpoints_lib.Checkpoints
-CHECKPOINT_PREFIX = checkpoints_lib.CHECKPOINT_PREFIX
-CORRUPT_DIR = checkpoints_lib.CORRUPT_DIR
-MetricsCsv = metrics_csv_lib.MetricsCsv
-METRIC_COLUMNS = metrics_csv_lib.METRIC_COLUMNS
-TIMING_COLUMNS = metrics_csv_lib.TIMING_COLUMNS
-CSV_COLUMNS = metrics_csv_lib.CSV_COLUMNS
-FULL_TRAIN_LOSS = metrics_csv_lib.FULL_TRAIN_LOSS
-TENSORBOARD_TAGS = tensorboard.TENSORBOARD_TAGS
-KEPT_EVENTS_FILE = tensorboard.KEPT_EVENTS_FILE
-purge_tensorboard = tensorboard.purge_tensorboard
-non_finite_reasons = divergence.non_finite_reasons
-EvaluateFn = keras_eval.EvaluateFn
-# Re-exported: the Keras evaluation lives in evaluation/keras_eval.py.
-build_keras_evaluate_fn = keras_eval.build_keras_evaluate_fn
 
 ON_DIVERGENCE = ("stop", "continue")
 
@@ -130,10 +105,11 @@ class LoopConfig(NamedTuple):
 
   def columns_with(self, algorithm_metrics: Sequence[str]) -> Tuple[str, ...]:
     """`columns` with an algorithm's own metrics before the timing ones."""
-    return (METRIC_COLUMNS + tuple(c for c, _ in self.round_columns)
+    csv = metrics_csv_lib
+    return (csv.METRIC_COLUMNS + tuple(c for c, _ in self.round_columns)
             + tuple(f"test_{k}" for k in self.eval_columns)
-            + ((FULL_TRAIN_LOSS,) if self.full_train_loss else ())
-            + tuple(algorithm_metrics) + TIMING_COLUMNS)
+            + ((csv.FULL_TRAIN_LOSS,) if self.full_train_loss else ())
+            + tuple(algorithm_metrics) + csv.TIMING_COLUMNS)
 
   def validate(self) -> "LoopConfig":
     for name in ("total_rounds", "rounds_per_eval", "rounds_per_checkpoint",
@@ -217,7 +193,7 @@ def build_training_process(
 
 
 def _client_sizes(fed_data, keys: Sequence[str]) -> List[int]:
-  sep = client_data_lib.ROUND_KEY_SEPARATOR
+  sep = round_keys.ROUND_KEY_SEPARATOR
   return [fed_data.client_sizes[k.split(sep)[0]] for k in keys]
 
 
@@ -248,11 +224,12 @@ def _result(name, rows, version, config, status) -> RunResult:
 def _full_train_loss(evaluation: Mapping[str, float]) -> float:
   """The training-set loss of `evaluate_fn`'s result (ValueError naming
   what builds it when absent)."""
-  if FULL_TRAIN_LOSS not in evaluation:
+  if metrics_csv_lib.FULL_TRAIN_LOSS not in evaluation:
     raise ValueError(
         f"LoopConfig.full_train_loss: evaluate_fn returned no "
-        f"{FULL_TRAIN_LOSS!r} (build it with keras_eval.with_full_train_loss)")
-  return evaluation[FULL_TRAIN_LOSS]
+        f"{metrics_csv_lib.FULL_TRAIN_LOSS!r} (build it with "
+        "keras_eval.with_full_train_loss)")
+  return evaluation[metrics_csv_lib.FULL_TRAIN_LOSS]
 
 
 OpenedRun = resume.ResumePoint
@@ -272,7 +249,7 @@ def open_run(process, fed_data, spec, config: LoopConfig,
   """
   config.validate()
   runtime_contexts.require_managed_context()  # Never TFF's unmanaged worker.
-  with RunLock(config.output_dir):
+  with run_lock.RunLock(config.output_dir):
     return _open(process, fed_data, spec, config, log_fn)
 
 
@@ -300,7 +277,7 @@ def run_federated_training(
     fed_data: client_data_lib.FederatedDataset,
     spec: client_data_lib.TrainingSpec,
     sampler,
-    evaluate_fn: EvaluateFn,
+    evaluate_fn: keras_eval.EvaluateFn,
     config: LoopConfig,
     log_fn: Optional[Callable[[str], None]] = print,
     progress_bar: Optional[bool] = None,
@@ -339,7 +316,7 @@ def run_federated_training(
   if opened is not None and opened.output_dir != config.output_dir:
     raise ValueError(f"opened is the run of {opened.output_dir}, not of "
                      f"config.output_dir {config.output_dir}")
-  with RunLock(config.output_dir):
+  with run_lock.RunLock(config.output_dir):
     return _run_locked(name, process, fed_data, spec, sampler, evaluate_fn,
                        config, log_fn, progress_bar, opened)
 
@@ -358,7 +335,7 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
   rows: List[Dict[str, object]] = list(kept)
   cumulative = int(kept[-1]["cumulative_batch_budget"] or 0) if kept else 0
   tb_dir = os.path.join(config.output_dir, "tensorboard")
-  purged = purge_tensorboard(tb_dir, version)
+  purged = tensorboard.purge_tensorboard(tb_dir, version)
   if version:
     log(f"[{name}] resuming from the checkpoint of round {version}"
         + (f" (dropped {purged} TensorBoard values after it)" if purged else ""))
@@ -393,8 +370,8 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
         row["test_accuracy"] = evaluation["accuracy"]
         row.update({f"test_{k}": evaluation[k] for k in config.eval_columns})
         if config.full_train_loss:
-          row[FULL_TRAIN_LOSS] = _full_train_loss(evaluation)
-      reasons = non_finite_reasons(
+          row[metrics_csv_lib.FULL_TRAIN_LOSS] = _full_train_loss(evaluation)
+      reasons = divergence.non_finite_reasons(
           output.metrics, _model_weights(training_process, state), evaluation)
       row["non_finite"] = int(bool(reasons))
       row["round_seconds"] = round(time.time() - t0, 3)
@@ -403,7 +380,7 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
       progress.round_done(row)
       if reasons:
         if config.on_divergence == "stop":
-          error = DivergenceError(name, round_num, reasons)
+          error = errors.DivergenceError(name, round_num, reasons)
           error.result = _result(name, rows, version, config, "diverged")
           raise error
         progress.message(f"[{name}] round {round_num}: {'; '.join(reasons)} "

@@ -15,6 +15,7 @@ from federated_vision.runtime import contexts
 from federated_vision.methods import method_config as method_components
 from federated_vision.mixing import strategy as mixing_strategies
 from federated_vision import training_loop
+from federated_vision.evaluation import keras_eval
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.algorithms import fedvc
@@ -434,7 +435,7 @@ def evaluate(context):
   classes to v1: `keras_eval.build_keras_evaluate_fn`)."""
   del context
   fed, _, _, _ = _scenario()
-  return training_loop.build_keras_evaluate_fn(
+  return keras_eval.build_keras_evaluate_fn(
       _keras_model, cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn))
 
 

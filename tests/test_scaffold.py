@@ -16,6 +16,7 @@ import tensorflow_federated as tff
 from federated_vision.algorithms import scaffold
 from federated_vision.learning import stateful
 from federated_vision.data import client_data as cdl
+from federated_vision.data import round_keys
 from federated_vision.data import digits
 from federated_vision.runtime import contexts
 from federated_vision.training import client_states
@@ -45,7 +46,7 @@ def _data():
 
 class FixedSampler:
   def round_keys(self, round_num):
-    return [cdl.round_key(c, round_num) for c in SCHEDULE[round_num]]
+    return [round_keys.round_key(c, round_num) for c in SCHEDULE[round_num]]
 
 
 def np_scaffold(x, clients, rounds, num_clients, lr=LR, eta_g=ETA_G):

@@ -21,6 +21,7 @@ from conftest import metric_rows
 from federated_vision.algorithms import feddyn
 from federated_vision.algorithms import fednova
 from federated_vision.data import client_data as cdl
+from federated_vision.data import round_keys
 from federated_vision.data import digits
 from federated_vision.learning import reference as ref
 from federated_vision.learning import sampling
@@ -47,7 +48,7 @@ def _data():
 
 
 def _batches(fed):
-  return {(c, r): ref.client_batches(fed, SPEC, cdl.round_key(c, r))
+  return {(c, r): ref.client_batches(fed, SPEC, round_keys.round_key(c, r))
           for r, clients in SCHEDULE.items() for c in clients}
 
 
@@ -108,7 +109,7 @@ def _training(fed, round_, tmp_path):
 
 
 def _keys(r):
-  return [cdl.round_key(c, r) for c in SCHEDULE[r]]
+  return [round_keys.round_key(c, r) for c in SCHEDULE[r]]
 
 
 def test_feddyn_matches_algorithm_1(context, tmp_path):

@@ -36,7 +36,7 @@ as one client).
 """
 
 import collections
-from typing import Callable, Optional, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf

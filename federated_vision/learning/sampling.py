@@ -11,6 +11,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import round_keys
 
 
 def _rng(seed: int, round_num: int) -> np.random.Generator:
@@ -36,7 +37,7 @@ class UniformSampler:
     return [self.client_ids[i] for i in idx]
 
   def round_keys(self, round_num: int) -> List[str]:
-    return [client_data_lib.round_key(c, round_num)
+    return [round_keys.round_key(c, round_num)
             for c in self.select(round_num)]
 
 
@@ -71,5 +72,5 @@ class SizeProportionalSampler:
     return [self.client_ids[i] for i in idx]
 
   def round_keys(self, round_num: int) -> List[str]:
-    return [client_data_lib.round_key(c, round_num, slot)
+    return [round_keys.round_key(c, round_num, slot)
             for slot, c in enumerate(self.select(round_num))]

@@ -47,6 +47,7 @@ import tensorflow_federated as tff
 
 from federated_vision.learning import local
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import round_keys
 from federated_vision.training import client_states as client_states_lib
 
 
@@ -302,7 +303,7 @@ def round_and_clients(keys: Sequence[str]) -> Tuple[int, List[str]]:
     ValueError: keys of several rounds, a FedVC slot key, or a client twice
       (it keeps one set of values).
   """
-  sep = client_data_lib.ROUND_KEY_SEPARATOR
+  sep = round_keys.ROUND_KEY_SEPARATOR
   parts = [str(k).rpartition(sep) for k in keys]
   rounds = {r for _, _, r in parts}
   if not keys or len(rounds) != 1 or not next(iter(rounds)).isdigit():

@@ -66,9 +66,9 @@ def sample_indices(num_examples: int, count: int, seed: tf.Tensor) -> tf.Tensor:
 
 def round_seed(round_num: tf.Tensor, seed: int, salt: str) -> tf.Tensor:
   """A stateless seed [2] for server-side sampling in round `round_num`."""
-  key = tf.strings.join([salt, client_data_lib.ROUND_KEY_SEPARATOR,
+  key = tf.strings.join([salt, round_keys.ROUND_KEY_SEPARATOR,
                          tf.strings.as_string(round_num)])
-  return client_data_lib.key_seed(key, seed)
+  return round_keys.key_seed(key, seed)
 
 
 def central_dataset(central: CentralizedData, indices: tf.Tensor,
@@ -134,7 +134,7 @@ def example_transfer_data(fed: client_data_lib.FederatedDataset,
   n = central.num_examples
 
   def dataset_fn(key):
-    s = client_data_lib.key_seed(tf.strings.join([key, "#transfer"]), seed)
+    s = round_keys.key_seed(tf.strings.join([key, "#transfer"]), seed)
     transferred = tf.data.Dataset.from_tensor_slices(
         central.gather_fn(sample_indices(n, m, s)))
     return own_fn(key).concatenate(transferred)

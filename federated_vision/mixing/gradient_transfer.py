@@ -10,7 +10,6 @@ the distributor's state, so a resumed run sees the batches of an
 uninterrupted one.
 """
 
-import collections
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
