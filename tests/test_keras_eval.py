@@ -60,9 +60,8 @@ def test_test_batches_is_the_eval_pipeline(fed):
 def test_evaluate_fn_built_first_then_two_processes(fed, tmp_path):
   """docs/algorithms.md order: evaluate_fn, then two processes, each trained
   2 rounds."""
-  evaluate = tl.build_keras_evaluate_fn(digits_models.create_digits_cnn,
-                                        fed.test_batches())
-  assert tl.build_keras_evaluate_fn is keras_eval.build_keras_evaluate_fn
+  evaluate = keras_eval.build_keras_evaluate_fn(
+      digits_models.create_digits_cnn, fed.test_batches())
   model_fn = models.build_tff_model_fn(digits_models.create_digits_cnn,
                                        INPUT_SPEC)
   sgd = tff.learning.optimizers.build_sgdm
