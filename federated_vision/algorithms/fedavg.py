@@ -72,7 +72,7 @@ def build_fedavg(model_fn, client_optimizer, server_optimizer=None, *,
   if client_work is None:
     client_work = local.build_client_work(
         model_fn, client_optimizer, client_weighting=weighting,
-        loop_implementation=loop_implementation or local.DEFAULT_LOOP)
+        loop_implementation=loop_implementation)
   return compose.build_fedavg_process(
       model_fn, client_work, server_optimizer,
       model_aggregator=model_aggregator, client_weighting=weighting)

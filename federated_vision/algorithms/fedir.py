@@ -1,22 +1,16 @@
 """FedIR: federated importance reweighting (Hsu, Qi & Brown 2020, Sec. 5.2).
 
-Each client k reweights every example's loss by w = p(y) / q_k(y), where p
-is the target class distribution broadcast by the server (uniform,
---fedir_target=uniform, or the server's test label distribution, test) and
-q_k the client's own class distribution, computed on the client (it never
-leaves it). The weights are self-normalised over each mini-batch (eq. 4):
-loss = sum_i w_i l_i / sum_i w_i. The model's loss minus the mean of the
-per-example losses is kept as the regularisation term (weight decay).
-
-q_k is the client's class distribution over its whole local data, as in
-the paper: its batches carry its class counts
-(`client_data.LABEL_COUNTS_KEY`, added by `training_loop.
-build_training_process`), so under FedVC it is not a noisy estimate from
-the N_VC resampled examples. In a mixing strategy's method q_k is counted
-over the round's batches (ours: the data the client trains on that round,
-which under example transfer includes the transferred centralized
-examples). The objective is `objective`; FedAvg's round runs it per
-client, through client groups and in the mixing strategies.
+Client k reweights each example's loss by w = p(y) / q_k(y), p the target
+distribution the server broadcasts (--fedir_target: uniform, or the test
+labels'), q_k its own class distribution (it never leaves the client),
+self-normalised per mini-batch (eq. 4): sum_i w_i l_i / sum_i w_i; the
+model's loss minus the mean per-example loss (weight decay) is kept. q_k is
+over the client's whole local data, as in the paper: its batches carry its
+class counts (`client_data.LABEL_COUNTS_KEY`), so under FedVC it is no
+estimate from the N_VC resample; in a mixing strategy's method it is
+counted over the round's batches (ours: the data the client trains on,
+with example transfer's). FedAvg's round runs `objective` per client,
+through client groups and in the mixing strategies.
 """
 
 import dataclasses
@@ -47,7 +41,7 @@ def importance_weights(labels, target, client_distribution):
 
 
 def self_normalized_loss(per_example_losses, weights):
-  """Eq. 4 of Hsu, Qi & Brown 2020: sum_i w_i l_i / sum_i w_i (0 if sum w = 0)."""
+  """Eq. 4: sum_i w_i l_i / sum_i w_i (0 if sum w = 0)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   weights = tf.cast(weights, per_example_losses.dtype)
   return tf.math.divide_no_nan(tf.reduce_sum(weights * per_example_losses),
@@ -57,18 +51,14 @@ def self_normalized_loss(per_example_losses, weights):
 def label_distribution(dataset, num_classes: int, label_key: str = "y"):
   """q_k: the normalised label histogram of a (batched) client dataset."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  def count(acc, batch):
-    labels = tf.reshape(tf.cast(batch[label_key], tf.int32), [-1])
-    return acc + tf.math.bincount(labels, minlength=num_classes,
-                                  maxlength=num_classes, dtype=tf.float32)
-  counts = dataset.reduce(tf.zeros([num_classes], tf.float32), count)
+  from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
+  counts = local.label_counts(dataset, num_classes, label_key)
   return tf.math.divide_no_nan(counts, tf.reduce_sum(counts))
 
 
 def objective(output, batch, client):
-  """Eq. 4's loss: the model's loss with its mean of the per-example losses
-  swapped for the self-normalised importance-weighted one; p is
-  `client.message`, q_k the batch's class counts normalised."""
+  """Eq. 4: the model's loss, its mean per-example loss swapped for the
+  self-normalised weighted one (p: `client.message`, q_k: the counts)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from federated_vision import models  # pylint: disable=g-import-not-at-top
   from federated_vision.data import client_data  # pylint: disable=g-import-not-at-top
@@ -81,8 +71,7 @@ def objective(output, batch, client):
 
 
 def check_distribution(target, num_classes: int) -> np.ndarray:
-  """p normalised (ValueError unless C non-negative finite numbers with a
-  positive sum)."""
+  """p normalised (ValueError unless C finite numbers >= 0, sum > 0)."""
   p = np.asarray(target, dtype=np.float32)
   if p.shape != (num_classes,) or np.any(p < 0) or not np.isfinite(p).all() \
       or p.sum() <= 0:
@@ -95,19 +84,16 @@ def estimate_target_distribution(labels: Sequence[int], num_classes: int,
                                  smoothing: float = 0.0) -> np.ndarray:
   """p(y) from labels the server holds (e.g. a validation/test set)."""
   labels = np.asarray(labels, np.int64)
-  if labels.size == 0:
-    raise ValueError("labels is empty")
-  if labels.min() < 0 or labels.max() >= num_classes:
-    raise ValueError(f"labels must lie in [0, {num_classes})")
-  counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
-  counts += smoothing
+  if labels.size == 0 or labels.min() < 0 or labels.max() >= num_classes:
+    raise ValueError(f"labels must lie in [0, {num_classes}), got "
+                     f"{labels.size} labels")
+  counts = np.bincount(labels, minlength=num_classes) + float(smoothing)
   return (counts / counts.sum()).astype(np.float32)
 
 
 def local_objective(num_classes: int,
                     target_distribution: Optional[Sequence[float]] = None):
-  """FedIR's `methods.LocalObjective`: eq. 4, p broadcast (uniform when
-  None), the batches carrying the client's class counts."""
+  """FedIR's `methods.LocalObjective`: eq. 4, p (uniform when None)."""
   if num_classes <= 0:
     raise ValueError(f"num_classes must be > 0, got {num_classes}")
   if target_distribution is None:
@@ -121,30 +107,24 @@ def build_fedir_client_work(model_fn, client_optimizer, num_classes: int,
                             target_distribution=None,
                             client_weighting=None, loop_implementation=None,
                             client_label_counts: bool = False):
-  """FedIR's per-client client work (`local.build_client_work` of eq. 4).
-
-  q_k from the class counts its batches carry (`client_label_counts=True`,
-  what the binaries use) or counted over the round's batches first (plain
-  {'x', 'y'} data). Its state's `message` is p (`with_target_distribution`).
-  """
-  import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
+  """FedIR's per-client work (`local.build_client_work` of eq. 4): q_k from
+  the counts its batches carry (`client_label_counts`, the binaries') or
+  counted over the round's batches; p is its state's `message`."""
   from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
   update = local_objective(num_classes, target_distribution)
+  counts = local.COUNTS_IN_BATCHES if client_label_counts else local.COUNT_LABELS
   return local.build_client_work(
       model_fn, client_optimizer, update.fn, message=update.message,
-      label_counts=(local.COUNTS_IN_BATCHES if client_label_counts
-                    else local.COUNT_LABELS), num_classes=num_classes,
-      client_weighting=(client_weighting
-                        or tff.learning.ClientWeighting.NUM_EXAMPLES),
-      loop_implementation=loop_implementation or local.DEFAULT_LOOP)
+      label_counts=counts, num_classes=num_classes,
+      client_weighting=client_weighting,
+      loop_implementation=loop_implementation)
 
 
 def build_fedir(model_fn, client_optimizer, num_classes: int,
                 server_optimizer=None, target_distribution=None,
                 client_label_counts: bool = False, **kwargs):
-  """FedIR (Hsu, Qi & Brown 2020): FedAvg with importance-weighted clients
-  (`fedavg.build_fedavg`'s other arguments in `kwargs`); a momentum
-  `server_optimizer` gives FedIR + FedAvgM."""
+  """FedIR: FedAvg with importance-weighted clients (`fedavg.build_fedavg`'s
+  other arguments in `kwargs`; a momentum `server_optimizer`: + FedAvgM)."""
   from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top
   work = build_fedir_client_work(
       model_fn, client_optimizer, num_classes, target_distribution,

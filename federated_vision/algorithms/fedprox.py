@@ -46,13 +46,11 @@ def build_fedprox_client_work(model_fn, client_optimizer, mu: float,
                               client_weighting=None,
                               loop_implementation=None):
   """FedProx's per-client client work (`local.build_client_work` of eq. 2)."""
-  import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
   from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
   return local.build_client_work(
       model_fn, client_optimizer, proximal(mu),
-      client_weighting=(client_weighting
-                        or tff.learning.ClientWeighting.NUM_EXAMPLES),
-      loop_implementation=loop_implementation or local.DEFAULT_LOOP)
+      client_weighting=client_weighting,
+      loop_implementation=loop_implementation)
 
 
 methods.register(methods.ClientWork(

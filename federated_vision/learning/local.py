@@ -143,13 +143,18 @@ def label_spec(model, num_classes: Optional[int]):
           [num_classes], tf.float32)})
 
 
-def _with_counted_labels(dataset, num_classes: int):
-  """Every batch with the label counts of the whole dataset (one pass)."""
+def label_counts(dataset, num_classes: int, label_key: str = "y"):
+  """The label histogram (float32 [C]) of a batched dataset (one pass)."""
   def count(acc, batch):
-    labels = tf.reshape(tf.cast(batch["y"], tf.int32), [-1])
+    labels = tf.reshape(tf.cast(batch[label_key], tf.int32), [-1])
     return acc + tf.math.bincount(labels, minlength=num_classes,
                                   maxlength=num_classes, dtype=tf.float32)
-  counts = dataset.reduce(tf.zeros([num_classes], tf.float32), count)
+  return dataset.reduce(tf.zeros([num_classes], tf.float32), count)
+
+
+def _with_counted_labels(dataset, num_classes: int):
+  """Every batch with the label counts of the whole dataset."""
+  counts = label_counts(dataset, num_classes)
   return dataset.map(
       lambda b: {**b, client_data_lib.LABEL_COUNTS_KEY: counts})
 
@@ -163,8 +168,8 @@ def build_client_work(
     label_counts: Optional[str] = None,
     num_classes: Optional[int] = None,
     broadcast_type: Optional[tff.Type] = None,
-    client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
-    loop_implementation: tff.learning.LoopImplementation = DEFAULT_LOOP,
+    client_weighting: Optional[tff.learning.ClientWeighting] = None,
+    loop_implementation: Optional[tff.learning.LoopImplementation] = None,
 ) -> tff.learning.templates.ClientWorkProcess:
   """The per-client model-delta client work of a local objective.
 
@@ -190,16 +195,18 @@ def build_client_work(
     broadcast_type: the distributor's value when it is not the model
       weights: a struct with `weights` and more fields, which join the
       message (gradient transfer's g_c).
-    client_weighting: NUM_EXAMPLES or UNIFORM.
-    loop_implementation: the clients' loop (`DEFAULT_LOOP`).
+    client_weighting: NUM_EXAMPLES (None) or UNIFORM.
+    loop_implementation: the clients' loop (None: `DEFAULT_LOOP`).
 
   Returns:
     A `ClientWorkProcess` whose state is a `WorkState` and whose
     measurements are `train` (the model's metrics) and
     `clients_dropped_non_finite`.
   """
+  loop_implementation = loop_implementation or DEFAULT_LOOP
   check_loop_implementation(loop_implementation)
-  weighted = by_examples(client_weighting)
+  weighted = by_examples(client_weighting
+                         or tff.learning.ClientWeighting.NUM_EXAMPLES)
   if label_counts not in (None, COUNTS_IN_BATCHES, COUNT_LABELS):
     raise ValueError(f"label_counts must be None, {COUNTS_IN_BATCHES!r} or "
                      f"{COUNT_LABELS!r}, got {label_counts!r}")
