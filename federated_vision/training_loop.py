@@ -47,6 +47,7 @@ from federated_vision.data import client_data as client_data_lib
 from federated_vision.data import round_keys
 from federated_vision.evaluation import keras_eval
 from federated_vision.evaluation import metrics as metrics_lib
+from federated_vision.learning import schedule
 from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision.training import checkpoints as checkpoints_lib
 from federated_vision.training import divergence
@@ -82,6 +83,11 @@ class LoopConfig(NamedTuple):
       (e.g. mixing's `extra_broadcast_bytes`), before the timing columns.
     eval_columns: extra keys of `evaluate_fn`'s result written as
       `test_<key>` columns on evaluated rounds (e.g. per-group accuracy).
+    client_schedule, server_schedule: (eta_0, gamma) of the clients' and
+      the server optimizer's learning rates, round t's eta_0 gamma^(t-1),
+      set in the state before the round (`learning.schedule`) and written
+      as the columns `client_learning_rate` / `server_learning_rate`; None:
+      the rates the process was built with, every round.
     full_train_loss: `evaluate_fn`'s result also holds `FULL_TRAIN_LOSS`,
       the loss on the pooled training data
       (`keras_eval.with_full_train_loss`), written as that column on
@@ -97,6 +103,13 @@ class LoopConfig(NamedTuple):
   round_columns: Tuple[Tuple[str, object], ...] = ()
   eval_columns: Tuple[str, ...] = ()
   full_train_loss: bool = False
+  client_schedule: Optional[Tuple[float, float]] = None
+  server_schedule: Optional[Tuple[float, float]] = None
+
+  @property
+  def schedule_columns(self) -> Tuple[str, ...]:
+    return ((("client_learning_rate",) if self.client_schedule else ())
+            + (("server_learning_rate",) if self.server_schedule else ()))
 
   @property
   def columns(self) -> Tuple[str, ...]:
@@ -109,7 +122,8 @@ class LoopConfig(NamedTuple):
     return (csv.METRIC_COLUMNS + tuple(c for c, _ in self.round_columns)
             + tuple(f"test_{k}" for k in self.eval_columns)
             + ((csv.FULL_TRAIN_LOSS,) if self.full_train_loss else ())
-            + tuple(algorithm_metrics) + csv.TIMING_COLUMNS)
+            + self.schedule_columns + tuple(algorithm_metrics)
+            + csv.TIMING_COLUMNS)
 
   def validate(self) -> "LoopConfig":
     for name in ("total_rounds", "rounds_per_eval", "rounds_per_checkpoint",
@@ -345,10 +359,17 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
                        progress_bar)
   writer = tf.summary.create_file_writer(tb_dir)
   own = algorithm_metrics(training_process)
+  rates = {"client": config.client_schedule, "server": config.server_schedule}
   try:
     for round_num in range(version + 1, config.total_rounds + 1):
       t0 = time.time()
       keys = sampler.round_keys(round_num)
+      if config.schedule_columns:  # This round's rates, then as trained.
+        state = schedule.with_learning_rates(state, **{
+            k: schedule.Schedule(*s).at(round_num) if s else None
+            for k, s in rates.items()})
+        scheduled = dict(zip(("client_learning_rate", "server_learning_rate"),
+                             schedule.learning_rates(state)))
       output = training_process.next(state, keys)
       state = output.state
       work = output.metrics["client_work"]
@@ -362,6 +383,7 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
              run_files.DROPPED_NON_FINITE: work.get(run_files.DROPPED_NON_FINITE),
              **dict(config.round_columns)}
       row.update({k: float(output.metrics["algorithm"][k]) for k in own})
+      row.update({k: scheduled[k] for k in config.schedule_columns})
       evaluation = None
       if (round_num % config.rounds_per_eval == 0
           or round_num == config.total_rounds):
@@ -376,7 +398,8 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
       row["non_finite"] = int(bool(reasons))
       row["round_seconds"] = round(time.time() - t0, 3)
       rows.append(metrics_csv.append(row))  # As recorded: what a rerun reads.
-      tensorboard.write_scalars(writer, row, tb_dir, own)
+      tensorboard.write_scalars(writer, row, tb_dir,
+                                config.schedule_columns + own)
       progress.round_done(row)
       if reasons:
         if config.on_divergence == "stop":

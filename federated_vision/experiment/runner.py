@@ -140,7 +140,19 @@ def _loop_config(exp: Experiment, method):
                      (("extra_broadcast_bytes",
                        method.extra_broadcast_bytes),)),
       eval_columns=mixing_report.eval_columns(exp),
-      full_train_loss=t.full_train_loss)
+      full_train_loss=t.full_train_loss,
+      **_schedules(method.settings))
+
+
+def _schedules(settings) -> dict:
+  """A method's learning-rate schedules (`learning.schedule`): (eta_0,
+  gamma) of the rates whose decay its settings record (one set)."""
+  out = {}
+  for who in ("client", "server"):
+    decay = settings.get(f"{who}_learning_rate_decay")
+    if decay is not None:
+      out[f"{who}_schedule"] = (settings[f"{who}_learning_rate"], decay)
+  return out
 
 
 def _fed_data(exp: Experiment, method):

@@ -24,6 +24,7 @@ from typing import Dict, NamedTuple, Optional
 
 from federated_vision.methods import components as comp
 from federated_vision.methods import groups
+from federated_vision.methods import usage
 from federated_vision.methods.method_config import (Method, MethodConfig,
                                                     MethodInputs, validate)
 from federated_vision.mixing import strategy as mixing_lib
@@ -171,6 +172,10 @@ def _recorded(config: MethodConfig, extra, spec, inputs,
       out.update(c.recorded(config))
   out.update(client_optimizer="sgd",
              client_learning_rate=config.client_learning_rate)
+  read = usage.fields_read(config)
+  for decay in usage.SCHEDULES.values():  # A schedule, when one is set.
+    if decay in read and getattr(config, decay) != 1.0:
+      out[decay] = getattr(config, decay)
   out.update(extra)
   out.update(name=name or config.name, algorithm=config.algorithm,
              variants=list(config.variants), E=spec.epochs,

@@ -70,6 +70,10 @@ class HyperParameters:
     client_learning_rate: the clients' SGD learning rate.
     server_learning_rate: eta_s of the server optimizer (None: the
       optimizer's own default, `ServerOptimizer.learning_rate`).
+    client_learning_rate_decay, server_learning_rate_decay: gamma of the
+      rates' schedules, round t's rate eta * gamma^(t-1)
+      (`learning.schedule`; McMahan et al. 2017 §3), 1 = constant; read by
+      whatever reads the rate.
   """
   client_epochs: int = config_fields.option(1, "Local epochs E.",
                                             lower_bound=1)
@@ -82,11 +86,22 @@ class HyperParameters:
       None, "Server learning rate eta_s of every method's server optimizer "
       "(default: each optimizer's own, e.g. sgd 1.0, adam 0.01; one "
       "method's own: <method>:server_learning_rate=...).")
+  client_learning_rate_decay: float = config_fields.option(
+      1.0, "Per-round decay gamma of the client learning rate: round t's is "
+      "--client_learning_rate * gamma^(t-1) (McMahan et al. 2017 Sec. 3, "
+      "CIFAR: 'we tuned a learning-rate decay parameter'); 1 = constant.")
+  server_learning_rate_decay: float = config_fields.option(
+      1.0, "Per-round decay gamma of the server learning rate: round t's is "
+      "eta_s * gamma^(t-1); 1 = constant.")
 
   def validate(self) -> None:
     _check_positive("client_learning_rate", self.client_learning_rate)
     if self.server_learning_rate is not None:
       _check_positive("server_learning_rate", self.server_learning_rate)
+    _check_positive("client_learning_rate_decay",
+                    self.client_learning_rate_decay)
+    _check_positive("server_learning_rate_decay",
+                    self.server_learning_rate_decay)
 
 
 SHARED_FIELDS = tuple(f.name for f in dataclasses.fields(HyperParameters))

@@ -1,0 +1,125 @@
+"""Learning-rate schedules (`learning.schedule`): round t's client rate is
+eta_0 * gamma^(t-1), the rate every method's one local step trains with;
+a resumed run continues the schedule where it stopped."""
+
+import collections
+
+import numpy as np
+import pytest
+
+from conftest import metric_rows
+from federated_vision import algorithms
+from federated_vision import training_loop
+from federated_vision.data import digits
+from federated_vision.data import client_data as cdl
+from federated_vision.data import round_keys
+from federated_vision.learning import reference as ref
+from federated_vision.learning import sampling
+from federated_vision.learning import schedule
+from federated_vision.runtime import contexts
+
+SIZES = collections.OrderedDict(a=5, b=7, c=4)
+SPEC = cdl.TrainingSpec(batch_size=ref.B, shuffle_buffer=0, seed=2)
+ETA, GAMMA, ROUNDS = 0.3, 0.5, 4
+
+
+def _data():
+  rng = np.random.default_rng(4)
+  n = sum(SIZES.values())
+  x = rng.normal(size=(n + 3, ref.F)).astype(np.float32)
+  y = rng.integers(0, ref.C, n + 3).astype(np.int64)
+  bounds = np.cumsum([0] + list(SIZES.values()))
+  partition = {c: np.arange(bounds[i], bounds[i + 1])
+               for i, c in enumerate(SIZES)}
+  return digits.from_arrays("tiny", x[:n], y[:n], x[n:], y[n:], partition,
+                            ref.C)
+
+
+class EveryClient:
+  def round_keys(self, round_num):
+    return [round_keys.round_key(c, round_num) for c in SIZES]
+
+
+def test_schedule_formula():
+  s = schedule.Schedule(0.3, 0.5)
+  assert [s.at(t) for t in (1, 2, 3, 4)] == [0.3, 0.15, 0.075, 0.0375]
+  assert schedule.Schedule(0.1).at(100) == 0.1
+
+
+def test_fedavg_trains_each_round_at_the_scheduled_rate(tmp_path):
+  """A 4-round FedAvg run (client rate 0.3, gamma 0.5): metrics.csv's
+  `client_learning_rate` is eta_0 gamma^(t-1) every round, and the model
+  after each round is numpy's FedAvg at that rate."""
+  fed = _data()
+  weights = []
+
+  def evaluate(w):
+    weights.append(np.asarray(w.trainable[0], np.float64))
+    return {"loss": 0.0, "accuracy": 0.0}
+
+  with contexts.managed_execution_context():
+    process = algorithms.build_fedavg(ref.model_fn, ref.sgd(ETA))
+    start = np.asarray(process.get_model_weights(
+        process.initialize()).trainable[0], np.float64)
+    training_loop.run_federated_training(
+        "fedavg", process, fed, SPEC, EveryClient(), evaluate,
+        training_loop.LoopConfig(ROUNDS, str(tmp_path), rounds_per_eval=1,
+                                 client_schedule=(ETA, GAMMA)),
+        log_fn=None)
+  rows = metric_rows(tmp_path / "metrics.csv")
+  assert [float(r["client_learning_rate"]) for r in rows] == pytest.approx(
+      [ETA * GAMMA ** (t - 1) for t in range(1, ROUNDS + 1)], rel=1e-7)
+  w = start
+  for t in range(1, ROUNDS + 1):
+    lr = ETA * GAMMA ** (t - 1)
+    deltas, sizes = [], []
+    for c in SIZES:
+      v = w.copy()
+      for x, y in ref.client_batches(fed, SPEC, round_keys.round_key(c, t)):
+        v = v - lr * ref.np_grad(v, x, y)
+      deltas.append(w - v)
+      sizes.append(SIZES[c])
+    w = w - sum(d * n for d, n in zip(deltas, sizes)) / sum(sizes)
+    np.testing.assert_allclose(weights[t - 1], w, rtol=0, atol=1e-6,
+                               err_msg=f"round {t}")
+
+
+def test_every_method_follows_the_schedule_and_resumes_it(
+    tmp_path, monkeypatch, train_in_process):
+  """Through train_main: grouped FedAvg, SCAFFOLD and FedNova (a stateful
+  round) train at eta_0 gamma^(t-1) (client) and eta_s gamma_s^(t-1)
+  (server), recorded with the results; Ctrl-C before round 3 and a rerun
+  give the uninterrupted run's metrics.csv."""
+  args = ["--methods=fedavg,scaffold,fednova",
+          "--client_learning_rate_decay=0.8",
+          "--server_learning_rate_decay=0.9", "--total_rounds=4",
+          "--rounds_per_checkpoint=2", "--rounds_per_eval=2",
+          "--num_clients=6", "--clients_per_round=5",
+          "--client_batch_size=20", "--centralized_epochs=0", "--seed=3",
+          f"--root_output_dir={tmp_path}"]
+  whole = train_in_process("--experiment_name=whole", *args)
+  assert whole.returncode == 0, whole.stderr[-3000:]
+  select = sampling.UniformSampler.select
+
+  def ctrl_c_before_round_3(self, round_num):
+    if round_num == 3:
+      raise KeyboardInterrupt
+    return select(self, round_num)
+  monkeypatch.setattr(sampling.UniformSampler, "select", ctrl_c_before_round_3)
+  assert train_in_process("--experiment_name=split", *args).returncode == 130
+  monkeypatch.undo()
+  resumed = train_in_process("--experiment_name=split", *args)
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  import json  # pylint: disable=g-import-not-at-top
+  summary = json.loads((tmp_path / "whole" / "summary.json").read_text())
+  for method in ("fedavg", "scaffold", "fednova"):
+    rows = metric_rows(tmp_path / "whole" / method / "metrics.csv")
+    assert rows == metric_rows(tmp_path / "split" / method / "metrics.csv")
+    assert [float(r["client_learning_rate"]) for r in rows] == pytest.approx(
+        [0.05 * 0.8 ** t for t in range(4)], rel=1e-7)
+    assert [float(r["server_learning_rate"]) for r in rows] == pytest.approx(
+        [1.0 * 0.9 ** t for t in range(4)], rel=1e-7)
+    settings = summary["methods"][method]["settings"]
+    assert (settings["client_learning_rate_decay"],
+            settings["server_learning_rate_decay"]) == (0.8, 0.9)
+  assert summary["methods"]["fedavg"]["settings"]["client_group_size"] == 2
