@@ -7,6 +7,7 @@ import collections
 import numpy as np
 import pytest
 
+import run_checks
 from conftest import metric_rows
 from federated_vision import algorithms
 from federated_vision import training_loop
@@ -14,7 +15,6 @@ from federated_vision.data import digits
 from federated_vision.data import client_data as cdl
 from federated_vision.data import round_keys
 from federated_vision.learning import reference as ref
-from federated_vision.learning import sampling
 from federated_vision.learning import schedule
 from federated_vision.runtime import contexts
 
@@ -99,13 +99,7 @@ def test_every_method_follows_the_schedule_and_resumes_it(
           f"--root_output_dir={tmp_path}"]
   whole = train_in_process("--experiment_name=whole", *args)
   assert whole.returncode == 0, whole.stderr[-3000:]
-  select = sampling.UniformSampler.select
-
-  def ctrl_c_before_round_3(self, round_num):
-    if round_num == 3:
-      raise KeyboardInterrupt
-    return select(self, round_num)
-  monkeypatch.setattr(sampling.UniformSampler, "select", ctrl_c_before_round_3)
+  run_checks.ctrl_c_before_round(monkeypatch, 3)
   assert train_in_process("--experiment_name=split", *args).returncode == 130
   monkeypatch.undo()
   resumed = train_in_process("--experiment_name=split", *args)

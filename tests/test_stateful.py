@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import run_checks
 from conftest import metric_rows
 from federated_vision.algorithms import feddyn
 from federated_vision.algorithms import fednova
@@ -24,7 +25,6 @@ from federated_vision.data import client_data as cdl
 from federated_vision.data import round_keys
 from federated_vision.data import digits
 from federated_vision.learning import reference as ref
-from federated_vision.learning import sampling
 from federated_vision.learning import stateful
 from federated_vision.runtime import contexts
 from federated_vision.training import client_states
@@ -179,13 +179,7 @@ def test_interrupted_runs_resume_to_identical_metrics(tmp_path, monkeypatch,
           f"--root_output_dir={tmp_path}"]
   whole = train_in_process("--experiment_name=whole", *args)
   assert whole.returncode == 0, whole.stderr[-3000:]
-  select = sampling.UniformSampler.select
-
-  def ctrl_c_before_round_4(self, round_num):
-    if round_num == 4:
-      raise KeyboardInterrupt
-    return select(self, round_num)
-  monkeypatch.setattr(sampling.UniformSampler, "select", ctrl_c_before_round_4)
+  run_checks.ctrl_c_before_round(monkeypatch, 4)
   killed = train_in_process("--experiment_name=split", *args)
   monkeypatch.undo()
   assert killed.returncode == 130

@@ -35,7 +35,6 @@ unweighted (DP) aggregators (a slot's mean would enter an unweighted mean
 as one client).
 """
 
-import collections
 from typing import Callable, Sequence
 
 import numpy as np
@@ -107,18 +106,10 @@ def build_grouped_client_work(
     metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
         model.metric_finalizers())
   weights_type = tff.learning.models.weights_type_from_model(model)
-  initial_state = local.initial_state(client_optimizer, message)
   # A ClientWorkProcess takes sequences: a slot is a dataset of round keys
   # (`GroupedTrainingProcess` composes the str[G] -> dataset step).
   keys_type = tff.SequenceType(tff.TensorType(np.str_))
 
-  @tff.federated_computation
-  def init_fn():
-    return tff.federated_value(initial_state, tff.SERVER)
-
-  state_type = init_fn.type_signature.result.member
-
-  @tff.tensorflow.computation(state_type, weights_type, keys_type)
   def slot_update(state, initial_weights, keys):
     model = model_fn()  # Variables are created outside the tf.function.
 
@@ -205,30 +196,9 @@ def build_grouped_client_work(
               dropped)
     return run(state, initial_weights, keys)
 
-  @tff.federated_computation(
-      init_fn.type_signature.result,
-      tff.FederatedType(weights_type, tff.CLIENTS),
-      tff.FederatedType(keys_type, tff.CLIENTS))
-  def next_fn(state, weights, slots):
-    state_at_clients = tff.federated_broadcast(state)
-    result, metrics, dropped = tff.federated_map(
-        slot_update, (state_at_clients, weights, slots))
-    measurements = tff.federated_zip(collections.OrderedDict(
-        [("train", metrics_aggregation_fn(metrics)),
-         (local.DROPPED_NON_FINITE, tff.federated_sum(dropped))]))
-    return tff.templates.MeasuredProcessOutput(state, result, measurements)
-
-  @tff.tensorflow.computation(state_type)
-  def get_hparams_fn(state):
-    return state.optimizer_hparams
-
-  @tff.tensorflow.computation(state_type, state_type.optimizer_hparams)
-  def set_hparams_fn(state, hparams):
-    return local.WorkState(hparams, state.message)
-
-  return tff.learning.templates.ClientWorkProcess(
-      init_fn, next_fn, get_hparams_fn=get_hparams_fn,
-      set_hparams_fn=set_hparams_fn)
+  return local.work_process(local.initial_state(client_optimizer, message),
+                            slot_update, weights_type, keys_type,
+                            metrics_aggregation_fn)
 
 
 class GroupedTrainingProcess:

@@ -221,15 +221,7 @@ def build_client_work(
   data_type = tff.SequenceType(tff.types.tensorflow_to_type(element_spec))
   weights_type = tff.learning.models.weights_type_from_model(model)
   received_type = broadcast_type or weights_type
-  state = initial_state(client_optimizer, message)
 
-  @tff.federated_computation
-  def init_fn():
-    return tff.federated_value(state, tff.SERVER)
-
-  state_type = init_fn.type_signature.result.member
-
-  @tff.tensorflow.computation(state_type, received_type, data_type)
   def client_update(state, received, dataset):
     model = model_fn()  # Variables are created outside the tf.function.
     loop = learning_internals.build_training_loop(loop_implementation)
@@ -275,14 +267,33 @@ def build_client_work(
               tf.cast(non_finite, tf.int32))
     return update(state, received, dataset)
 
+  return work_process(initial_state(client_optimizer, message), client_update,
+                      received_type, data_type, metrics_aggregation_fn)
+
+
+def work_process(state, client_update, received_type, data_type,
+                 metrics_aggregation_fn):
+  """The `ClientWorkProcess` of a client computation `client_update(state,
+  received, data) -> (ClientResult, unfinalized metrics, dropped int32)`
+  (a Python function, made a TFF computation here): `state` (a
+  `WorkState`) at the server, broadcast each round; measurements `train`
+  (the metrics summed, then finalized) and `clients_dropped_non_finite`;
+  the optimizer's hyper-parameters as the process's."""
+  @tff.federated_computation
+  def init_fn():
+    return tff.federated_value(state, tff.SERVER)
+
+  state_type = init_fn.type_signature.result.member
+  update = tff.tensorflow.computation(
+      client_update, state_type, received_type, data_type)
+
   @tff.federated_computation(
       init_fn.type_signature.result,
       tff.FederatedType(received_type, tff.CLIENTS),
       tff.FederatedType(data_type, tff.CLIENTS))
   def next_fn(state, received, client_data):
     result, metrics, dropped = tff.federated_map(
-        client_update, (tff.federated_broadcast(state), received,
-                        client_data))
+        update, (tff.federated_broadcast(state), received, client_data))
     measurements = tff.federated_zip(collections.OrderedDict(
         [("train", metrics_aggregation_fn(metrics)),
          (DROPPED_NON_FINITE, tff.federated_sum(dropped))]))
