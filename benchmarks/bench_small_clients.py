@@ -244,8 +244,7 @@ def run_point(task, c, num_clients, rounds, variants, group_sizes,
     for size in group_sizes:
       method = client_groups.GroupedMethod(
           model_fn, sgd(CLIENT_LR), None,
-          group_size=group_size_lib.resolve_group_size(size, c),
-          clients_per_round=c)
+          group_size=group_size_lib.resolve_group_size(size, c))
       name = "grouped" if len(group_sizes) == 1 else f"grouped:{size}"
       runs[name] = (training_loop.build_training_process(method, fed, spec),
                     package_keys, method.group_size)

@@ -1,4 +1,4 @@
-"""`--parallel_runs=N` of `sweep_main` and `reproduce` (issue 18).
+"""`--parallel_runs=N` of `sweep_main` and `reproduce`.
 
 With N > 1 the points (sweep) or runs (preset) still to run are shared out
 among N child processes (`python -m experiments.run_point`), each running
@@ -71,7 +71,7 @@ FLAG_HELP = ("Run up to N points/runs at once in N child processes (each "
 # Peak RSS of one run, measured (/proc/<pid>/status VmRSS every 0.3 s) on
 # `reproduce --preset=digits_claims --only=digits_claims_alpha_1`: 0.96 GB,
 # Python 0.78 GB + one local worker_binary 0.18 GB. Ours: rounded up for a
-# small model; a bigger one (MobileNetV2-GN: worker 3.7 GB, issue 18) needs
+# small model; a bigger one (MobileNetV2-GN: worker 3.7 GB) needs
 # more, so with big models the cap is a floor, not a guarantee.
 PYTHON_PEAK_RSS_BYTES = 900 * 2**20
 WORKER_PEAK_RSS_BYTES = 300 * 2**20
