@@ -155,8 +155,9 @@ class ExecutionConfig:
       "same on any machine, so a run's numbers are too), N, or 1 (one client "
       "a slot, the ungrouped path). Removes per-client overhead: 4-example "
       "MNIST clients at C = 100 cost ~6x the plain-TF floor ungrouped, <= 2x "
-      "grouped (docs/performance.md, 'Small clients'). Covers the components "
-      "whose declarations say so (`methods.groups.covered()`); 'auto' trains "
+      "grouped (docs/performance.md, 'Small clients'). Covers FedAvg's round "
+      "with a client work given as a local objective, any data side and "
+      "server optimizer (`methods.groups.covered()`); 'auto' trains "
       "the other methods ungrouped, N > 1 for them is refused up front. "
       "Results equal 1's up to float summation order; recorded per method "
       "(hparams.json method_settings).")

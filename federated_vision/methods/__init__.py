@@ -64,8 +64,10 @@ def _register_builtins() -> None:
   built-in is adding a module there; nothing lists them). By name, with
   importlib: those modules import this package."""
   import importlib  # pylint: disable=g-import-not-at-top
+  import importlib.util  # pylint: disable=g-import-not-at-top
   import pkgutil  # pylint: disable=g-import-not-at-top
-  path = [__file__.rsplit("/methods/", 1)[0] + "/algorithms"]
+  path = importlib.util.find_spec(
+      "federated_vision.algorithms").submodule_search_locations
   for module in pkgutil.iter_modules(path):
     importlib.import_module(f"federated_vision.algorithms.{module.name}")
   importlib.import_module("federated_vision.mixing.augenstein")
