@@ -197,3 +197,11 @@ def test_interrupted_runs_resume_to_identical_metrics(tmp_path, monkeypatch,
   states = lambda run: sorted(os.path.relpath(p, run) for p in glob.glob(
       str(run / "feddyn" / "client_states" / "*" / "*.npy")))
   assert states(tmp_path / "split") == states(tmp_path / "whole")
+
+
+def test_a_round_keys_client_id_is_a_str_to_key_a_dict_by():
+  from federated_vision.data import round_keys  # pylint: disable=g-import-not-at-top
+  keys = ["a@3", "b@3.1", "a@4"]
+  assert {round_keys.base_client_id(k) for k in keys} == {"a", "b"}
+  assert round_keys.base_client_id(b"c@2") == "c"
+  assert round_keys.base_client_id(tf.constant("d@5.0")).numpy() == b"d"
