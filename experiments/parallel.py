@@ -409,7 +409,7 @@ def failure_error(label: str, outcomes: Sequence[Outcome],
   when all completed. `diverged_before`: points whose summary.json already
   said 'diverged' (skipped now, status 3)."""
   # Local: training_loop imports TFF (seconds): only when needed.
-  from federated_vision.training import errors as run_errors  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
   bad = failure_lines(outcomes) + [f"{n} (diverged earlier)"
                                    for n in diverged_before]
   if not bad:

@@ -34,7 +34,7 @@ from federated_vision.reproduction import report_text
 from federated_vision.reproduction import results
 from federated_vision.reproduction import seeds as seeds_lib
 from federated_vision.reproduction import spec
-from federated_vision.training import errors as run_errors
+from federated_vision.training import run_errors
 
 Printer = Callable[[str], None]
 LISTING_WIDTH = 120  # Dry-run lines (ours: a terminal's width, x1.5).

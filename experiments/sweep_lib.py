@@ -193,7 +193,7 @@ def run_points(sweep, exp_dir, rows, parallel_runs: int = 1,
       diverged train_main run).
   """
   # Local: training_loop imports TFF (seconds): only when needed.
-  from federated_vision.training import errors as run_errors  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
   require_data(sweep, rows)
   ran = 0
   diverged = [pt.name for pt, _, _, status in rows if status == "diverged"]
@@ -220,7 +220,7 @@ def run_points(sweep, exp_dir, rows, parallel_runs: int = 1,
 def _finish(sweep, exp_dir, rows, ran, diverged) -> None:
   """The closing lines; RunError (exit 3) naming the diverged points."""
   # Local: training_loop imports TFF (seconds): only when needed.
-  from federated_vision.training import errors as run_errors  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
   print(f"\nsweep {sweep.name}: ran {ran}, skipped {len(rows) - ran}; "
         f"results under {exp_dir}")
   print(f"table: {python_command()} -m experiments.report_main "

@@ -51,7 +51,7 @@ from federated_vision.learning import schedule
 from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision.training import checkpoints as checkpoints_lib
 from federated_vision.training import divergence
-from federated_vision.training import errors
+from federated_vision.training import run_errors as errors
 from federated_vision.training import metrics_csv as metrics_csv_lib
 from federated_vision.training import progress as progress_lib
 from federated_vision.training import resume

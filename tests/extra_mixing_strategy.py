@@ -17,7 +17,7 @@ from typing import Optional
 
 from federated_vision.errors import bad
 from federated_vision.mixing import strategy as mixing_strategies
-from federated_vision.mixing import augenstein as builtins
+from federated_vision.mixing import strategies as builtins
 
 FEDERATED_SHARE = 0.25
 

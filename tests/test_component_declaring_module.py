@@ -34,6 +34,6 @@ def test_each_component_names_its_declaring_module():
   assert module["adam"] == builtins + "server_optimizers"
   # Mixing strategies: the declaring module, not mixing.strategy (whose
   # register_mixing_strategy calls register).
-  assert module["parallel"] == "federated_vision.mixing.augenstein"
+  assert module["parallel"] == "federated_vision.mixing.strategies"
   assert module["parallel_shared"] == "extra_mixing_strategy"
   assert module["fedavg_clip"] == "extra_algorithm"

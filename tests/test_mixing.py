@@ -19,7 +19,7 @@ from federated_vision.evaluation import keras_eval
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.algorithms import fedvc
-from federated_vision.mixing import augenstein as mixing
+from federated_vision.mixing import strategies as mixing
 from federated_vision.mixing.strategy import MixingSettings
 from federated_vision.mixing import central_data as mixing_data
 from federated_vision.mixing import gradient_transfer as mixing_gradient

@@ -13,7 +13,7 @@ from federated_vision.mixing import strategy as ms
 from federated_vision.errors import ConfigError
 from federated_vision.mixing.strategy import MixingSettings
 from federated_vision.methods import components as comp
-from federated_vision.mixing import augenstein as builtin
+from federated_vision.mixing import strategies as builtin
 from federated_vision.registry import Registry
 
 

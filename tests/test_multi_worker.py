@@ -15,7 +15,7 @@ import tensorflow_federated as tff
 from federated_vision import algorithms
 from federated_vision.runtime import contexts
 from federated_vision.runtime import worker_config
-from federated_vision.runtime import errors as worker_errors
+from federated_vision.runtime import worker_errors as worker_errors
 from federated_vision.runtime import workers
 from federated_vision import training_loop
 from federated_vision.evaluation import keras_eval

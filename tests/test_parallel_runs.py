@@ -286,7 +286,7 @@ def test_reproduce_parallel_runs_the_others_and_writes_no_report(tmp_path):
   finished run, runs the other and writes the report."""
   import dataclasses  # pylint: disable=g-import-not-at-top
   from experiments import reproduce_lib  # pylint: disable=g-import-not-at-top
-  from federated_vision.training import errors as run_errors  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
   from federated_vision.training import run_lock  # pylint: disable=g-import-not-at-top
   from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
   full = presets.get_preset("digits_claims")

@@ -102,7 +102,7 @@ def test_import_graph_resolves_module_and_function_local_imports():
   assert "federated_vision.mixing.strategy" in graph[
       "federated_vision.methods.build"]
   assert ("federated_vision.mixing.strategy"
-          in graph["federated_vision.mixing.augenstein"])
+          in graph["federated_vision.mixing.strategies"])
   # Function-local (the method modules import the learning machinery
   # inside their builders).
   assert ("federated_vision.learning.sampling"
@@ -120,7 +120,7 @@ def test_library_import_graph_has_no_cycle():
   assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
   # A cycle there was: methods <-> the mixing strategies.
   assert "federated_vision.methods" not in graph[
-      "federated_vision.mixing.augenstein"]
+      "federated_vision.mixing.strategies"]
 
 
 _FRESH_IMPORT = textwrap.dedent("""

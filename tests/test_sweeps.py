@@ -290,7 +290,7 @@ def test_a_diverged_point_does_not_stop_the_sweep(parse, tmp_path, capsys,
   rerun lists it as diverged (not done) and exits 3 again."""
   from federated_vision.experiment import runner  # pylint: disable=g-import-not-at-top
   from experiments import sweep_main  # pylint: disable=g-import-not-at-top,unused-import
-  from federated_vision.training import errors as run_errors  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
   ran = []
 
   def fake_run(config):  # Writes summary.json as runner.run does.

@@ -23,7 +23,7 @@ from federated_vision import models
 from federated_vision import training_loop as tl
 from federated_vision.training import checkpoints as checkpoints_lib
 from federated_vision.training import divergence
-from federated_vision.training import errors as run_errors
+from federated_vision.training import run_errors
 from federated_vision.training import metrics_csv as metrics_csv_lib
 from federated_vision.training import run_lock
 from federated_vision.training import tensorboard

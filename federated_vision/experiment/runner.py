@@ -178,7 +178,7 @@ def _train(exp: Experiment, evaluate, opened: dict):
   """{method: RunResult}, and the `DivergenceError` that stopped the run (or
   None): methods after a diverged one are not run."""
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
-  from federated_vision.training import errors as run_errors  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
   results = {}
   for method in exp.methods:
     try:
@@ -238,7 +238,7 @@ def run(config: config_lib.ExperimentConfig,
     ConfigError: bad config, or the directory holds another experiment.
     run_errors.RunError: locked directory, unreadable checkpoint, write
       failure, divergence (after summary.json is written).
-    runtime.errors.WorkerError: a worker did not start or was lost.
+    runtime.worker_errors.WorkerError: a worker did not start or was lost.
   """
   from federated_vision.training import run_lock  # pylint: disable=g-import-not-at-top
   from federated_vision.experiment import run_record  # pylint: disable=g-import-not-at-top
@@ -315,7 +315,7 @@ def _run(exp: Experiment, opened: dict) -> dict:
   from federated_vision.evaluation import metrics as metrics_lib  # pylint: disable=g-import-not-at-top
   from federated_vision.evaluation import keras_eval  # pylint: disable=g-import-not-at-top
   from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
-  from federated_vision.training import errors as run_errors  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
 
   config = exp.config
   fed, out, t = exp.fed_data, exp.output_dir, config.training

@@ -14,7 +14,7 @@
 coverage) and `build` (`build_method`). The package's own components are
 declared in `federated_vision.algorithms.<name>` (fedavg, fedavgm, fedsgd;
 fedir, fedprox; fedvc; scaffold, feddyn, fednova; the server optimizers)
-and `federated_vision.mixing.augenstein` (the mixing strategies), exactly
+and `federated_vision.mixing.strategies` (the mixing strategies), exactly
 as a user's module declares its own; a module passed to the binaries'
 --extra_modules registers its components the same way, and their options
 become flags.
@@ -70,7 +70,7 @@ def _register_builtins() -> None:
       "federated_vision.algorithms").submodule_search_locations
   for module in pkgutil.iter_modules(path):
     importlib.import_module(f"federated_vision.algorithms.{module.name}")
-  importlib.import_module("federated_vision.mixing.augenstein")
+  importlib.import_module("federated_vision.mixing.strategies")
 
 
 _register_builtins()

@@ -7,7 +7,7 @@ This module holds the data-side constructions of the strategies over a
 `mixing.scenarios.CentralizedData` (the server's
 examples, gathered in-graph by index, so every per-round sample below is
 built inside the TFF executor, never serialised from Python per round); the
-learning processes are in `mixing.augenstein`.
+learning processes are in `mixing.strategies`.
 
 * `central_dataset`: the centralized examples of round r (parallel training's
   K batches, gradient transfer's one batch), drawn from (seed, r) only.

@@ -3,7 +3,7 @@
 Augenstein et al. (*Jointly Learning from Decentralized (Federated) and
 Centralized Data to Mitigate Distribution Shift*) compare the strategies'
 communication: gradient transfer (Algorithm 4) broadcasts g_c, one model's
-trainable size; `augenstein.extra_broadcast_bytes` counts each strategy's extra.
+trainable size; `strategies.extra_broadcast_bytes` counts each strategy's extra.
 """
 
 import numpy as np

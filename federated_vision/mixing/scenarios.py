@@ -11,7 +11,7 @@ it, plus evaluation groups of classes to report separately:
 * CelebA smiles: `federated_vision.data.celeba.load_scenario`.
 
 `CentralizedData` (the server's examples, gathered in-graph by index) is the
-type every strategy of `mixing.augenstein` consumes.
+type every strategy of `mixing.strategies` consumes.
 """
 
 import hashlib

@@ -4,7 +4,7 @@
 Mitigate Distribution Shift* (Augenstein, Hard, Partridge & Mathews): no
 mixing and the oracle (baselines), parallel training (Algorithm 2), example
 transfer (Algorithm 3) and gradient transfer (Algorithm 4); the built-ins
-are declared in `mixing.augenstein`. A `MixingStrategy` owns its
+are declared in `mixing.strategies`. A `MixingStrategy` owns its
 hyper-parameter dataclass (`params`: fields named as the `MixingSettings`
 fields == flags they are read from; other fields keep the value of the
 registered instance), checks it (`validate`), says what it refuses and

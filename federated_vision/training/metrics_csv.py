@@ -6,8 +6,8 @@ import os
 from typing import Dict, List, Mapping, Optional, Sequence
 
 from federated_vision.training import run_files
-from federated_vision.training.errors import OutputWriteError
-from federated_vision.training.errors import describe_error
+from federated_vision.training.run_errors import OutputWriteError
+from federated_vision.training.run_errors import describe_error
 
 METRIC_COLUMNS = ("round", "clients", "train_loss", "train_accuracy",
                   "test_loss", "test_accuracy", "batch_budget",

@@ -44,9 +44,9 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from federated_vision.training.errors import OutputWriteError
-from federated_vision.training.errors import RunFileError
-from federated_vision.training.errors import describe_error
+from federated_vision.training.run_errors import OutputWriteError
+from federated_vision.training.run_errors import RunFileError
+from federated_vision.training.run_errors import describe_error
 
 CHECKSUM_KEY = "sha256"
 # The server model's loss on the pooled training data, on evaluated rounds

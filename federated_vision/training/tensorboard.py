@@ -8,8 +8,8 @@ from typing import Dict, Mapping, Tuple
 import tensorflow as tf
 
 from federated_vision.training import run_files
-from federated_vision.training.errors import OutputWriteError
-from federated_vision.training.errors import describe_error
+from federated_vision.training.run_errors import OutputWriteError
+from federated_vision.training.run_errors import describe_error
 
 TENSORBOARD_TAGS = ("train_loss", "train_accuracy", "test_loss",
                     "test_accuracy", "cumulative_batch_budget",
