@@ -17,7 +17,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import harness  # pylint: disable=g-import-not-at-top
 from federated_vision import training_loop
-from federated_vision.data import client_data as cdl
 from federated_vision.data import round_keys
 from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision.runtime import tff_internals

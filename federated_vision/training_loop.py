@@ -49,7 +49,6 @@ from federated_vision.evaluation import keras_eval
 from federated_vision.evaluation import metrics as metrics_lib
 from federated_vision.learning import schedule
 from federated_vision.runtime import contexts as runtime_contexts
-from federated_vision.training import checkpoints as checkpoints_lib
 from federated_vision.training import divergence
 from federated_vision.training import run_errors as errors
 from federated_vision.training import metrics_csv as metrics_csv_lib

@@ -9,7 +9,6 @@ import tensorflow as tf
 
 from federated_vision.mixing import central_data as mixing_data
 from federated_vision.data import celeba
-from federated_vision.data import client_data as cdl
 from federated_vision.data import round_keys
 from federated_vision.models import celeba as celeba_models
 

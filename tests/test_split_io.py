@@ -57,7 +57,6 @@ def test_round_trip_same_partition(tmp_path):
 
 
 def test_round_trip_same_client_data(tmp_path):
-  from federated_vision.data import client_data
   from federated_vision.data import in_graph_client_data  # pylint: disable=g-import-not-at-top
   arrays = {"x": np.arange(LABELS.size * 2, dtype=np.float32).reshape(-1, 2),
             "y": LABELS.astype(np.int32)}

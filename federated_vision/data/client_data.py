@@ -26,7 +26,6 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision.data import in_graph_client_data
 from federated_vision.data import round_keys
 from federated_vision.runtime.tf_internals import op_seed_only
 

@@ -10,7 +10,6 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from federated_vision.data import client_data as client_data_lib
 from federated_vision.data import round_keys
 
 
