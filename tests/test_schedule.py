@@ -1,13 +1,13 @@
 """Learning-rate schedules (`learning.schedule`): round t's client rate is
-eta_0 * gamma^(t-1), the rate every method's one local step trains with;
-a resumed run continues the schedule where it stopped."""
+eta_0 * gamma^(t-1), the rate the one local step trains with. (Every kind
+of method through train_main, and a resumed run continuing the schedule:
+tests/test_stateful.py's test_interrupted_runs_resume_to_identical_metrics.)"""
 
 import collections
 
 import numpy as np
 import pytest
 
-import run_checks
 from conftest import metric_rows
 from federated_vision import algorithms
 from federated_vision import training_loop
@@ -82,38 +82,3 @@ def test_fedavg_trains_each_round_at_the_scheduled_rate(tmp_path):
     w = w - sum(d * n for d, n in zip(deltas, sizes)) / sum(sizes)
     np.testing.assert_allclose(weights[t - 1], w, rtol=0, atol=1e-6,
                                err_msg=f"round {t}")
-
-
-def test_every_method_follows_the_schedule_and_resumes_it(
-    tmp_path, monkeypatch, train_in_process):
-  """Through train_main: grouped FedAvg, SCAFFOLD and FedNova (a stateful
-  round) train at eta_0 gamma^(t-1) (client) and eta_s gamma_s^(t-1)
-  (server), recorded with the results; Ctrl-C before round 3 and a rerun
-  give the uninterrupted run's metrics.csv."""
-  args = ["--methods=fedavg,scaffold,fednova",
-          "--client_learning_rate_decay=0.8",
-          "--server_learning_rate_decay=0.9", "--total_rounds=4",
-          "--rounds_per_checkpoint=2", "--rounds_per_eval=2",
-          "--num_clients=6", "--clients_per_round=5",
-          "--client_batch_size=20", "--centralized_epochs=0", "--seed=3",
-          f"--root_output_dir={tmp_path}"]
-  whole = train_in_process("--experiment_name=whole", *args)
-  assert whole.returncode == 0, whole.stderr[-3000:]
-  run_checks.ctrl_c_before_round(monkeypatch, 3)
-  assert train_in_process("--experiment_name=split", *args).returncode == 130
-  monkeypatch.undo()
-  resumed = train_in_process("--experiment_name=split", *args)
-  assert resumed.returncode == 0, resumed.stderr[-3000:]
-  import json  # pylint: disable=g-import-not-at-top
-  summary = json.loads((tmp_path / "whole" / "summary.json").read_text())
-  for method in ("fedavg", "scaffold", "fednova"):
-    rows = metric_rows(tmp_path / "whole" / method / "metrics.csv")
-    assert rows == metric_rows(tmp_path / "split" / method / "metrics.csv")
-    assert [float(r["client_learning_rate"]) for r in rows] == pytest.approx(
-        [0.05 * 0.8 ** t for t in range(4)], rel=1e-7)
-    assert [float(r["server_learning_rate"]) for r in rows] == pytest.approx(
-        [1.0 * 0.9 ** t for t in range(4)], rel=1e-7)
-    settings = summary["methods"][method]["settings"]
-    assert (settings["client_learning_rate_decay"],
-            settings["server_learning_rate_decay"]) == (0.8, 0.9)
-  assert summary["methods"]["fedavg"]["settings"]["client_group_size"] == 2

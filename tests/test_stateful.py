@@ -11,6 +11,7 @@ participation (clients sit out rounds and come back).
 
 import collections
 import glob
+import json
 import os
 
 import numpy as np
@@ -172,9 +173,16 @@ def _tensorboard_tags(run_dir):
 
 def test_interrupted_runs_resume_to_identical_metrics(tmp_path, monkeypatch,
                                                       train_in_process):
-  args = ["--methods=feddyn,fednova", "--total_rounds=4",
+  """FedDyn and FedNova through train_main, beside grouped FedAvg, with
+  learning-rate schedules (`learning.schedule`): each round's client and
+  server rates are eta gamma^(t-1), the settings record the schedule, and
+  Ctrl-C before round 4 and a rerun give the uninterrupted run's
+  metrics.csv (the schedule continued where it stopped)."""
+  args = ["--methods=feddyn,fednova,fedavg", "--total_rounds=4",
+          "--client_learning_rate_decay=0.8",
+          "--server_learning_rate_decay=0.9",
           "--rounds_per_checkpoint=2", "--rounds_per_eval=2",
-          "--num_clients=6", "--clients_per_round=3",
+          "--num_clients=6", "--clients_per_round=5",
           "--client_batch_size=20", "--centralized_epochs=0", "--seed=3",
           f"--root_output_dir={tmp_path}"]
   whole = train_in_process("--experiment_name=whole", *args)
@@ -185,10 +193,19 @@ def test_interrupted_runs_resume_to_identical_metrics(tmp_path, monkeypatch,
   assert killed.returncode == 130
   resumed = train_in_process("--experiment_name=split", *args)
   assert resumed.returncode == 0, resumed.stderr[-3000:]
-  for method in ("feddyn", "fednova"):
+  summary = json.loads((tmp_path / "whole" / "summary.json").read_text())
+  for method in ("feddyn", "fednova", "fedavg"):
     rows = metric_rows(tmp_path / "split" / method / "metrics.csv")
     assert rows == metric_rows(tmp_path / "whole" / method / "metrics.csv")
     assert [r["round"] for r in rows] == ["1", "2", "3", "4"]
+    assert [float(r["client_learning_rate"]) for r in rows] == pytest.approx(
+        [0.05 * 0.8 ** t for t in range(4)], rel=1e-7)
+    assert [float(r["server_learning_rate"]) for r in rows] == pytest.approx(
+        [1.0 * 0.9 ** t for t in range(4)], rel=1e-7)
+    settings = summary["methods"][method]["settings"]
+    assert (settings["client_learning_rate_decay"],
+            settings["server_learning_rate_decay"]) == (0.8, 0.9)
+  assert summary["methods"]["fedavg"]["settings"]["client_group_size"] == 2
   # tau_eff, FedNova's own metric: a column and a TensorBoard scalar.
   nova = metric_rows(tmp_path / "whole" / "fednova" / "metrics.csv")
   assert all(float(r["tau_eff"]) > 0 for r in nova)
