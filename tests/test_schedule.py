@@ -11,7 +11,6 @@ import pytest
 from conftest import metric_rows
 from federated_vision import algorithms
 from federated_vision import training_loop
-from federated_vision.data import digits
 from federated_vision.data import client_data as cdl
 from federated_vision.data import round_keys
 from federated_vision.learning import reference as ref
@@ -24,15 +23,7 @@ ETA, GAMMA, ROUNDS = 0.3, 0.5, 4
 
 
 def _data():
-  rng = np.random.default_rng(4)
-  n = sum(SIZES.values())
-  x = rng.normal(size=(n + 3, ref.F)).astype(np.float32)
-  y = rng.integers(0, ref.C, n + 3).astype(np.int64)
-  bounds = np.cumsum([0] + list(SIZES.values()))
-  partition = {c: np.arange(bounds[i], bounds[i + 1])
-               for i, c in enumerate(SIZES)}
-  return digits.from_arrays("tiny", x[:n], y[:n], x[n:], y[n:], partition,
-                            ref.C)
+  return ref.federated_data(SIZES, seed=4, num_test=3)
 
 
 class EveryClient:

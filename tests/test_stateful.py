@@ -24,7 +24,6 @@ from federated_vision.algorithms import feddyn
 from federated_vision.algorithms import fednova
 from federated_vision.data import client_data as cdl
 from federated_vision.data import round_keys
-from federated_vision.data import digits
 from federated_vision.learning import reference as ref
 from federated_vision.learning import stateful
 from federated_vision.runtime import contexts
@@ -37,15 +36,7 @@ ALPHA = 0.3
 
 
 def _data():
-  rng = np.random.default_rng(11)
-  n = sum(SIZES.values())
-  x = rng.normal(size=(n + 4, ref.F)).astype(np.float32)
-  y = rng.integers(0, ref.C, n + 4).astype(np.int64)
-  bounds = np.cumsum([0] + list(SIZES.values()))
-  partition = {c: np.arange(bounds[i], bounds[i + 1])
-               for i, c in enumerate(SIZES)}
-  return digits.from_arrays("tiny", x[:n], y[:n], x[n:], y[n:], partition,
-                            ref.C)
+  return ref.federated_data(SIZES, seed=11, num_test=4)
 
 
 def _batches(fed):

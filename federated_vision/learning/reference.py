@@ -8,7 +8,7 @@ numpy, in its test: this module gives the pieces such a reference needs.
   the gradient (`np_grad`), the loss and correct predictions of a batch
   (`np_loss_and_correct`), local SGD over batches in order
   (`np_local_sgd`) and a FedAvg round (McMahan et al. 2017, Algorithm 1,
-  `np_fedavg_round`).
+  `np_fedavg_round`); clients of given sizes for it (`federated_data`).
 * A client's exact batches of a round (`client_batches`): what the TFF
   executor builds for a round key from the same `TrainingSpec` (its E
   epochs, batch size, shuffling, FedVC resampling and augmentation, all
@@ -17,8 +17,7 @@ numpy, in its test: this module gives the pieces such a reference needs.
   stored one.
 
     from federated_vision.learning import reference
-    fed = digits.from_arrays("tiny", x, y, x_test, y_test, partition,
-                             reference.C)
+    fed = reference.federated_data({"a": 5, "b": 7}, seed=1)
     spec = client_data.TrainingSpec(batch_size=3, epochs=2, seed=1)
     for x, y in reference.client_batches(fed, spec, "a@1"):
       w = w - reference.LR * reference.np_grad(w, x, y)
@@ -95,6 +94,22 @@ def np_fedavg_round(w, clients, extra=None):
   deltas = [w - np_local_sgd(w, x, y, extra=extra) for x, y in clients]
   n = np.array([len(y) for _, y in clients], np.float64)
   return w - sum(d * k for d, k in zip(deltas, n)) / n.sum()
+
+
+def federated_data(sizes, seed: int = 0, num_test: int = 4):
+  """A `FederatedDataset` for the linear model: client id -> its number of
+  examples (`sizes`, in order), standard-normal x, uniform labels, seeded;
+  `num_test` test examples."""
+  from federated_vision.data import digits  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(seed)
+  n = sum(sizes.values())
+  x = rng.normal(size=(n + num_test, F)).astype(np.float32)
+  y = rng.integers(0, C, n + num_test).astype(np.int64)
+  bounds = np.cumsum([0] + list(sizes.values()))
+  partition = {c: np.arange(bounds[i], bounds[i + 1])
+               for i, c in enumerate(sizes)}
+  return digits.from_arrays("linear", x[:n], y[:n], x[n:], y[n:], partition,
+                            C)
 
 
 def client_batches(fed_data, spec: client_data.TrainingSpec,
