@@ -18,7 +18,7 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 from benchmarks import harness
 from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision import training_loop
-from federated_vision.algorithms import sampling
+from federated_vision.learning import sampling
 
 
 def main(argv=None):

@@ -18,7 +18,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from benchmarks import harness  # pylint: disable=g-import-not-at-top
 from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision import training_loop
-from federated_vision.algorithms import sampling
+from federated_vision.evaluation import keras_eval
+from federated_vision.learning import sampling
 from federated_vision.data import client_data as cdl
 from federated_vision.models import digits as digits_models
 
@@ -65,7 +66,7 @@ def main(argv=None):
   mid = at[1]
   setup = harness.digits_fedavg(num_clients=20)
   eval_ds = cdl.build_eval_dataset(setup.fed.test_data, setup.fed.eval_map_fn)
-  evaluate = training_loop.build_keras_evaluate_fn(
+  evaluate = keras_eval.build_keras_evaluate_fn(
       digits_models.create_digits_cnn, eval_ds)
   print(f"digits FedAvg, {args.clients_per_round} clients/round, "
         f"{total} rounds, evaluation every 10; RSS after rounds {at}; "

@@ -62,6 +62,7 @@ from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.data import archives
 from federated_vision.data import cifar
 from federated_vision.data import client_data as cdl
+from federated_vision.data import round_keys
 from federated_vision.data import partition as partition_lib
 from federated_vision.models import cifar as cifar_models
 from federated_vision.tasks import models as model_registry
@@ -196,7 +197,7 @@ def compare_precision(args, clients: int, examples: int, batch: int,
   spec = cdl.TrainingSpec(batch_size=batch, epochs=1, seed=0)
   dataset_fn = cdl.build_training_dataset_fn(
       fed.client_data.serializable_dataset_fn, spec, fed.train_map_fn)
-  keys = [[cdl.round_key(c, rep + 1) for c in ids]
+  keys = [[round_keys.round_key(c, rep + 1) for c in ids]
           for rep in range(rounds + 1)]
   element_spec = dataset_fn(tf.constant(ids[0])).element_spec
   sgd = tff.learning.optimizers.build_sgdm(CLIENT_LR)
@@ -299,7 +300,7 @@ def main(argv=None):
   spec = cdl.TrainingSpec(batch_size=batch, epochs=1, seed=0)
   dataset_fn = cdl.build_training_dataset_fn(
       fed.client_data.serializable_dataset_fn, spec, fed.train_map_fn)
-  keys = lambda rep: [cdl.round_key(c, rep + 1) for c in ids]
+  keys = lambda rep: [round_keys.round_key(c, rep + 1) for c in ids]
   python_datasets = lambda rep: [dataset_fn(tf.constant(k)) for k in keys(rep)]
   model_fn = models_lib.build_tff_model_fn(
       keras_model_fn, dataset_fn(tf.constant(ids[0])).element_spec)

@@ -11,7 +11,7 @@ sets the round time. Variants, interleaved with the floor in one process
   b  ungrouped:    this package's FedAvg as the binaries run it
                    (`training_loop.build_training_process`, client datasets
                    built in the executor from round keys), one client a slot;
-  c  grouped:      the same with client groups (`algorithms.client_groups`,
+  c  grouped:      the same with client groups (`learning.client_groups`,
                    `--client_group_size`; 'auto' unless --group_size, which
                    takes a list: one grouped variant per size);
   d  train_main:   the round `train_main --dataset=synthetic_mnist
@@ -53,12 +53,13 @@ from benchmarks import harness  # pylint: disable=g-import-not-at-top
 from federated_vision import algorithms
 from federated_vision import models as models_lib
 from federated_vision import training_loop
-from federated_vision.algorithms import client_groups
+from federated_vision.learning import client_groups
 from federated_vision.methods import groups as group_size_lib
 from federated_vision.data import archives
 from federated_vision.data import celeba
 from federated_vision.data import cifar
 from federated_vision.data import client_data as cdl
+from federated_vision.data import round_keys
 from federated_vision.data import mnist
 from federated_vision.models import celeba as celeba_models
 from federated_vision.models import mnist as mnist_models
@@ -232,7 +233,7 @@ def run_point(task, c, num_clients, rounds, variants, group_sizes,
   rng = np.random.default_rng(0)
   picks = [rng.choice(k, c, replace=False) for _ in range(rounds + 1)]
   ids = fed.client_data.client_ids
-  package_keys = lambda rep: [cdl.round_key(ids[i], rep + 1)
+  package_keys = lambda rep: [round_keys.round_key(ids[i], rep + 1)
                               for i in picks[rep]]
   runs = {}  # name: (process, round -> keys, group size)
   if "ungrouped" in variants:
@@ -243,8 +244,7 @@ def run_point(task, c, num_clients, rounds, variants, group_sizes,
     for size in group_sizes:
       method = client_groups.GroupedMethod(
           model_fn, sgd(CLIENT_LR), None,
-          group_size=group_size_lib.resolve_group_size(size, c),
-          clients_per_round=c)
+          group_size=group_size_lib.resolve_group_size(size, c))
       name = "grouped" if len(group_sizes) == 1 else f"grouped:{size}"
       runs[name] = (training_loop.build_training_process(method, fed, spec),
                     package_keys, method.group_size)

@@ -17,7 +17,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import harness  # pylint: disable=g-import-not-at-top
 from federated_vision import training_loop
-from federated_vision.data import client_data as cdl
+from federated_vision.data import round_keys
 from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision.runtime import tff_internals
 
@@ -39,7 +39,7 @@ def main(argv=None):
   process = training_loop.build_training_process(setup.process, setup.fed,
                                                  setup.spec)
   ids = setup.fed.client_data.client_ids
-  keys = lambda rep: [cdl.round_key(c, rep + 1) for c in ids]
+  keys = lambda rep: [round_keys.round_key(c, rep + 1) for c in ids]
 
   pools = {n: runtime_contexts.WorkerPool(local_workers=n) for n in sizes}
   try:

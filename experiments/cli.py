@@ -4,9 +4,9 @@ A binary defines its flags at import, then `app.run(lambda argv:
 cli.main(argv, body))`: `body()` runs with line-buffered stdout and quiet TF
 logging; a `ConfigError` (or `ValueError` from configuration) becomes ONE
 line `<binary>: error: <message>` and exit status 2; a
-`training_loop.RunError` one such line and its `exit_code` (2: directory in
+`run_errors.RunError` one such line and its `exit_code` (2: directory in
 use, 3: divergence, 1: checkpoint or write failure); an
-`runtime.errors.WorkerError` (a TFF worker did not start, or was lost: then
+`runtime.worker_errors.WorkerError` (a TFF worker did not start, or was lost: then
 saying how to resume) and an `OSError` with a file name one line, status 1;
 Ctrl-C prints how to resume and exits 130; SIGTERM / SIGHUP print the same
 line and exit 143 / 129; a closed stdout (`| head -1`) ends it quietly with
@@ -39,7 +39,7 @@ from experiments import stdout as stdout_lib
 from federated_vision import runtime
 from federated_vision.runtime import signals
 from federated_vision.errors import ConfigError, one_line
-from federated_vision.training import errors as run_errors
+from federated_vision.training import run_errors
 
 
 def define_flags() -> None:
@@ -184,7 +184,7 @@ def parse_then_import_tf(argv: Sequence[str],
 
 def _worker_error_types():
   """(`WorkerError`, `WorkerLostError`) if the runtime's errors were imported."""
-  errors = sys.modules.get("federated_vision.runtime.errors")
+  errors = sys.modules.get("federated_vision.runtime.worker_errors")
   if errors is None:
     return (), ()
   return errors.WorkerError, errors.WorkerLostError

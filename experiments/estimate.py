@@ -135,13 +135,12 @@ def _method_config(config, method_name: str):
 
 
 def _examples_per_epoch(method, n: float) -> float:
-  """What a client of n examples trains on per epoch: n, or its data-side
-  variants' `examples_per_client` (FedVC: N_VC)."""
-  for v in method.variants:
-    per_client = getattr(methods_lib.get(v), "examples_per_client", None)
-    if per_client is not None:
-      n = per_client(method, n)
-  return n
+  """What a client of n examples trains on per epoch: n, or what the
+  method's spec, built by its data-side variants, says (FedVC: N_VC)."""
+  spec = methods_lib.build.method_spec(method)
+  if spec.virtual_client_size is not None:
+    n = spec.virtual_client_size
+  return n if spec.max_elements is None else min(n, spec.max_elements)
 
 
 def _method_batches(config, method_name: str, n: float) -> int:
@@ -245,8 +244,11 @@ def project_run(name: str, config: config_lib.ExperimentConfig,
       f"({p.rounds.wall:.0f} s) + evaluations ({p.evaluations.wall:.0f} s) + "
       f"centralized ({p.centralized.wall:.0f} s): wall "
       f"{cost.duration(total.wall)}, {cost.hours(total.cpu)} CPU")
-  lines += estimate_state.store_lines(config, population, lambda: (
-      estimate_state.model_weights(config, classes, c.input_shape)))
+  calibrated = same_client_work if is_scaled(config) else (lambda m: m)
+  lines += estimate_state.store_lines(
+      config, population, lambda: (
+          estimate_state.model_weights(config, classes, c.input_shape)),
+      lambda m: c.client_state_copies.get(calibrated(m), 0))
   return Estimate(name, p, lines)
 
 

@@ -15,6 +15,7 @@ import time
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from federated_vision.experiment import config as config_lib
+from federated_vision.experiment import outputs
 from federated_vision.experiment import runner
 from federated_vision.evaluation import cost
 from federated_vision.runtime import live_workers
@@ -72,6 +73,8 @@ class Calibration(NamedTuple):
   num_clients: int = 0
   num_classes: int = 0
   input_shape: Tuple[int, ...] = ()
+  # Method -> model-sized values its process keeps per client (its store).
+  client_state_copies: Dict[str, int] = {}
 
 
 class _TimedSampler:
@@ -93,15 +96,15 @@ class _TimedSampler:
 
 def _evaluate_fn(exp):
   # Local: TF / TFF only when --estimate calibrates (not at start-up).
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.evaluation import keras_eval  # pylint: disable=g-import-not-at-top
   from federated_vision.data import client_data as cdl  # pylint: disable=g-import-not-at-top
   fed = exp.fed_data
   eval_ds = cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn)
   if exp.scenario is None:
-    return eval_ds, training_loop.build_keras_evaluate_fn(exp.keras_model_fn,
+    return eval_ds, keras_eval.build_keras_evaluate_fn(exp.keras_model_fn,
                                                           eval_ds)
   # Local: TF / TFF only when --estimate calibrates (not at start-up).
-  from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
+  from federated_vision.mixing import scenarios as mixing_scenarios  # pylint: disable=g-import-not-at-top
   return eval_ds, mixing_scenarios.build_group_evaluate_fn(
       exp.keras_model_fn, eval_ds, fed.num_classes, exp.scenario.groups)
 
@@ -144,17 +147,18 @@ def calibrate(cal: config_lib.ExperimentConfig, central: bool,
   is timed beside the full one."""
   # Local: TF / TFF only when --estimate calibrates (not at start-up).
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.evaluation import keras_eval  # pylint: disable=g-import-not-at-top
   start = now()
   with tempfile.TemporaryDirectory(prefix="fv_estimate_") as tmp:
     cal = config_lib.replace_fields(cal, {"root_output_dir": tmp})
     with cal.execution.context():
       exp = runner.build_experiment(cal)
-      runner.write_partition_report(exp)  # Part of a run's start-up.
+      outputs.write_partition_report(exp)  # Part of a run's start-up.
       eval_ds, evaluate = _evaluate_fn(exp)
       test_examples = sum(int(b["y"].shape[0]) for b in eval_ds)
       half_n = test_examples // 2 if two_point and exp.scenario is None else 0
       if half_n:
-        evaluate_half = training_loop.build_keras_evaluate_fn(
+        evaluate_half = keras_eval.build_keras_evaluate_fn(
             exp.keras_model_fn, eval_ds.unbatch().take(half_n).batch(half_n))
       spent: List[cost.Timing] = []  # Each call's whole duration.
       full: List[cost.Timing] = []   # [0]: the first (tracing) evaluation.
@@ -175,21 +179,25 @@ def calibrate(cal: config_lib.ExperimentConfig, central: bool,
 
       rounds, excess, gaps, previous = {}, cost.ZERO, cost.ZERO, start
       rounds_one: Dict[str, cost.Timing] = {}
+      copies: Dict[str, int] = {}
       t = cal.training
       for method in exp.methods:
         marks: List[cost.Timing] = []
         spent_before = len(spent)
+        fed = exp.fed_data if method.fed_data is None else method.fed_data
+        loop_config = training_loop.LoopConfig(
+            total_rounds=t.total_rounds, output_dir=os.path.join(
+                tmp, "calibration", method.name),
+            rounds_per_eval=t.rounds_per_eval,
+            rounds_per_checkpoint=t.rounds_per_checkpoint)
+        opened = training_loop.open_run(method.process, fed, method.spec,
+                                        loop_config, log_fn=None)
+        copies[method.name] = getattr(opened.training_process,
+                                      "client_state_copies", 0)
         training_loop.run_federated_training(
-            method.name, method.process,
-            exp.fed_data if method.fed_data is None else method.fed_data,
-            method.spec, _TimedSampler(method.sampler, marks, two_point),
-            timed_evaluate,
-            training_loop.LoopConfig(
-                total_rounds=t.total_rounds, output_dir=os.path.join(
-                    tmp, "calibration", method.name),
-                rounds_per_eval=t.rounds_per_eval,
-                rounds_per_checkpoint=t.rounds_per_checkpoint),
-            log_fn=None)
+            method.name, method.process, fed, method.spec,
+            _TimedSampler(method.sampler, marks, two_point), timed_evaluate,
+            loop_config, log_fn=None, opened=opened)
         marks.append(now())
         # Building (workers, data, this method's process) up to its round 1.
         gaps, previous = gaps + _minus(marks[0], previous), marks[-1]
@@ -220,7 +228,7 @@ def calibrate(cal: config_lib.ExperimentConfig, central: bool,
                      test_examples, train_examples, step, end.wall - start.wall,
                      rounds_one, halves[-1] if half_n else None, half_n,
                      len(fed.client_data.client_ids), fed.num_classes,
-                     tuple(fed.input_shape))
+                     tuple(fed.input_shape), copies)
 
 
 def _mean(timings: List[cost.Timing]) -> cost.Timing:

@@ -97,16 +97,18 @@ def is_scaled(config: config_lib.ExperimentConfig) -> bool:
 
 
 def same_client_work(method: str) -> str:
-  """The method calibrated for `method` in a scaled calibration: its
-  algorithm's `calibrates_as` (FedAvgM: FedAvg's client work plus a server
-  momentum step) and no `@<server optimizer>` (ours: one update of the
-  model's weights per round, negligible beside C clients' local batches),
-  so fedavgm[+...] and fedavg[+...]@adam share fedavg[+...]'s calibration."""
+  """The method calibrated for `method` in a scaled calibration: the first
+  algorithm declared with the same build and the same local settings read
+  (FedAvgM: FedAvg's round with another default server optimizer) and no
+  `@<server optimizer>` (ours: one update of the model's weights per round,
+  negligible beside C clients' local batches), so fedavgm[+...] and
+  fedavg[+...]@adam share fedavg[+...]'s calibration."""
   spec = method_names.parse(method)
   algorithm = methods_lib.get_algorithm(spec.algorithm)
-  return method_names.spec_name(spec._replace(
-      algorithm=algorithm.calibrates_as or spec.algorithm,
-      server_optimizer=None))
+  same = [a.name for a in methods_lib.all_components(methods_lib.ALGORITHM)
+          if a.build is algorithm.build and a.reads == algorithm.reads]
+  return method_names.spec_name(spec._replace(algorithm=same[0],
+                                              server_optimizer=None))
 
 
 def calibration_config(config: config_lib.ExperimentConfig, s: "Settings"

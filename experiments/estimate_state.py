@@ -1,8 +1,9 @@
 """`--estimate` for a method with per-client state: the client-state store.
 
-A method whose algorithm keeps values per client across rounds
-(`Algorithm.client_state_models`, e.g. SCAFFOLD's control variate c_k)
-writes them under <method dir>/client_states/ (`federated_vision.training.
+A method whose algorithm keeps values per client across rounds (SCAFFOLD's
+control variate c_k, FedDyn's gradient: as many model-sized values as its
+built process's store holds, `stateful.TrainingProcess.client_state_copies`,
+read by the calibration) writes them under <method dir>/client_states/ (`federated_vision.training.
 client_states`): `projected_bytes` = min(K, R x C) clients seen x values per
 client x P trainable weights x 4 bytes, where P is the run's model's for its
 number of classes (a scaled calibration's twin has other classes, so the
@@ -14,7 +15,6 @@ import os
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from federated_vision.experiment import config as config_lib
-from federated_vision import methods as methods_lib
 from federated_vision import tasks
 from federated_vision.training import client_states
 
@@ -24,12 +24,14 @@ from federated_vision.training import client_states
 PUBLISHED_CLASSES = {"inaturalist": 1_203, "landmarks": 2_028}
 
 
-def state_methods(config: config_lib.ExperimentConfig
-                  ) -> List[Tuple[str, int]]:
-  """(name, values kept per client) of the run's methods with client state."""
+def state_methods(config: config_lib.ExperimentConfig,
+                  copies_of: Callable[[str], int]) -> List[Tuple[str, int]]:
+  """(name, model-sized values kept per client) of the run's methods with
+  client state (`copies_of`: a method name -> what its calibrated process
+  keeps)."""
   out = []
   for m in config.methods.expand():
-    copies = methods_lib.get_algorithm(m.algorithm).client_state_models
+    copies = copies_of(m.name)
     if copies:
       out.append((m.name, copies))
   return out
@@ -56,10 +58,11 @@ def model_weights(config: config_lib.ExperimentConfig, num_classes: int,
 
 
 def store_lines(config: config_lib.ExperimentConfig, population: int,
-                weights_fn: Callable[[], int]) -> List[str]:
+                weights_fn: Callable[[], int],
+                copies_of: Callable[[str], int]) -> List[str]:
   """The projection lines of the run's client-state stores (none without
   a method with client state; `weights_fn` is called only then)."""
-  methods = state_methods(config)
+  methods = state_methods(config, copies_of)
   if not methods:
     return []
   p = weights_fn()

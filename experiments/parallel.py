@@ -1,4 +1,4 @@
-"""`--parallel_runs=N` of `sweep_main` and `reproduce` (issue 18).
+"""`--parallel_runs=N` of `sweep_main` and `reproduce`.
 
 With N > 1 the points (sweep) or runs (preset) still to run are shared out
 among N child processes (`python -m experiments.run_point`), each running
@@ -71,7 +71,7 @@ FLAG_HELP = ("Run up to N points/runs at once in N child processes (each "
 # Peak RSS of one run, measured (/proc/<pid>/status VmRSS every 0.3 s) on
 # `reproduce --preset=digits_claims --only=digits_claims_alpha_1`: 0.96 GB,
 # Python 0.78 GB + one local worker_binary 0.18 GB. Ours: rounded up for a
-# small model; a bigger one (MobileNetV2-GN: worker 3.7 GB, issue 18) needs
+# small model; a bigger one (MobileNetV2-GN: worker 3.7 GB) needs
 # more, so with big models the cap is a floor, not a guarantee.
 PYTHON_PEAK_RSS_BYTES = 900 * 2**20
 WORKER_PEAK_RSS_BYTES = 300 * 2**20
@@ -404,17 +404,17 @@ def failure_lines(outcomes: Sequence[Outcome]) -> List[str]:
 
 def failure_error(label: str, outcomes: Sequence[Outcome],
                   diverged_before: Sequence[str] = ()):
-  """The `training_loop.RunError` (one line, `exit_status` of every point)
+  """The `run_errors.RunError` (one line, `exit_status` of every point)
   that ends an invocation some of whose points failed or diverged, or None
   when all completed. `diverged_before`: points whose summary.json already
   said 'diverged' (skipped now, status 3)."""
   # Local: training_loop imports TFF (seconds): only when needed.
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
   bad = failure_lines(outcomes) + [f"{n} (diverged earlier)"
                                    for n in diverged_before]
   if not bad:
     return None
-  error = training_loop.RunError(
+  error = run_errors.RunError(
       f"{label}: {len(bad)} point(s) did not complete: {', '.join(bad)}")
   error.exit_code = exit_status([o.returncode for o in outcomes]
                                 + [3] * len(diverged_before))

@@ -35,7 +35,7 @@ from federated_vision.reproduction import report_text
 from federated_vision.reproduction import results
 from federated_vision.reproduction import seeds as seeds_lib
 from federated_vision.reproduction import spec
-from federated_vision.training import errors as run_errors
+from federated_vision.training import run_errors
 
 Printer = Callable[[str], None]
 LISTING_WIDTH = 120  # Dry-run lines (ours: a terminal's width, x1.5).
@@ -144,7 +144,7 @@ def check_runnable(planned: Sequence[plan_lib.PlannedRun]) -> None:
   Raises:
     ReproduceError: another configuration's directory (hparams.json).
     ConfigError: another experiment's (experiment.json).
-    training_loop.RunError: a damaged experiment.json.
+    run_errors.RunError: a damaged experiment.json.
   """
   for p in planned:
     if p.status == results.MISMATCH:
@@ -333,7 +333,7 @@ def _run_parallel(preset, planned, flags_of, parallel_runs, extra_modules,
   config `run_one` would build); fills `outcome`.
 
   Raises:
-    training_loop.RunError: some run did not complete (exit status: the
+    run_errors.RunError: some run did not complete (exit status: the
       worst of the runs', `parallel.exit_status`).
   """
   todo = []

@@ -188,12 +188,12 @@ def run_points(sweep, exp_dir, rows, parallel_runs: int = 1,
   Raises:
     ConfigError: a point to run misses its data (before any point runs,
       naming the flag to give), or a point's config is refused (naming it).
-    training_loop.RunError: after every point ran, if any point diverged
+    run_errors.RunError: after every point ran, if any point diverged
       (now or in an earlier invocation); one line, exit status 3 (as a
       diverged train_main run).
   """
   # Local: training_loop imports TFF (seconds): only when needed.
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
   require_data(sweep, rows)
   ran = 0
   diverged = [pt.name for pt, _, _, status in rows if status == "diverged"]
@@ -210,7 +210,7 @@ def run_points(sweep, exp_dir, rows, parallel_runs: int = 1,
       runner.run(config)
     except ConfigError as e:
       raise ConfigError(f"point {pt.name}: {e}", e.field) from None
-    except training_loop.DivergenceError as e:
+    except run_errors.DivergenceError as e:
       print(f"[{i + 1}/{len(rows)}] {pt.name}: {e}")
       diverged.append(pt.name)
     ran += 1
@@ -220,16 +220,16 @@ def run_points(sweep, exp_dir, rows, parallel_runs: int = 1,
 def _finish(sweep, exp_dir, rows, ran, diverged) -> None:
   """The closing lines; RunError (exit 3) naming the diverged points."""
   # Local: training_loop imports TFF (seconds): only when needed.
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
   print(f"\nsweep {sweep.name}: ran {ran}, skipped {len(rows) - ran}; "
         f"results under {exp_dir}")
   print(f"table: {python_command()} -m experiments.report_main "
         f"--input_dir={exp_dir}")
   if diverged:
-    error = training_loop.RunError(
+    error = run_errors.RunError(
         f"sweep {sweep.name}: {len(diverged)} point(s) diverged: "
         f"{', '.join(diverged)} (summary.json status 'diverged')")
-    error.exit_code = training_loop.DivergenceError.exit_code
+    error.exit_code = run_errors.DivergenceError.exit_code
     raise error
 
 

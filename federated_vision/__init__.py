@@ -6,15 +6,18 @@ and Augenstein et al. (mixing federated and centralized data). Importing this
 package imports nothing else (not TensorFlow); import the subpackages you use.
 
 Layout (docs/layout.md): `experiment/` (the config, `runner.run`, sweeps,
-reports), `methods/` (the method components and their builder),
-`algorithms/` (the maths and TFF processes), `tasks/` (data set + model
-registries), `data/` (ClientData, partitions, split files, loaders),
-`models/`, `evaluation/` (metrics, rounds-to-target, reports), `realworld/`
-(iNaturalist / Landmarks split builders and loaders), `reproduction/` (the
-papers' tables as presets), `runtime/` (the managed TFF workers and
-contexts; `runtime.install()`), `training/` and `training_loop.py` (the
-round loop), `centralized.py`, `config_fields.py` (declared settings ->
-flags), `registry.py`, `errors.py`.
+reports), `methods/` (declaring, naming, validating and building methods),
+`algorithms/` (one module per method: maths, TFF composition,
+declaration), `learning/` (what the algorithms share: the local step, client
+groups, FedAvg's composition, the stateful-round research API, numpy
+references), `mixing/` (Augenstein et al.'s strategies), `tasks/` (data set
++ model registries), `data/` (ClientData, partitions, split files,
+loaders), `models/`, `evaluation/` (metrics, rounds-to-target, reports),
+`realworld/` (iNaturalist / Landmarks split builders and loaders),
+`reproduction/` (the papers' tables as presets), `runtime/` (the managed
+TFF workers and contexts), `training/` and `training_loop.py` (the round
+loop), `centralized.py`, `config_fields.py` (declared settings -> flags),
+`registry.py`, `errors.py`.
 """
 
 __version__ = "0.1.0"

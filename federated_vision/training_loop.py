@@ -28,7 +28,7 @@ a binary should exit with.
 This module holds the loop, its configuration and its result; each other job
 is a module of `federated_vision.training` (errors, run lock, checkpoints,
 metrics CSV, TensorBoard, divergence checks, progress, where a run resumes),
-whose public names are re-exported here. A run's files are read and checked
+each named here as its module's. A run's files are read and checked
 before any of them is changed (`open_run`, `training.resume`).
 """
 
@@ -43,45 +43,20 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision.algorithms import fedavg
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import round_keys
 from federated_vision.evaluation import keras_eval
 from federated_vision.evaluation import metrics as metrics_lib
+from federated_vision.learning import schedule
 from federated_vision.runtime import contexts as runtime_contexts
-from federated_vision.training import checkpoints as checkpoints_lib
 from federated_vision.training import divergence
-from federated_vision.training import errors
+from federated_vision.training import run_errors as errors
 from federated_vision.training import metrics_csv as metrics_csv_lib
 from federated_vision.training import progress as progress_lib
 from federated_vision.training import resume
+from federated_vision.training import run_files
 from federated_vision.training import run_lock
 from federated_vision.training import tensorboard
-
-# Re-exported: the loop's parts, under the names callers and tests use.
-RunError = errors.RunError
-RunLockedError = errors.RunLockedError
-CheckpointError = errors.CheckpointError
-OutputWriteError = errors.OutputWriteError
-DivergenceError = errors.DivergenceError
-RunFileError = errors.RunFileError
-AllDivergedError = errors.AllDivergedError
-RunLock = run_lock.RunLock
-LOCK_FILE = run_lock.LOCK_FILE
-Checkpoints = checkpoints_lib.Checkpoints
-CHECKPOINT_PREFIX = checkpoints_lib.CHECKPOINT_PREFIX
-CORRUPT_DIR = checkpoints_lib.CORRUPT_DIR
-MetricsCsv = metrics_csv_lib.MetricsCsv
-METRIC_COLUMNS = metrics_csv_lib.METRIC_COLUMNS
-TIMING_COLUMNS = metrics_csv_lib.TIMING_COLUMNS
-CSV_COLUMNS = metrics_csv_lib.CSV_COLUMNS
-FULL_TRAIN_LOSS = metrics_csv_lib.FULL_TRAIN_LOSS
-TENSORBOARD_TAGS = tensorboard.TENSORBOARD_TAGS
-KEPT_EVENTS_FILE = tensorboard.KEPT_EVENTS_FILE
-purge_tensorboard = tensorboard.purge_tensorboard
-non_finite_reasons = divergence.non_finite_reasons
-EvaluateFn = keras_eval.EvaluateFn
-# Re-exported: the Keras evaluation lives in evaluation/keras_eval.py.
-build_keras_evaluate_fn = keras_eval.build_keras_evaluate_fn
 
 ON_DIVERGENCE = ("stop", "continue")
 
@@ -107,6 +82,11 @@ class LoopConfig(NamedTuple):
       (e.g. mixing's `extra_broadcast_bytes`), before the timing columns.
     eval_columns: extra keys of `evaluate_fn`'s result written as
       `test_<key>` columns on evaluated rounds (e.g. per-group accuracy).
+    client_schedule, server_schedule: (eta_0, gamma) of the clients' and
+      the server optimizer's learning rates, round t's eta_0 gamma^(t-1),
+      set in the state before the round (`learning.schedule`) and written
+      as the columns `client_learning_rate` / `server_learning_rate`; None:
+      the rates the process was built with, every round.
     full_train_loss: `evaluate_fn`'s result also holds `FULL_TRAIN_LOSS`,
       the loss on the pooled training data
       (`keras_eval.with_full_train_loss`), written as that column on
@@ -122,14 +102,27 @@ class LoopConfig(NamedTuple):
   round_columns: Tuple[Tuple[str, object], ...] = ()
   eval_columns: Tuple[str, ...] = ()
   full_train_loss: bool = False
+  client_schedule: Optional[Tuple[float, float]] = None
+  server_schedule: Optional[Tuple[float, float]] = None
+
+  @property
+  def schedule_columns(self) -> Tuple[str, ...]:
+    return ((("client_learning_rate",) if self.client_schedule else ())
+            + (("server_learning_rate",) if self.server_schedule else ()))
 
   @property
   def columns(self) -> Tuple[str, ...]:
     """metrics.csv's columns: the standard ones + the extra ones, timing last."""
-    return (METRIC_COLUMNS + tuple(c for c, _ in self.round_columns)
+    return self.columns_with(())
+
+  def columns_with(self, algorithm_metrics: Sequence[str]) -> Tuple[str, ...]:
+    """`columns` with an algorithm's own metrics before the timing ones."""
+    csv = metrics_csv_lib
+    return (csv.METRIC_COLUMNS + tuple(c for c, _ in self.round_columns)
             + tuple(f"test_{k}" for k in self.eval_columns)
-            + ((FULL_TRAIN_LOSS,) if self.full_train_loss else ())
-            + TIMING_COLUMNS)
+            + ((csv.FULL_TRAIN_LOSS,) if self.full_train_loss else ())
+            + self.schedule_columns + tuple(algorithm_metrics)
+            + csv.TIMING_COLUMNS)
 
   def validate(self) -> "LoopConfig":
     for name in ("total_rounds", "rounds_per_eval", "rounds_per_checkpoint",
@@ -213,7 +206,7 @@ def build_training_process(
 
 
 def _client_sizes(fed_data, keys: Sequence[str]) -> List[int]:
-  sep = client_data_lib.ROUND_KEY_SEPARATOR
+  sep = round_keys.ROUND_KEY_SEPARATOR
   return [fed_data.client_sizes[k.split(sep)[0]] for k in keys]
 
 
@@ -244,11 +237,12 @@ def _result(name, rows, version, config, status) -> RunResult:
 def _full_train_loss(evaluation: Mapping[str, float]) -> float:
   """The training-set loss of `evaluate_fn`'s result (ValueError naming
   what builds it when absent)."""
-  if FULL_TRAIN_LOSS not in evaluation:
+  if metrics_csv_lib.FULL_TRAIN_LOSS not in evaluation:
     raise ValueError(
         f"LoopConfig.full_train_loss: evaluate_fn returned no "
-        f"{FULL_TRAIN_LOSS!r} (build it with keras_eval.with_full_train_loss)")
-  return evaluation[FULL_TRAIN_LOSS]
+        f"{metrics_csv_lib.FULL_TRAIN_LOSS!r} (build it with "
+        "keras_eval.with_full_train_loss)")
+  return evaluation[metrics_csv_lib.FULL_TRAIN_LOSS]
 
 
 OpenedRun = resume.ResumePoint
@@ -268,13 +262,24 @@ def open_run(process, fed_data, spec, config: LoopConfig,
   """
   config.validate()
   runtime_contexts.require_managed_context()  # Never TFF's unmanaged worker.
-  with RunLock(config.output_dir):
+  with run_lock.RunLock(config.output_dir):
     return _open(process, fed_data, spec, config, log_fn)
 
 
+def algorithm_metrics(training_process) -> Tuple[str, ...]:
+  """The algorithm's own metrics (`metrics['algorithm']` of its rounds, a
+  `stateful.TrainingProcess`'s `metric_names`): metrics.csv columns and
+  TensorBoard scalars of its run."""
+  return tuple(getattr(training_process, "metric_names", ()))
+
+
 def _open(process, fed_data, spec, config, log_fn) -> OpenedRun:
-  return resume.read(build_training_process(process, fed_data, spec),
-                     config.output_dir, config.columns,
+  training_process = build_training_process(process, fed_data, spec)
+  columns = config.columns_with(algorithm_metrics(training_process))
+  if len(set(columns)) != len(columns):
+    raise ValueError(f"the algorithm's metrics repeat a metrics.csv column: "
+                     f"{columns}")
+  return resume.read(training_process, config.output_dir, columns,
                      config.keep_checkpoints, config.resume_from_last_valid,
                      log_fn)
 
@@ -285,7 +290,7 @@ def run_federated_training(
     fed_data: client_data_lib.FederatedDataset,
     spec: client_data_lib.TrainingSpec,
     sampler,
-    evaluate_fn: EvaluateFn,
+    evaluate_fn: keras_eval.EvaluateFn,
     config: LoopConfig,
     log_fn: Optional[Callable[[str], None]] = print,
     progress_bar: Optional[bool] = None,
@@ -301,7 +306,7 @@ def run_federated_training(
     fed_data: the federated data set.
     spec: how client datasets are built each round.
     sampler: has `round_keys(round_num) -> list[str]` (see
-      `federated_vision.algorithms.sampling`).
+      `federated_vision.learning.sampling`).
     evaluate_fn: model weights -> {'loss', 'accuracy'} on the test set.
     config: loop settings.
     log_fn: progress lines go here (None for silence).
@@ -324,7 +329,7 @@ def run_federated_training(
   if opened is not None and opened.output_dir != config.output_dir:
     raise ValueError(f"opened is the run of {opened.output_dir}, not of "
                      f"config.output_dir {config.output_dir}")
-  with RunLock(config.output_dir):
+  with run_lock.RunLock(config.output_dir):
     return _run_locked(name, process, fed_data, spec, sampler, evaluate_fn,
                        config, log_fn, progress_bar, opened)
 
@@ -343,7 +348,7 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
   rows: List[Dict[str, object]] = list(kept)
   cumulative = int(kept[-1]["cumulative_batch_budget"] or 0) if kept else 0
   tb_dir = os.path.join(config.output_dir, "tensorboard")
-  purged = purge_tensorboard(tb_dir, version)
+  purged = tensorboard.purge_tensorboard(tb_dir, version)
   if version:
     log(f"[{name}] resuming from the checkpoint of round {version}"
         + (f" (dropped {purged} TensorBoard values after it)" if purged else ""))
@@ -352,10 +357,18 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
   progress = progress_lib.Progress(name, config.total_rounds, version, log_fn,
                        progress_bar)
   writer = tf.summary.create_file_writer(tb_dir)
+  own = algorithm_metrics(training_process)
+  rates = {"client": config.client_schedule, "server": config.server_schedule}
   try:
     for round_num in range(version + 1, config.total_rounds + 1):
       t0 = time.time()
       keys = sampler.round_keys(round_num)
+      if config.schedule_columns:  # This round's rates, then as trained.
+        state = schedule.with_learning_rates(state, **{
+            k: schedule.Schedule(*s).at(round_num) if s else None
+            for k, s in rates.items()})
+        scheduled = dict(zip(("client_learning_rate", "server_learning_rate"),
+                             schedule.learning_rates(state)))
       output = training_process.next(state, keys)
       state = output.state
       work = output.metrics["client_work"]
@@ -366,8 +379,10 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
              "train_loss": float(work["train"]["loss"]),
              "train_accuracy": float(work["train"]["accuracy"]),
              "batch_budget": budget, "cumulative_batch_budget": cumulative,
-             fedavg.DROPPED_NON_FINITE: work.get(fedavg.DROPPED_NON_FINITE),
+             run_files.DROPPED_NON_FINITE: work.get(run_files.DROPPED_NON_FINITE),
              **dict(config.round_columns)}
+      row.update({k: float(output.metrics["algorithm"][k]) for k in own})
+      row.update({k: scheduled[k] for k in config.schedule_columns})
       evaluation = None
       if (round_num % config.rounds_per_eval == 0
           or round_num == config.total_rounds):
@@ -376,17 +391,18 @@ def _run_locked(name, process, fed_data, spec, sampler, evaluate_fn, config,
         row["test_accuracy"] = evaluation["accuracy"]
         row.update({f"test_{k}": evaluation[k] for k in config.eval_columns})
         if config.full_train_loss:
-          row[FULL_TRAIN_LOSS] = _full_train_loss(evaluation)
-      reasons = non_finite_reasons(
+          row[metrics_csv_lib.FULL_TRAIN_LOSS] = _full_train_loss(evaluation)
+      reasons = divergence.non_finite_reasons(
           output.metrics, _model_weights(training_process, state), evaluation)
       row["non_finite"] = int(bool(reasons))
       row["round_seconds"] = round(time.time() - t0, 3)
       rows.append(metrics_csv.append(row))  # As recorded: what a rerun reads.
-      tensorboard.write_scalars(writer, row, tb_dir)
+      tensorboard.write_scalars(writer, row, tb_dir,
+                                config.schedule_columns + own)
       progress.round_done(row)
       if reasons:
         if config.on_divergence == "stop":
-          error = DivergenceError(name, round_num, reasons)
+          error = errors.DivergenceError(name, round_num, reasons)
           error.result = _result(name, rows, version, config, "diverged")
           raise error
         progress.message(f"[{name}] round {round_num}: {'; '.join(reasons)} "

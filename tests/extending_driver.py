@@ -24,7 +24,7 @@ sys.path[:0] = [REPO, os.path.join(REPO, "tests"), WORK]
 
 import in_process  # pylint: disable=g-import-not-at-top,wrong-import-position
 from conftest import metric_rows  # pylint: disable=g-import-not-at-top,wrong-import-position
-from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top,wrong-import-position
+from federated_vision.learning import sampling  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 MODULES = "extra_algorithm,extra_client_variant,extra_server_optimizer"
 COMPONENT_METHODS = ("fedavg_clip", "fedavg+scaled", "fedavg@clipped_sgd")

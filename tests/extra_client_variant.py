@@ -40,13 +40,13 @@ def _scaled(config, inputs):
   # TF / TFF only when a method is built (the module is imported at parsing).
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
-  from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
   scale = config.options.section(NAME).update_scale
   work = tff.learning.templates.build_model_delta_client_work(
       model_fn=inputs.model_fn,
       optimizer=tff.learning.optimizers.build_sgdm(config.client_learning_rate),
       client_weighting=tff.learning.ClientWeighting.NUM_EXAMPLES,
-      loop_implementation=fedavg.DEFAULT_LOOP)
+      loop_implementation=local.DEFAULT_LOOP)
   param_types = work.next.type_signature.parameter
   result_type = work.next.type_signature.result.result.member
 

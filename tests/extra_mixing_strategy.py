@@ -16,8 +16,8 @@ import dataclasses
 from typing import Optional
 
 from federated_vision.errors import bad
-from federated_vision.methods import mixing as mixing_strategies
-from federated_vision.methods.builtins import mixing_strategies as builtins
+from federated_vision.mixing import strategy as mixing_strategies
+from federated_vision.mixing import strategies as builtins
 
 FEDERATED_SHARE = 0.25
 
@@ -40,9 +40,9 @@ class SharedParams:
 
 def _build(name, params, parts):
   import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
-  from federated_vision.algorithms import mixing  # pylint: disable=g-import-not-at-top
-  from federated_vision.algorithms import mixing_parallel  # pylint: disable=g-import-not-at-top
-  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  from federated_vision.mixing import strategy as mixing  # pylint: disable=g-import-not-at-top
+  from federated_vision.mixing import parallel_training as mixing_parallel  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import sampling  # pylint: disable=g-import-not-at-top
   fed, central = parts.scenario.federated, parts.scenario.central
   central_optimizer = (
       None if params.central_learning_rate is None else

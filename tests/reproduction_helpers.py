@@ -2,7 +2,7 @@
 
   <root>/<run>/hparams.json          flag values (top level) + resolved
   <root>/<run>/summary.json          methods, centralized, emd, refs
-  <root>/<run>/<method>/metrics.csv  training_loop.CSV_COLUMNS
+  <root>/<run>/<method>/metrics.csv  metrics_csv_lib.CSV_COLUMNS
 """
 
 import csv
@@ -13,7 +13,7 @@ from experiments.reproduce_lib import SOURCES_HEADER
 from federated_vision.experiment import config as config_lib
 from federated_vision.evaluation import reporting
 
-# training_loop.CSV_COLUMNS (not imported: that module imports TensorFlow).
+# metrics_csv_lib.CSV_COLUMNS (not imported: that module imports TensorFlow).
 CSV_COLUMNS = ("round", "clients", "train_loss", "train_accuracy", "test_loss",
                "test_accuracy", "batch_budget", "cumulative_batch_budget",
                "round_seconds")

@@ -116,3 +116,17 @@ def signal_in_first_round(args, sig) -> None:
   assert err.strip().splitlines()[-1] == INTERRUPTED
   time.sleep(0.5)
   assert not worker_pids() & ours
+
+
+def ctrl_c_before_round(monkeypatch, round_num: int) -> None:
+  """Makes the clients' sampler raise KeyboardInterrupt (a Ctrl-C) before
+  round `round_num`, until `monkeypatch.undo()`: a run stopped between
+  rounds, for the resume tests."""
+  from federated_vision.learning import sampling  # pylint: disable=g-import-not-at-top
+  select = sampling.UniformSampler.select
+
+  def select_or_stop(self, r):
+    if r == round_num:
+      raise KeyboardInterrupt
+    return select(self, r)
+  monkeypatch.setattr(sampling.UniformSampler, "select", select_or_stop)

@@ -150,7 +150,7 @@ def test_type_signatures(fedavg_process, fedir_process):
   assert (avg.get_model_weights.type_signature.result
           == ir.get_model_weights.type_signature.result)
   work_state = ir.initialize.type_signature.result.member.client_work
-  assert work_state.target_distribution.shape == (NUM_CLASSES,)
+  assert work_state.message.shape == (NUM_CLASSES,)
 
 
 # --- tiny runs ---------------------------------------------------------------
@@ -252,7 +252,7 @@ def test_fedir_composes_with_server_momentum(context):
   _, losses = _train(process, data, rounds=4)
   assert np.isfinite(losses).all() and losses[-1] < losses[0]
   state = fedir.with_target_distribution(process.initialize(), [1, 1, 2])
-  np.testing.assert_allclose(state.client_work.target_distribution,
+  np.testing.assert_allclose(state.client_work.message,
                              [0.25, 0.25, 0.5])
 
 

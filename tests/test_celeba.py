@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from federated_vision.algorithms import mixing_data
+from federated_vision.mixing import central_data as mixing_data
 from federated_vision.data import celeba
-from federated_vision.data import client_data as cdl
+from federated_vision.data import round_keys
 from federated_vision.models import celeba as celeba_models
 
 from celeba_fixture import write_celeba_archive, write_celeba_sqlite
@@ -90,7 +90,7 @@ def test_smiling_split_through_tffs_loader(cache):
   for cid in fed.client_data.client_ids:
     expected = sorted(v for v, (s, c, smile) in truth.items()
                       if s == celeba.TRAIN_SPLIT and c == cid and smile)
-    for key in (cid, cdl.round_key(cid, 4)):
+    for key in (cid, round_keys.round_key(cid, 4)):
       ds = fed.client_data.serializable_dataset_fn(tf.constant(key))
       assert _values(ds) == expected
       assert all(e["y"] == 1 for e in ds.as_numpy_iterator())

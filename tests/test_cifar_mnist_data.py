@@ -15,6 +15,7 @@ import tensorflow_datasets as tfds
 import tensorflow_federated as tff
 
 from federated_vision.data import client_data
+from federated_vision.data import round_keys
 from federated_vision.runtime import contexts
 from federated_vision.data import partition as P
 from federated_vision.data import indexed_splits
@@ -456,7 +457,7 @@ def test_training_batches_eager_and_inside_tff_computation(tmp_path):
   fns = {k: client_data.build_training_dataset_fn(
       fd.client_data.serializable_dataset_fn, spec, fd.train_map_fn)
          for k, fd in fds.items()}
-  key = client_data.round_key("1", 4)
+  key = round_keys.round_key("1", 4)
   eager = {}
   for k, fn in fns.items():
     batches = list(fn(tf.constant(key)).as_numpy_iterator())

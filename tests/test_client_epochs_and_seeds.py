@@ -15,8 +15,9 @@ import tensorflow_federated as tff
 
 from federated_vision import algorithms, training_loop
 from federated_vision.runtime import contexts
-from federated_vision.algorithms import sampling
+from federated_vision.learning import sampling
 from federated_vision.data import client_data as cdl
+from federated_vision.data import in_graph_client_data
 from federated_vision.evaluation import metrics
 from federated_vision.models import build_tff_model_fn
 
@@ -30,7 +31,7 @@ def _fed():
   y = (np.arange(total) % 3).astype(np.int64)
   bounds = np.cumsum(list(SIZES.values()))[:-1]
   partition = dict(zip(SIZES, np.split(np.arange(total), bounds)))
-  data = cdl.ArrayClientData({"x": x, "y": y}, partition)
+  data = in_graph_client_data.ArrayClientData({"x": x, "y": y}, partition)
   return cdl.FederatedDataset(
       "toy", data, tf.data.Dataset.from_tensor_slices({"x": x, "y": y}),
       lambda e, s: e, lambda e: e, 3, dict(SIZES),

@@ -35,8 +35,8 @@ COVERED = [
     ("fedavgm+fedir+fedvc", None), ("fedsgd+fedir", None),
     ("fedavg", "none"), ("fedavg", "oracle"), ("fedavg", "example_transfer"),
     ("fedavgm+fedvc", "oracle"), ("fedavgm", "none"),
-    # Issue 27 extends coverage to FedProx (its proximal gradient term per
-    # client, `algorithms.fedprox.grouped_update`) and server optimizers.
+    # FedProx (its local objective's proximal gradient term per client)
+    # and the server optimizers.
     ("fedavg+fedprox", None), ("fedavgm+fedprox+fedvc", None),
     ("fedavg@adam", None), ("fedavg+fedvc@nesterov", "oracle"),
 ]

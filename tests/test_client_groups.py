@@ -1,4 +1,4 @@
-"""Client groups (algorithms/client_groups.py): the grouped path gives the
+"""Client groups (learning/client_groups.py): the grouped path gives the
 ungrouped path's metrics and model, and a killed run resumes exactly."""
 
 import collections
@@ -14,7 +14,7 @@ import in_process
 from federated_vision import algorithms
 from federated_vision import models as models_lib
 from federated_vision import training_loop
-from federated_vision.algorithms import client_groups
+from federated_vision.learning import client_groups
 from federated_vision.methods import groups as group_size_lib
 from federated_vision.algorithms import fedir
 from federated_vision.algorithms import fedprox
@@ -58,13 +58,21 @@ def _server(kind):
   return server_optimizers.build_adaptive("adam", 0.05, tau=0.01)
 
 
-def _grouped(work, model_fn, server=None):
-  update = {"fedir": lambda: fedir.grouped_update(10),
-            "fedprox": lambda: fedprox.grouped_update(MU)}.get(work)
+def _objective(work):
+  """The client work's `methods.LocalObjective` ('plain': the model's loss)."""
+  from federated_vision import methods  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
+  return {"fedir": lambda: fedir.local_objective(10),
+          "fedprox": lambda: methods.LocalObjective(fedprox.proximal(MU)),
+          "plain": lambda: methods.LocalObjective(local.model_loss)}[work]()
+
+
+def _grouped(work, model_fn, server=None, lr=0.1, group_size=2):
+  objective = _objective(work)
   return client_groups.GroupedMethod(
-      model_fn, tff.learning.optimizers.build_sgdm(0.1), _server(server),
-      group_size=2, clients_per_round=CLIENTS_PER_ROUND,
-      update=update() if update else None)
+      model_fn, tff.learning.optimizers.build_sgdm(lr), _server(server),
+      group_size=group_size, objective=objective.fn,
+      label_counts=objective.label_counts, message=objective.message)
 
 
 def _methods(work, model_fn, server=None):
@@ -110,7 +118,7 @@ def _rounds(training, sampler):
     ("plain", None, False), ("fedir", "adam", False),
     ("fedprox", None, True)], ids=["fedavg", "fedir+adam", "fedprox+fedvc"])
 def test_grouped_equals_ungrouped(work, server, virtual_clients):
-  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import sampling  # pylint: disable=g-import-not-at-top
   fed = _data()
   spec = cdl.TrainingSpec(batch_size=3, seed=4)
   ids = fed.client_data.client_ids
@@ -126,8 +134,7 @@ def test_grouped_equals_ungrouped(work, server, virtual_clients):
   assert (a.next.type_signature.parameter[0]
           == b.process.next.type_signature.parameter[0])
   _assert_same_rounds(_rounds(a, sampler), _rounds(b, sampler))
-  if work != "fedprox":  # Its learning rate is not in the state: below.
-    _assert_non_finite_dropped_alike(a, b, sampler)
+  _assert_non_finite_dropped_alike(a, b, sampler)
 
 
 def _assert_non_finite_dropped_alike(a, b, sampler):
@@ -136,11 +143,9 @@ def _assert_non_finite_dropped_alike(a, b, sampler):
   the same clients (zero update, weight 0) and count them."""
   lr = collections.OrderedDict(learning_rate=np.float32(1e37))
 
-  def overflowing(state):
-    work = state.client_work
-    if isinstance(work, fedir.FedIRState):  # (Its hparams, p.)
-      return state._replace(client_work=work._replace(optimizer_hparams=lr))
-    return state._replace(client_work=lr)
+  def overflowing(state):  # (`local.WorkState`: its hparams, its message.)
+    return state._replace(
+        client_work=state.client_work._replace(optimizer_hparams=lr))
 
   results = [t.next(overflowing(t.initialize()), sampler.round_keys(1))
              .metrics["client_work"] for t in (a, b)]
@@ -208,12 +213,11 @@ def test_built_method_grouped_equals_ungrouped(algorithm, variants,
   method = methods.build_method(config, inputs)
   # Built once, grouped: no per-client process or client work is built
   # (and discarded) first.
-  from federated_vision.algorithms import fedavg  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import compose  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
   never = mock.Mock(side_effect=AssertionError("built per client"))
-  with mock.patch.object(fedavg, "build_fedavg", never), \
-       mock.patch.object(fedavg, "build_fedsgd", never), \
-       mock.patch.object(fedir, "build_fedir_client_work", never), \
-       mock.patch.object(fedprox, "build_fedprox_client_work", never):
+  with mock.patch.object(compose, "build_fedavg_process", never), \
+       mock.patch.object(local, "build_client_work", never):
     grouped = methods.build_method(config, inputs, client_group_size=2)
   assert grouped.settings == {**method.settings, "client_group_size": 2}
   assert isinstance(grouped.process, client_groups.GroupedMethod)
@@ -242,7 +246,7 @@ def test_group_keys_and_sizes():
 
 
 def test_grouped_run_killed_midway_resumes_to_the_same_metrics(tmp_path):
-  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  from federated_vision.learning import sampling  # pylint: disable=g-import-not-at-top
   fed = _data()
   spec = cdl.TrainingSpec(batch_size=3, seed=4)
   model_fn = _model_fn(fed, spec)
@@ -362,11 +366,10 @@ def test_with_client_groups_applies_the_validation_rule(variants, settings,
 
 
 def test_fedprox_non_finite_clients_are_dropped_and_counted_alike():
-  """A client learning rate that overflows some clients' models: both paths
-  drop the same clients (zero update, weight 0) and count them. (FedProx's
-  client work keeps its learning rate out of the state: processes built
-  with it; FedAvg's and FedIR's: test_grouped_equals_ungrouped.)"""
-  from federated_vision.algorithms import sampling  # pylint: disable=g-import-not-at-top
+  """A client learning rate that overflows some clients' models, the
+  processes built with it: both paths drop the same clients (zero update,
+  weight 0) and count them. (Set in the state: test_grouped_equals_ungrouped.)"""
+  from federated_vision.learning import sampling  # pylint: disable=g-import-not-at-top
   fed = _data()
   spec = cdl.TrainingSpec(batch_size=3, seed=4)
   model_fn = _model_fn(fed, spec)
@@ -375,10 +378,7 @@ def test_fedprox_non_finite_clients_are_dropped_and_counted_alike():
   ref = algorithms.build_fedavg(
       model_fn, sgd(lr), client_work=fedprox.build_fedprox_client_work(
           model_fn, sgd(lr), MU))
-  update = fedprox.grouped_update(MU)
-  grouped = client_groups.GroupedMethod(
-      model_fn, sgd(lr), None, group_size=3, clients_per_round=len(SIZES),
-      update=update)
+  grouped = _grouped("fedprox", model_fn, lr=lr, group_size=3)
   sampler = sampling.UniformSampler(fed.client_data.client_ids, len(SIZES), 4)
   results = []
   for process in (ref, grouped):

@@ -12,8 +12,8 @@ import pytest
 
 from federated_vision.training import client_states
 from run_checks import damage_state_file, run_file_bytes
-from federated_vision.training.errors import CheckpointError
-from federated_vision.training.errors import OutputWriteError
+from federated_vision.training.run_errors import CheckpointError
+from federated_vision.training.run_errors import OutputWriteError
 
 SHAPES = [(2, 3), (3,)]
 P = 9

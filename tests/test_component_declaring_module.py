@@ -1,7 +1,7 @@
 """Every component records the module that declares it (`Component.module`,
-set by `methods.register` from its caller; the generated component table and
-tools/component_mentions.py tell built-ins from a user's by it), also when it
-is registered through `register_mixing_strategy`."""
+set by `methods.register` from its caller; the generated component table
+tells built-ins from a user's by it), also when it is registered through
+`register_mixing_strategy`."""
 
 import json
 import os
@@ -28,12 +28,12 @@ def test_each_component_names_its_declaring_module():
           [REPO, os.path.join(REPO, "tests")])))
   assert proc.returncode == 0, proc.stderr[-3000:]
   module = json.loads(proc.stdout.strip().splitlines()[-1])
-  builtins = "federated_vision.methods.builtins."
+  builtins = "federated_vision.algorithms."
   assert module["fedavg"] == builtins + "fedavg"
   assert module["fedir"] == builtins + "fedir"
   assert module["adam"] == builtins + "server_optimizers"
-  # Mixing strategies: the declaring module, not methods.mixing (whose
+  # Mixing strategies: the declaring module, not mixing.strategy (whose
   # register_mixing_strategy calls register).
-  assert module["parallel"] == builtins + "mixing_strategies"
+  assert module["parallel"] == "federated_vision.mixing.strategies"
   assert module["parallel_shared"] == "extra_mixing_strategy"
   assert module["fedavg_clip"] == "extra_algorithm"

@@ -26,7 +26,8 @@ def test_inaturalist_population_on_a_2_4m_weight_model(monkeypatch):
   recorded = Calibration(
       T(30.0, 40.0), T(10.0, 12.0), {"scaffold": T(14.0, 25.0)}, T(0.8, 1.2),
       8, 128, cost.ZERO, 120.0, num_clients=4, num_classes=3,
-      input_shape=(299, 299, 3))
+      input_shape=(299, 299, 3),
+      client_state_copies={"scaffold": 1})  # As its built process keeps.
   built = []
 
   def weights(config, num_classes, input_shape):
@@ -42,7 +43,8 @@ def test_inaturalist_population_on_a_2_4m_weight_model(monkeypatch):
       "x 1 x 2400000 weights x 4 bytes = 89040000000 bytes (89.04 GB) on "
       "disk in scaffold/client_states/, read 10 clients a round")
   no_state = config_lib.replace_fields(config, dict(methods=["fedavg"]))
-  assert not estimate_state.store_lines(no_state, 9_275, lambda: 1 / 0)
+  assert not estimate_state.store_lines(no_state, 9_275, lambda: 1 / 0,
+                                       lambda m: 0)
 
 
 def test_train_main_estimate_prints_the_store_size(tmp_path, train_in_process):

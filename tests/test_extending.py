@@ -318,6 +318,29 @@ def test_docs_clipped_variant_records_its_own_flag(ran):
   assert summary["methods"]["fedavg+clipped"]["rounds"] == 2
 
 
+def test_docs_stateful_example_gives_the_builtins_numbers(ran):
+  """The page's FedDyn, written from scratch on the research API, trains
+  exactly as the built-in (the same maths, store and server state)."""
+  work, _ = ran
+  out = work / "docs" / "output" / "my_feddyn"
+  mine = metric_rows(out / "my_feddyn" / "metrics.csv")
+  assert [r["round"] for r in mine] == ["1", "2", "3"]
+  assert mine == metric_rows(out / "feddyn" / "metrics.csv")
+  states = lambda m: sorted(p.name for p in (out / m / "client_states")
+                            .glob("round_*/*.npy"))
+  assert states("my_feddyn") and states("my_feddyn") == states("feddyn")
+  summary = json.loads((out / "summary.json").read_text())
+  assert summary["methods"]["my_feddyn"]["settings"]["my_alpha"] == 0.01
+
+
+def test_docs_client_output_metric_is_a_column(ran):
+  work, _ = ran
+  rows = metric_rows(work / "docs" / "output" / "my_norms" / "fedavg_norms" /
+                     "metrics.csv")
+  assert [r["round"] for r in rows] == ["1", "2"]
+  assert all(float(r["update_norm"]) > 0 for r in rows)
+
+
 def test_docs_scaffold_keeps_its_client_states(ran):
   work, _ = ran
   out = work / "docs" / "output" / "scaffold"

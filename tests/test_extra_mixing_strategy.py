@@ -10,7 +10,7 @@ import pytest
 
 from experiments import cli
 from federated_vision.experiment import config as config_lib
-from federated_vision.methods import mixing as mixing_strategies
+from federated_vision.mixing import strategy as mixing_strategies
 from federated_vision.errors import ConfigError
 
 # Columns of metrics.csv that are numbers of the model (not timings).

@@ -10,6 +10,7 @@ from federated_vision.runtime import contexts
 from federated_vision import training_loop
 from federated_vision.algorithms import fedir
 from federated_vision.data import client_data as cdl
+from federated_vision.data import round_keys
 from federated_vision.data import digits
 from federated_vision.models import build_tff_model_fn
 from federated_vision.models import digits as digits_models
@@ -36,7 +37,7 @@ def test_batches_carry_whole_client_counts(virtual_client_size):
   spec = cdl.TrainingSpec(batch_size=3, seed=1,
                           virtual_client_size=virtual_client_size)
   for row, cid in enumerate(IDS):
-    batches = list(_dataset_fn(spec)(tf.constant(cdl.round_key(cid, 5))))
+    batches = list(_dataset_fn(spec)(tf.constant(round_keys.round_key(cid, 5))))
     assert batches
     for batch in batches:
       np.testing.assert_array_equal(batch[cdl.LABEL_COUNTS_KEY].numpy(),
@@ -50,7 +51,7 @@ class _OneClient:
     self._id = client_id
 
   def round_keys(self, round_num):
-    return [cdl.round_key(self._id, round_num)]
+    return [round_keys.round_key(self._id, round_num)]
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,10 @@ import tensorflow_federated as tff
 
 from federated_vision import algorithms
 from federated_vision.data import client_data as cdl
+from federated_vision.data import in_graph_client_data
 from federated_vision.runtime import contexts
 from federated_vision.evaluation import metrics
-from federated_vision.algorithms import sampling
+from federated_vision.learning import sampling
 from federated_vision import training_loop
 from federated_vision.data import digits
 from run_checks import DIGITS_NUM_TEST, check_method_run
@@ -29,7 +30,7 @@ def _client_data():
   for cid, n in SIZES.items():
     partition[cid] = np.arange(start, start + n)
     start += n
-  return cdl.ArrayClientData({"x": x, "y": y}, partition), partition
+  return in_graph_client_data.ArrayClientData({"x": x, "y": y}, partition), partition
 
 
 def _examples(cd, key, spec):
@@ -126,7 +127,7 @@ def test_equal_sizes_fedvc_trains_like_fedavg():
   x = rng.normal(size=(24, 1)).astype(np.float32)
   y = rng.integers(0, 3, 24).astype(np.int64)
   partition = {c: np.arange(i * 8, i * 8 + 8) for i, c in enumerate("pqr")}
-  cd = cdl.ArrayClientData({"x": x, "y": y}, partition)
+  cd = in_graph_client_data.ArrayClientData({"x": x, "y": y}, partition)
   fed = cdl.FederatedDataset("eq", cd, tf.data.Dataset.from_tensor_slices({"x": x, "y": y}),
                              lambda e, s: e, lambda e: e, 3, {c: 8 for c in "pqr"},
                              np.zeros([3, 3], np.int64), (1,))

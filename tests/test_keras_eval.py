@@ -15,7 +15,7 @@ from federated_vision import algorithms
 from federated_vision.runtime import contexts
 from federated_vision import models
 from federated_vision import training_loop as tl
-from federated_vision.algorithms import sampling
+from federated_vision.learning import sampling
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.evaluation import keras_eval
@@ -60,9 +60,8 @@ def test_test_batches_is_the_eval_pipeline(fed):
 def test_evaluate_fn_built_first_then_two_processes(fed, tmp_path):
   """docs/algorithms.md order: evaluate_fn, then two processes, each trained
   2 rounds."""
-  evaluate = tl.build_keras_evaluate_fn(digits_models.create_digits_cnn,
-                                        fed.test_batches())
-  assert tl.build_keras_evaluate_fn is keras_eval.build_keras_evaluate_fn
+  evaluate = keras_eval.build_keras_evaluate_fn(
+      digits_models.create_digits_cnn, fed.test_batches())
   model_fn = models.build_tff_model_fn(digits_models.create_digits_cnn,
                                        INPUT_SPEC)
   sgd = tff.learning.optimizers.build_sgdm
@@ -104,7 +103,7 @@ def test_built_as_v1_detects_the_swap():
 
 
 def test_group_evaluate_fn_built_first_survives_process_builds(fed):
-  from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
+  from federated_vision.mixing import scenarios as mixing_scenarios  # pylint: disable=g-import-not-at-top
   evaluate = mixing_scenarios.build_group_evaluate_fn(
       digits_models.create_digits_cnn, fed.test_batches(), 10,
       {"missing": [8, 9]})

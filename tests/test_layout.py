@@ -45,14 +45,6 @@ def _package_modules():
   return out
 
 
-def test_the_package_root_holds_at_most_six_modules():
-  """Issue 27: subsystems live in subpackages (methods/, experiment/, ...);
-  the root keeps only what everything shares."""
-  root = os.path.join(REPO, "federated_vision")
-  modules = sorted(f for f in os.listdir(root) if f.endswith(".py"))
-  assert len(modules) <= 6, modules
-
-
 def test_no_module_of_the_library_imports_the_binaries():
   """Research code imports `federated_vision` only (the experiment API is
   `federated_vision.experiment`); `experiments/` keeps the binaries."""

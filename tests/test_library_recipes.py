@@ -16,8 +16,8 @@ assert 0.0 <= metrics["accuracy"] <= 1.0
 cid = train.client_ids[0]
 def first(key):
   return next(iter(train.serializable_dataset_fn(key)))["x"].numpy()
-a, b = first(client_data.round_key(cid, 1)), first(client_data.round_key(cid, 1))
-c = first(client_data.round_key(cid, 2))
+a, b = first(round_keys.round_key(cid, 1)), first(round_keys.round_key(cid, 1))
+c = first(round_keys.round_key(cid, 2))
 assert a.shape == (10, 24, 24, 3)
 np.testing.assert_array_equal(a, b)          # reproducible per (client, round)
 assert not np.array_equal(np.sort(a.ravel()), np.sort(c.ravel()))  # re-augmented

@@ -5,7 +5,7 @@ import pytest
 import tensorflow_federated as tff
 
 from federated_vision import algorithms
-from federated_vision.algorithms import fedavg
+from federated_vision.learning import local
 from federated_vision.algorithms import fedir
 from test_algorithms import IMBALANCED, NUM_CLASSES, _client_datasets, _sgd, _train, context, model_fn  # pylint: disable=unused-import
 
@@ -14,7 +14,7 @@ _ITERATOR = tff.learning.LoopImplementation.DATASET_ITERATOR
 
 
 def test_default_is_the_iterator_loop():
-  assert fedavg.DEFAULT_LOOP == _ITERATOR
+  assert local.DEFAULT_LOOP == _ITERATOR
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def _next_fn_bytes(process) -> bytes:
 
 def test_fedavg_client_graph_has_no_reduce_dataset(fedavg_loops):  # pylint: disable=redefined-outer-name
   # The speed lever: a reduce function is a tf.data function that no Grappler
-  # pass optimises (see fedavg.DEFAULT_LOOP).
+  # pass optimises (see local.DEFAULT_LOOP).
   iterator = _next_fn_bytes(fedavg_loops[_ITERATOR])  # The default build.
   assert b"ReduceDataset" not in iterator
   assert b"IteratorGetNext" in iterator

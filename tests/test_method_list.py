@@ -210,3 +210,16 @@ def test_the_recorded_config_leaves_out_the_unused_shorthands():
   assert "algorithm" not in listed.to_dict()["methods"]
   short = config_lib.flat(config_lib.from_values({"algorithm": ["fedavg"]}))
   assert short["algorithm"] == ["fedavg"] and short["methods"] == []
+
+
+def test_the_docs_component_table_is_generated_from_the_declarations():
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  import os  # pylint: disable=g-import-not-at-top
+  from conftest import REPO  # pylint: disable=g-import-not-at-top
+  spec_ = importlib.util.spec_from_file_location(
+      "component_table", os.path.join(REPO, "tools", "component_table.py"))
+  component_table = importlib.util.module_from_spec(spec_)
+  spec_.loader.exec_module(component_table)
+  assert component_table.main(["component_table.py", "--check"]) == 0
+  for name in ("`fedir`", "`@adam`", "`scaffold`", "`--fedprox_mu`"):
+    assert name in component_table.table()

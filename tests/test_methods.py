@@ -9,10 +9,10 @@ import tensorflow_federated as tff
 from federated_vision import methods
 from federated_vision import training_loop
 from federated_vision.algorithms import fedvc
-from federated_vision.algorithms import sampling
+from federated_vision.learning import sampling
 from federated_vision.errors import ConfigError
 from test_algorithms import _sgd, model_fn
-from tests import linear_reference
+from federated_vision.learning import reference as linear_reference
 
 IDS = ["a", "b", "c", "d"]
 SIZES = [5, 1, 30, 4]
@@ -41,7 +41,7 @@ def _inputs(**kw):
 ])
 def test_bad_settings_name_the_field(change, message):
   with pytest.raises(ConfigError) as e:
-    methods.validate_method_config(dataclasses.replace(methods.MethodConfig(),
+    methods.validate(dataclasses.replace(methods.MethodConfig(),
                                                        **change))
   assert message in str(e.value)
 
@@ -52,7 +52,7 @@ def test_two_client_work_variants_are_a_clear_value_error():
                      "fedprox both replace the client work"):
     methods.build_method(config, _inputs())
   # Client work + data side is fine (validation only, no TFF here).
-  methods.validate_method_config(methods.MethodConfig("fedavg",
+  methods.validate(methods.MethodConfig("fedavg",
                                                       ("fedprox", "fedvc")))
   # The package's own variants (other test modules register theirs at
   # import, e.g. tests/test_method_list.py's 'halfbatch').
@@ -76,6 +76,7 @@ def test_resolved_settings_of_every_builtin_combination():
       "name": "fedavgm+fedir+fedvc", "algorithm": "fedavgm",
       "variants": ["fedir", "fedvc"], "client_work": "fedir",
       "data_side": "fedvc", "E": 3, "B": 8, "N_VC": 12,
+      "virtual_client_size": 12,
       "client_optimizer": "sgd", "client_learning_rate": 0.2,
       "server_optimizer": "sgdm", "server_learning_rate": 0.5,
       "server_momentum": 0.75, "effective_server_learning_rate": 2.0,

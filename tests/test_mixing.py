@@ -13,22 +13,24 @@ import tensorflow_federated as tff
 
 from federated_vision.runtime import contexts
 from federated_vision.methods import method_config as method_components
-from federated_vision.methods import mixing as mixing_strategies
+from federated_vision.mixing import strategy as mixing_strategies
 from federated_vision import training_loop
+from federated_vision.evaluation import keras_eval
 from federated_vision.algorithms import fedavg
 from federated_vision.algorithms import fedir as fedir_lib
 from federated_vision.algorithms import fedvc
-from federated_vision.algorithms import mixing
-from federated_vision.algorithms import mixing_data
-from federated_vision.algorithms import mixing_gradient
-from federated_vision.algorithms import mixing_parallel
-from federated_vision.algorithms import mixing_payload
-from federated_vision.algorithms import sampling as sampling_lib
+from federated_vision.mixing import strategies as mixing
+from federated_vision.mixing.strategy import MixingSettings
+from federated_vision.mixing import central_data as mixing_data
+from federated_vision.mixing import gradient_transfer as mixing_gradient
+from federated_vision.mixing import parallel_training as mixing_parallel
+from federated_vision.mixing import payload as mixing_payload
+from federated_vision.learning import sampling as sampling_lib
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
-from federated_vision.data import mixing_scenarios
-from tests import linear_reference
-from tests.linear_reference import (B, C, F, LR, model_fn, np_fedavg_round,
+from federated_vision.mixing import scenarios as mixing_scenarios
+from federated_vision.learning import reference as linear_reference
+from federated_vision.learning.reference import (B, C, F, LR, model_fn, np_fedavg_round,
                                     np_grad, np_local_sgd)
 
 SIZES = {"a": 5, "b": 7}
@@ -74,7 +76,7 @@ MODEL_BYTES = F * C * 4    # float32 W.
 
 
 def _method(strategy, fed, central, clients_per_round=2,
-            config=mixing.MixingConfig(), server_optimizer=None, fedir=False,
+            config=MixingSettings(), server_optimizer=None, fedir=False,
             fedir_target_distribution=None, virtual_client_size=None):
   """The strategy's registered builder (`mixing_strategies`, what
   `methods.build_method` calls) on the test's components: its params checked
@@ -147,7 +149,7 @@ def fedavg_run(context):
   fed, central, clients, _ = _scenario()
   method = _method("none", fed, central)
   # Nothing beyond the model, though the config's M (default 10) is set.
-  assert mixing.MixingConfig().central_examples_per_client > 0
+  assert MixingSettings().central_examples_per_client > 0
   _check_extra_broadcast_bytes(method, 0)
   ws = _run(method)
   # FedAvg itself matches the numpy reference.
@@ -160,7 +162,7 @@ def fedavg_run(context):
 
 def test_parallel_merge_weight_one_is_fedavg(fedavg_run):
   fed, central, _, _ = _scenario()
-  ws = _run(_method("parallel", fed, central, config=mixing.MixingConfig(
+  ws = _run(_method("parallel", fed, central, config=MixingSettings(
       merge_weight=1.0, central_steps=3, central_batch_size=4)))
   for a, b in zip(ws, fedavg_run):
     _close(a, b)
@@ -170,7 +172,7 @@ def test_parallel_merge_weight_zero_is_k_centralized_steps(context):
   del context
   fed, central, _, (cx, cy) = _scenario()
   # Batch = all N examples (a permutation), so each step is full-batch GD.
-  ws = _run(_method("parallel", fed, central, config=mixing.MixingConfig(
+  ws = _run(_method("parallel", fed, central, config=MixingSettings(
       merge_weight=0.0, central_steps=3, central_batch_size=N_CENTRAL,
       central_learning_rate=0.2)))
   w = ws[0]
@@ -183,7 +185,7 @@ def test_parallel_merge_weight_zero_is_k_centralized_steps(context):
 def test_parallel_merges_both_models_from_the_same_start(context):
   del context
   fed, central, clients, (cx, cy) = _scenario()
-  method = _method("parallel", fed, central, config=mixing.MixingConfig(
+  method = _method("parallel", fed, central, config=MixingSettings(
       merge_weight=0.25, central_steps=2, central_batch_size=N_CENTRAL))
   _check_extra_broadcast_bytes(method, 0)
   ws = _run(method)
@@ -198,7 +200,7 @@ def test_parallel_merges_both_models_from_the_same_start(context):
 def test_gradient_transfer_lambda_zero_is_fedavg(fedavg_run):
   fed, central, _, _ = _scenario()
   ws = _run(_method("gradient_transfer", fed, central,
-                    config=mixing.MixingConfig(gradient_weight=0.0)))
+                    config=MixingSettings(gradient_weight=0.0)))
   for a, b in zip(ws, fedavg_run):
     _close(a, b)
 
@@ -207,7 +209,7 @@ def test_gradient_transfer_on_zero_gradient_clients_steps_along_g_c(context):
   del context
   fed, central, clients, (cx, cy) = _scenario(zero_client_x=True)
   lam = 0.5
-  ws = _run(_method("gradient_transfer", fed, central, config=mixing.MixingConfig(
+  ws = _run(_method("gradient_transfer", fed, central, config=MixingSettings(
       gradient_weight=lam, central_batch_size=N_CENTRAL)))
   steps = {c: -(-n // B) for c, n in SIZES.items()}  # a: 2, b: 3.
   n = np.array([SIZES[c] for c in steps], np.float64)
@@ -225,7 +227,7 @@ def test_gradient_transfer_on_zero_gradient_clients_steps_along_g_c(context):
 def test_gradient_transfer_general_clients(context):
   del context
   fed, central, clients, (cx, cy) = _scenario()
-  method = _method("gradient_transfer", fed, central, config=mixing.MixingConfig(
+  method = _method("gradient_transfer", fed, central, config=MixingSettings(
       gradient_weight=1.0, central_batch_size=N_CENTRAL))
   _check_extra_broadcast_bytes(method, MODEL_BYTES)  # g_c: one model's size.
   ws = _run(method)
@@ -237,7 +239,7 @@ def test_gradient_transfer_general_clients(context):
 def test_example_transfer_zero_examples_is_fedavg(fedavg_run):
   fed, central, _, _ = _scenario()
   method = _method("example_transfer", fed, central,
-                   config=mixing.MixingConfig(central_examples_per_client=0))
+                   config=MixingSettings(central_examples_per_client=0))
   assert method.fed_data.client_sizes == SIZES
   for a, b in zip(_run(method), fedavg_run):
     _close(a, b)
@@ -275,7 +277,7 @@ def test_example_transfer_trains_fedavg_on_the_mix_weighted_by_n_plus_m(context)
   del context
   fed, central, _, _ = _scenario()
   method = _method("example_transfer", fed, central,
-                   config=mixing.MixingConfig(central_examples_per_client=5))
+                   config=MixingSettings(central_examples_per_client=5))
   # M x clients a round x bytes per example (5 x 2: M != K).
   _check_extra_broadcast_bytes(method, 5 * 2 * EXAMPLE_BYTES)
   ws = _run(method)
@@ -315,11 +317,11 @@ def test_compositions_with_fedavgm_and_fedir_reduce_to_their_base(fedavg_run):
                       server_optimizer=fedavg.build_server_momentum_optimizer(
                           1.0, 0.9)), rounds=3)
   gt = _run(_method("gradient_transfer", fed, central, server_optimizer=server,
-                    config=mixing.MixingConfig(gradient_weight=0.0)), rounds=3)
+                    config=MixingSettings(gradient_weight=0.0)), rounds=3)
   par = _run(_method("parallel", fed, central,
                      server_optimizer=fedavg.build_server_momentum_optimizer(
                          1.0, 0.9),
-                     config=mixing.MixingConfig(merge_weight=1.0)), rounds=3)
+                     config=MixingSettings(merge_weight=1.0)), rounds=3)
   for a, b, c in zip(base, gt, par):
     _close(a, b)
     _close(a, c)
@@ -328,7 +330,7 @@ def test_compositions_with_fedavgm_and_fedir_reduce_to_their_base(fedavg_run):
   assert np.abs(fedavg_run[2] - base[2]).max() > 1e-4
   ir = _run(_method("none", fed, central, fedir=True), rounds=2)
   ir_par = _run(_method("parallel", fed, central, fedir=True,
-                        config=mixing.MixingConfig(merge_weight=1.0)), rounds=2)
+                        config=MixingSettings(merge_weight=1.0)), rounds=2)
   for a, b in zip(ir, ir_par):
     _close(a, b)
   assert np.abs(ir[2] - fedavg_run[2]).max() > 1e-5
@@ -338,7 +340,7 @@ def test_fedvc_composes_with_gradient_transfer(context):
   del context
   fed, central, _, _ = _scenario()
   method = _method("gradient_transfer", fed, central, virtual_client_size=4,
-                   config=mixing.MixingConfig(gradient_weight=0.0))
+                   config=MixingSettings(gradient_weight=0.0))
   assert method.spec.virtual_client_size == 4 and method.name == "gradient_transfer+fedvc"
   base = _method("none", fed, central, virtual_client_size=4)
   for a, b in zip(_run(method), _run(base)):
@@ -374,7 +376,7 @@ def test_builders_validate_arguments():
     mixing_data.example_transfer_data(fed, central, -1, seed=0)
   with pytest.raises(ValueError, match="central_learning_rate"):
     _method("parallel", fed, central,
-            config=mixing.MixingConfig(central_learning_rate=0.0))
+            config=MixingSettings(central_learning_rate=0.0))
   no_source = central._replace(source_clients=None)
   with pytest.raises(ValueError, match="no source_clients"):
     mixing_data.recombined_data(fed, no_source)
@@ -433,14 +435,14 @@ def evaluate(context):
   classes to v1: `keras_eval.build_keras_evaluate_fn`)."""
   del context
   fed, _, _, _ = _scenario()
-  return training_loop.build_keras_evaluate_fn(
+  return keras_eval.build_keras_evaluate_fn(
       _keras_model, cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn))
 
 
 @pytest.mark.parametrize("strategy", ["parallel", "gradient_transfer"])
 def test_resumed_run_equals_uninterrupted(evaluate, tmp_path, strategy):
   fed, central, _, _ = _scenario()
-  config = mixing.MixingConfig(central_batch_size=2, central_steps=2)
+  config = MixingSettings(central_batch_size=2, central_steps=2)
 
   def run(method, rounds, out):
     # Checkpoints at the last round only (LoopConfig's default every 10):

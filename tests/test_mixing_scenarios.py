@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from federated_vision.algorithms import mixing_data
+from federated_vision.mixing import central_data as mixing_data
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
-from federated_vision.data import mixing_scenarios
+from federated_vision.mixing import scenarios as mixing_scenarios
 
 
 def _all_examples(fed, cid):

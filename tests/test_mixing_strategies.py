@@ -9,11 +9,11 @@ import pytest
 
 from federated_vision.methods import method_config as method_components
 from federated_vision import methods
-from federated_vision.methods import mixing as ms
+from federated_vision.mixing import strategy as ms
 from federated_vision.errors import ConfigError
-from federated_vision.methods.mixing import MixingSettings
+from federated_vision.mixing.strategy import MixingSettings
 from federated_vision.methods import components as comp
-from federated_vision.methods.builtins import mixing_strategies as builtin
+from federated_vision.mixing import strategies as builtin
 from federated_vision.registry import Registry
 
 
@@ -48,8 +48,9 @@ def test_builtin_strategies_read_the_flags_of_their_algorithms():
     ("parallel", "fedsgd", (), "algorithm",
      "--mixing=parallel and --algorithm=fedsgd: the mixing strategies "
      "compose fedavg and fedavgm only"),
-    ("oracle", "fedavg", ("fedprox",), "fedprox",
-     "--mixing=oracle and --fedprox: the mixing strategies compose FedIR's"),
+    ("oracle", "scaffold", (), "algorithm",
+     "--mixing=oracle and --algorithm=scaffold: the mixing strategies "
+     "compose fedavg and fedavgm only"),
     ("sideways", "fedavg", (), "mixing", "mixing strategy must be one of"),
 ])
 def test_refused_combinations_name_both_flags(strategy, algorithm, variants,
@@ -119,13 +120,21 @@ def test_own_fields_keep_their_value_and_names_are_unique(monkeypatch):
         citation="ours"))
 
 
+def test_fedprox_composes_with_the_mixing_strategies():
+  # Its client work is generated from its local objective, as FedIR's.
+  for strategy in ("none", "parallel", "example_transfer", "oracle"):
+    ms.check_combination(strategy, "fedavg", ("fedprox",))
+  with pytest.raises(ConfigError, match="both replace FedAvg's client work"):
+    ms.check_combination("gradient_transfer", "fedavg", ("fedprox",))
+
+
 def test_method_validation_refuses_and_passes_every_time():
   bad = methods.MethodConfig("fedavg", ("fedir", "fedprox"))
   for _ in range(2):  # Refused each time.
     with pytest.raises(ValueError, match="both replace the client work"):
-      methods.validate_method_config(bad)
+      methods.validate(bad)
   good = methods.MethodConfig("fedavgm", ("fedvc",), virtual_client_size=7)
-  methods.validate_method_config(good)
-  methods.validate_method_config(good)
+  methods.validate(good)
+  methods.validate(good)
   with pytest.raises(ConfigError, match="unknown variant"):
-    methods.validate_method_config(methods.MethodConfig("fedavg", ["nope"]))
+    methods.validate(methods.MethodConfig("fedavg", ["nope"]))

@@ -32,8 +32,9 @@ def _rows(path):
      (), ["--mixing=example_transfer", "--fedvc"]),
     ({"mixing": ["parallel"], "algorithm": ["fedsgd"]}, (),
      ["--mixing=parallel", "--algorithm=fedsgd"]),
-    ({"mixing": ["oracle"], "fedprox": True, "algorithm": ["fedavg"]}, (),
-     ["--mixing=oracle", "--fedprox"]),
+    ({"mixing": ["gradient_transfer"], "fedprox": True,
+      "algorithm": ["fedavg"]}, (), ["--mixing=gradient_transfer",
+                                     "--fedprox"]),
     ({"mixing": ["sideways"]}, (), ["mixing strategy must be one of"]),
     ({"mixing": ["none", "none"]}, (), ["--mixing", "repeated"]),
     ({"merge_weight": 0.3}, ("merge_weight",),
@@ -310,9 +311,10 @@ def test_loop_config_extra_columns():
   from federated_vision import training_loop as tl  # pylint: disable=g-import-not-at-top
   config = tl.LoopConfig(1, "out", round_columns=(("extra_broadcast_bytes", 7),),
                          eval_columns=("accuracy_missing",)).validate()
-  assert config.columns == tl.METRIC_COLUMNS + (
+  from federated_vision.training import metrics_csv  # pylint: disable=g-import-not-at-top
+  assert config.columns == metrics_csv.METRIC_COLUMNS + (
       "extra_broadcast_bytes", "test_accuracy_missing", "round_seconds")
-  assert tl.LoopConfig(1, "out").columns == tl.CSV_COLUMNS
+  assert tl.LoopConfig(1, "out").columns == metrics_csv.CSV_COLUMNS
   with pytest.raises(ValueError, match="repeat"):  # test_accuracy exists.
     tl.LoopConfig(1, "out", eval_columns=("accuracy",)).validate()
 

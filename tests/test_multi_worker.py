@@ -15,10 +15,11 @@ import tensorflow_federated as tff
 from federated_vision import algorithms
 from federated_vision.runtime import contexts
 from federated_vision.runtime import worker_config
-from federated_vision.runtime import errors as worker_errors
+from federated_vision.runtime import worker_errors as worker_errors
 from federated_vision.runtime import workers
 from federated_vision import training_loop
-from federated_vision.algorithms import sampling
+from federated_vision.evaluation import keras_eval
+from federated_vision.learning import sampling
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.models import build_tff_model_fn
@@ -39,7 +40,7 @@ def _setup():
   process = algorithms.build_fedavg(
       model_fn, tff.learning.optimizers.build_sgdm(0.1))
   sampler = sampling.UniformSampler(fed.client_data.client_ids, 5, seed=3)
-  evaluate = training_loop.build_keras_evaluate_fn(
+  evaluate = keras_eval.build_keras_evaluate_fn(
       digits_models.create_digits_cnn,
       cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn))
   return fed, spec, process, sampler, evaluate

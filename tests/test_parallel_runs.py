@@ -128,13 +128,13 @@ def module_dir(tmp_path):
 @contextlib.contextmanager
 def _locked(directory):
   """Holds `directory`'s run lock (an `flock` on its lock file, as
-  `training_loop.RunLock` takes it) through a file description of its own,
+  `run_lock.RunLock` takes it) through a file description of its own,
   outside RunLock's re-entrant table of this process: a run in this process
   (the sequential sweep) is refused as a run of another process (a parallel
   sweep's child) is."""
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_lock  # pylint: disable=g-import-not-at-top
   directory.mkdir(parents=True)
-  with open(directory / training_loop.LOCK_FILE, "w") as f:
+  with open(directory / run_lock.LOCK_FILE, "w") as f:
     fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     f.write(f"pid {os.getpid()} (the test)\n")
     f.flush()
@@ -286,7 +286,8 @@ def test_reproduce_parallel_runs_the_others_and_writes_no_report(tmp_path):
   finished run, runs the other and writes the report."""
   import dataclasses  # pylint: disable=g-import-not-at-top
   from experiments import reproduce_lib  # pylint: disable=g-import-not-at-top
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_lock  # pylint: disable=g-import-not-at-top
   from federated_vision.reproduction import presets  # pylint: disable=g-import-not-at-top
   full = presets.get_preset("digits_claims")
   # One method and one round per run: the test is about which runs run
@@ -303,8 +304,8 @@ def test_reproduce_parallel_runs_the_others_and_writes_no_report(tmp_path):
   locked = tmp_path / runs[1].name
   locked.mkdir()
   out = []
-  with training_loop.RunLock(str(locked)):
-    with pytest.raises(training_loop.RunError) as e:
+  with run_lock.RunLock(str(locked)):
+    with pytest.raises(run_errors.RunError) as e:
       reproduce_lib.reproduce(preset, str(tmp_path), {}, echo=out.append,
                               parallel_runs=2)
   assert e.value.exit_code == 2

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from federated_vision.experiment import config as config_lib
-from federated_vision.experiment import runner
+from federated_vision.experiment import outputs
 from federated_vision.evaluation import reporting
 
 ROWS = [{"round": 1, "train_loss": 2.0, "test_loss": "", "test_accuracy": ""},
@@ -55,5 +55,5 @@ def test_plot_title_names_the_configuration(values, methods, want):
   # Each method's line shows its own settings (issue 27: a custom method's
   # title used to show FedAvgM's momentum and the shared server lr).
   config = config_lib.from_values(values)
-  assert runner.plot_title(config, config_lib.resolve(config), 1.516,
+  assert outputs.plot_title(config, config_lib.resolve(config), 1.516,
                            methods) == want

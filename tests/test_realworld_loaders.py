@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from federated_vision.data import client_data as cd
+from federated_vision.data import round_keys
 from federated_vision.runtime import contexts
 import realworld_fixtures as fixtures
 from federated_vision.data import split_io
@@ -75,7 +76,7 @@ def test_builder_csv_loads_into_matching_client_data(inat, tmp_path):
   paths = {r["image_id"]: r["path"] for r in _rows(out / "image_paths.csv")}
   for k, cid in enumerate(fds.client_data.client_ids):
     # Through the TFF computation, with a round key.
-    els = _elements(fds.client_data, cd.round_key(cid, 7, 1))
+    els = _elements(fds.client_data, round_keys.round_key(cid, 7, 1))
     assert [int(e["y"]) for e in els] == expected[cid]
     assert np.bincount([int(e["y"]) for e in els], minlength=4).tolist() == \
         fds.class_counts[k].tolist()
@@ -108,7 +109,7 @@ def test_default_sizes_and_training_pipeline(inat, tmp_path):
   fn = cd.build_training_dataset_fn(fds.client_data.serializable_dataset_fn,
                                     cd.TrainingSpec(batch_size=2, seed=1),
                                     fds.train_map_fn)
-  batches = list(fn(tf.constant(cd.round_key(cid, 2))))
+  batches = list(fn(tf.constant(round_keys.round_key(cid, 2))))
   assert sum(int(b["y"].shape[0]) for b in batches) == fds.client_sizes[cid]
   assert batches[0]["x"].shape[1:] == (299, 299, 3)
 
@@ -260,7 +261,7 @@ def test_landmarks_loose_files_and_tar_shards_agree(gld, tmp_path):
   cid = loose.client_data.client_ids[0]
   a = list(loose.client_data.create_tf_dataset_for_client(cid).map(
       loose.eval_map_fn).as_numpy_iterator())
-  b = list(tar.client_data.dataset_computation(cd.round_key(cid, 1)))
+  b = list(tar.client_data.dataset_computation(round_keys.round_key(cid, 1)))
   assert all(e["range"][1] > 0 for e in b)  # Really read from the tar.
   b = [tar.eval_map_fn(e) for e in b]
   assert len(a) == len(b) == sizes[cid]
@@ -301,7 +302,7 @@ def test_tfrecord_conversion_roundtrip(inat, tmp_path):
     a = [fds.train_map_fn(e, seed) for e in
          fds.client_data.create_tf_dataset_for_client(cid)]
     b = [conv.train_map_fn(e, seed) for e in
-         conv.client_data.dataset_computation(cd.round_key(cid, 3))]
+         conv.client_data.dataset_computation(round_keys.round_key(cid, 3))]
     assert len(a) == len(b)
     for x, y in zip(a, b):
       np.testing.assert_array_equal(x["x"].numpy(), y["x"].numpy())

@@ -21,7 +21,7 @@ from federated_vision.reproduction import figure_spec as fs
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import published
 from federated_vision.reproduction import spec
-from federated_vision.training import errors as run_errors
+from federated_vision.training import run_errors
 from tests.reproduction_helpers import centralized_run
 from tests.reproduction_helpers import finished_run
 from tests.reproduction_helpers import write_hparams

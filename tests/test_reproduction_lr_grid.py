@@ -183,7 +183,7 @@ def test_grid_presets_are_registered_and_refuse_seeds():
 
 def test_reproduce_goes_on_past_a_diverged_rate_of_a_grid_only(tmp_path):
   from experiments import reproduce_lib  # pylint: disable=g-import-not-at-top
-  from federated_vision.training import errors  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors as errors  # pylint: disable=g-import-not-at-top
   digits = presets.get_preset("digits_claims")
   run = digits.run("digits_claims_rounds_iid")
   (cell,) = [c for t in digits.tables for c in t.cells

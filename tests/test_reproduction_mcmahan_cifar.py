@@ -66,9 +66,12 @@ def test_table3_dry_run_lists_sgd_fedsgd_fedavg_with_settings_and_sources():
   assert "SGD used a minibatch size of 100. FedSGD and FedAvg used C = 0.1, " \
          "with FedAvg using E = 5 and B = 50." in flat
   assert "partitioned into 100 clients each containing 500 training" in flat
-  # The decay the runs do not have yet is said, with the values to add.
+  # The paper's decay per round, in the runs and said with its source.
   assert "FedSGD --client_learning_rate_decay=0.9934, FedAvg " \
          "--client_learning_rate_decay=0.99 (eta_t" in flat
+  assert (fedsgd["client_learning_rate_decay"],
+          fedavg["client_learning_rate_decay"]) == ("0.9934", "0.99")
+  assert "FedSGD uses a learning-rate decay of 0.9934 per round" in flat
   preset = presets.get_preset("mcmahan2017_table3")
   assert not preset.unsourced()
 

@@ -473,42 +473,43 @@ def test_hsu2020_table1_reads_clients_classes_examples_of_the_run(tmp_path):
 
 
 def test_an_added_row_reads_its_metrics_at_the_compared_runs_budget(tmp_path):
-  # digits_claims' claim 2 with FedProx added (`--extra_methods`): its row
+  # digits_claims' claim 2 with FedNova added (`--extra_methods`): its row
   # is read off its own metrics.csv at the compared run's common batch
   # budget (summary.json's acc_at_batch_ref: 40 batches), the last
   # evaluation at or before it (round 10: 0.5), never at its own run's
-  # (final 0.75); FedProx has no mixing part: the claim 5 runs are skipped.
+  # (final 0.75); FedNova's round is not FedAvg's: the claim 5 runs
+  # are skipped.
   from federated_vision.reproduction import extra_methods  # pylint: disable=g-import-not-at-top
   from federated_vision.reproduction.presets import digits_claims  # pylint: disable=g-import-not-at-top
   preset = extra_methods.with_extra_methods(
-      presets.get_preset("digits_claims"), ["fedavg+fedprox"])
+      presets.get_preset("digits_claims"), ["fednova"])
   compared = preset.run(digits_claims.CLAIM2_RUN)
-  added = preset.run(f"{digits_claims.CLAIM2_RUN}+fedavg+fedprox")
+  added = preset.run(f"{digits_claims.CLAIM2_RUN}+fednova")
   finished_run(str(tmp_path), compared, {"fedavg": [(40, 0.3)],
                                          "fedavg+fedvc": [(40, 0.4)]},
                entries={"fedavg": {"acc_at_batch": 0.3}}, acc_at_batch_ref=40)
-  finished_run(str(tmp_path), added, {"fedavg+fedprox": [
+  finished_run(str(tmp_path), added, {"fednova": [
       (5, 0.25), (10, 0.5), (15, 0.6), (40, 0.75)]}, batches_per_round=3,
-               entries={"fedavg+fedprox": {"acc_at_batch": 0.75}},
+               entries={"fednova": {"acc_at_batch": 0.75}},
                acc_at_batch_ref=120)
   cells = {(c.table.key[1], c.cell.row, c.cell.column): c
            for c in report.build_report(preset, str(tmp_path)).cells}
-  row = cells[("claim2", "FedAvg + FedProx (as alpha 0.5, sigma 1)",
+  row = cells[("claim2", "FedNova (as alpha 0.5, sigma 1)",
                "FedAvg")]
   assert row.cell.compared_run == digits_claims.CLAIM2_RUN
   assert (row.ours.status, row.ours.value) == (report.OK, 50.0)
   assert cells[("claim2", "alpha 0.5, sigma 1", "FedAvg")].ours.value == 30.0
   skipped = dict(preset.skipped_runs)
   assert sorted(skipped) == sorted(
-      f"{run}+fedavg+fedprox" for run in digits_claims.CLAIM5_RUNS.values())
-  assert all("the mixing strategies compose FedIR's client work only" in why
+      f"{run}+fednova" for run in digits_claims.CLAIM5_RUNS.values())
+  assert all("the mixing strategies compose fedavg and fedavgm only" in why
              for why in skipped.values())
   assert not any(run.name in skipped for run in preset.runs)
-  assert "fedprox: Li et al." in preset.sources["methods"]
+  assert "fednova: Wang et al." in preset.sources["methods"]
   # With the compared run missing, the added row says why it has no number.
   os.rename(tmp_path / compared.name, tmp_path / "elsewhere")
   cells = {(c.table.key[1], c.cell.row, c.cell.column): c
            for c in report.build_report(preset, str(tmp_path)).cells}
-  assert cells[("claim2", "FedAvg + FedProx (as alpha 0.5, sigma 1)",
+  assert cells[("claim2", "FedNova (as alpha 0.5, sigma 1)",
                 "FedAvg")].ours.detail.startswith(
                     f"compared run {compared.name} is missing")

@@ -10,7 +10,7 @@ import tensorflow_federated as tff
 from federated_vision import runtime
 from federated_vision import training_loop
 from federated_vision.runtime import contexts
-from federated_vision.runtime import errors as worker_errors
+from federated_vision.runtime import worker_errors as worker_errors
 from federated_vision.runtime import tff_internals
 from federated_vision.runtime import workers
 

@@ -99,16 +99,16 @@ def test_find_cycle_finds_cycles_and_only_cycles():
 def test_import_graph_resolves_module_and_function_local_imports():
   graph = import_graph(_modules())
   # Module level, `from package import module`.
-  assert "federated_vision.methods.mixing" in graph[
+  assert "federated_vision.mixing.strategy" in graph[
       "federated_vision.methods.build"]
-  assert ("federated_vision.methods.mixing"
-          in graph["federated_vision.algorithms.mixing"])
-  # Function-local (the built-in method components, one module each (issue
-  # 27), import the algorithms inside their builders).
-  assert ("federated_vision.algorithms.fedvc"
-          in graph["federated_vision.methods.builtins.fedvc"])
-  assert ("federated_vision.algorithms.fedprox"
-          in graph["federated_vision.methods.builtins.fedprox"])
+  assert ("federated_vision.mixing.strategy"
+          in graph["federated_vision.mixing.strategies"])
+  # Function-local (the method modules import the learning machinery
+  # inside their builders).
+  assert ("federated_vision.learning.sampling"
+          in graph["federated_vision.algorithms.fedvc"])
+  assert ("federated_vision.learning.local"
+          in graph["federated_vision.algorithms.fedprox"])
   # `from package.module import name` is an edge to the module.
   assert ("federated_vision.runtime.tf_internals"
           in graph["federated_vision.data.client_data"])
@@ -118,9 +118,9 @@ def test_library_import_graph_has_no_cycle():
   graph = import_graph(_modules())
   assert len(graph) > 50
   assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
-  # The cycle there was: methods <-> algorithms.mixing.
+  # A cycle there was: methods <-> the mixing strategies.
   assert "federated_vision.methods" not in graph[
-      "federated_vision.algorithms.mixing"]
+      "federated_vision.mixing.strategies"]
 
 
 _FRESH_IMPORT = textwrap.dedent("""

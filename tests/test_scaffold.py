@@ -1,5 +1,5 @@
 """SCAFFOLD (Karimireddy et al. 2020, Algorithm 1, option II) against a numpy
-implementation written here, on tests/linear_reference.py's linear model.
+implementation written here, on federated_vision.learning.reference's linear model.
 
 Client datasets are built from round keys inside the executor with
 shuffling off, so every client's batch order is known; 2 local epochs, so
@@ -14,11 +14,14 @@ import pytest
 import tensorflow_federated as tff
 
 from federated_vision.algorithms import scaffold
+from federated_vision.learning import stateful
 from federated_vision.data import client_data as cdl
+from federated_vision.data import round_keys
 from federated_vision.data import digits
 from federated_vision.runtime import contexts
 from federated_vision.training import client_states
-from tests.linear_reference import B, C, F, LR, model_fn, np_grad
+from federated_vision.learning.reference import (B, C, F, LR, model_fn, np_grad,
+                                                 np_loss_and_correct)
 
 SIZES = collections.OrderedDict(a=5, b=7, c=4)
 EPOCHS = 2
@@ -43,14 +46,7 @@ def _data():
 
 class FixedSampler:
   def round_keys(self, round_num):
-    return [cdl.round_key(c, round_num) for c in SCHEDULE[round_num]]
-
-
-def _loss_and_correct(w, x, y):
-  logits = x @ w
-  z = logits - logits.max(axis=1, keepdims=True)
-  log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
-  return -log_p[np.arange(len(y)), y].sum(), (logits.argmax(1) == y).sum()
+    return [round_keys.round_key(c, round_num) for c in SCHEDULE[round_num]]
 
 
 def np_scaffold(x, clients, rounds, num_clients, lr=LR, eta_g=ETA_G):
@@ -67,7 +63,7 @@ def np_scaffold(x, clients, rounds, num_clients, lr=LR, eta_g=ETA_G):
       for _ in range(EPOCHS):
         for i in range(0, len(ys), B):
           xb, yb = xs[i:i + B], ys[i:i + B]
-          l, right = _loss_and_correct(y, xb, yb)
+          l, right = np_loss_and_correct(y, xb, yb)
           loss, correct, seen = loss + l, correct + right, seen + len(yb)
           y = y - lr * (np_grad(y, xb, yb) - c_k[k] + c)   # line 10
           steps += 1
@@ -88,8 +84,10 @@ def context():
 
 
 def _process(fed, tmp_path, lr=LR):
-  method = scaffold.ScaffoldMethod(
-      model_fn, lr, tff.learning.optimizers.build_sgdm(ETA_G))
+  method = stateful.Method(
+      model_fn, scaffold.scaffold_round(),
+      tff.learning.optimizers.build_sgdm(lr),
+      tff.learning.optimizers.build_sgdm(ETA_G))
   process = method.build_training_process(fed, SPEC)
   process.client_states.open(str(tmp_path / client_states.DIRECTORY), 0)
   return process
@@ -107,7 +105,7 @@ def test_matches_algorithm_1_option_ii(context, tmp_path):
     out = process.next(state, FixedSampler().round_keys(r))
     state = out.state
     got = {"x": state.global_model_weights.trainable[0],
-           "c": state.control[0],
+           "c": state.server["control"][0],
            **{k: process.client_states.read(k)[0] for k in clients}}
     want = {"x": x, "c": c, **c_k}
     for name in want:
@@ -141,14 +139,15 @@ def test_non_finite_clients_are_dropped_and_keep_their_state(context,
   # metrics, and no c_k written (round 1 exists, empty).
   np.testing.assert_array_equal(out.state.global_model_weights.trainable[0],
                                 state.global_model_weights.trainable[0])
-  np.testing.assert_array_equal(out.state.control[0], state.control[0])
+  np.testing.assert_array_equal(out.state.server["control"][0],
+                                state.server["control"][0])
   assert float(work["train"]["num_examples"]) == 0
   assert process.client_states.rounds() == [1]
   assert process.client_states.files() == {}
 
 
 def test_round_keys_name_one_round_and_distinct_clients():
-  assert scaffold.round_and_clients(["a@3", "b@3"]) == (3, ["a", "b"])
+  assert stateful.round_and_clients(["a@3", "b@3"]) == (3, ["a", "b"])
   for keys in (["a@3", "b@4"], ["a@3.1"], [], ["a@3", "a@3"]):
     with pytest.raises(ValueError):
-      scaffold.round_and_clients(keys)
+      stateful.round_and_clients(keys)

@@ -12,7 +12,7 @@ import pytest
 
 import built_method_memo
 from conftest import metric_rows
-from federated_vision.algorithms import sampling
+from federated_vision.learning import sampling
 from federated_vision.models import digits as digits_models
 from federated_vision.training import client_states
 from run_checks import DIGITS_NUM_TEST, check_method_run

@@ -5,7 +5,7 @@ Optimization", Algorithm 2, written below in numpy; Nesterov is
 TensorFlow's `MomentumOptimizer(use_nesterov=True)`. Each is run through
 `methods.build_method` (`fedavg@<optimizer>`) for 3 rounds in which 2 of 4
 clients take part (partial participation), on the linear model of
-tests/linear_reference.py. The clients have equal sizes, so the package's
+federated_vision.learning.reference. The clients have equal sizes, so the package's
 example-weighted mean of the deltas is Algorithm 2's plain mean
 Delta_t = (1/|S|) sum_i Delta_i.
 """
@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from federated_vision import methods
-from tests import linear_reference as ref
+from federated_vision.learning import reference as ref
 
 N = 6  # Examples per client (equal sizes).
 ROUNDS = [["a", "b"], ["c", "a"], ["d", "b"]]  # 2 of 4 clients per round.
@@ -126,9 +126,12 @@ def test_fedavgm_is_fedavg_with_sgdm_and_sgd_is_its_default(context):
 def test_recorded_settings_are_each_optimizers_own():
   config = methods.MethodConfig("fedavg", (), "adam", adam_beta_2=0.9)
   record = methods.get("adam").record(config)
-  assert record == {"server_optimizer": "adam", "server_learning_rate": 1.0,
+  # No rate given: FedAdam's own default (0.01), not SGD's 1.
+  assert record == {"server_optimizer": "adam", "server_learning_rate": 0.01,
                     "adam_beta_1": 0.9, "adam_beta_2": 0.9,
                     "adam_tau": 1e-3}
+  given = methods.MethodConfig("fedavg", (), "adam", server_learning_rate=1.0)
+  assert methods.get("adam").record(given)["server_learning_rate"] == 1.0
   assert methods.get("sgdm").record(methods.MethodConfig(
       "fedavgm", server_momentum=0.75)) == {
           "server_optimizer": "sgdm", "server_learning_rate": 1.0,

@@ -9,7 +9,7 @@ import pytest
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
 from federated_vision.experiment import config as config_lib
-from federated_vision.methods.builtins import fedir
+from federated_vision.algorithms import fedir
 from federated_vision.tasks import presence
 
 from shakespeare_fixture import COMPLETE_WORKS, write_tff_sqlite
@@ -101,7 +101,7 @@ def test_fedir_refuses_per_position_labels():
   inputs = types.SimpleNamespace(model_fn=model_fn, test_labels_fn=None,
                                  num_classes=256)
   with pytest.raises(ConfigError, match="a label per position") as e:
-    fedir.target(types.SimpleNamespace(fedir_target="uniform"), inputs)
+    fedir._objective(types.SimpleNamespace(fedir_target="uniform"), inputs)  # pylint: disable=protected-access
   assert e.value.field == "fedir"
 
 

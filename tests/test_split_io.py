@@ -57,13 +57,13 @@ def test_round_trip_same_partition(tmp_path):
 
 
 def test_round_trip_same_client_data(tmp_path):
-  from federated_vision.data import client_data
+  from federated_vision.data import in_graph_client_data  # pylint: disable=g-import-not-at-top
   arrays = {"x": np.arange(LABELS.size * 2, dtype=np.float32).reshape(-1, 2),
             "y": LABELS.astype(np.int32)}
   part = _partition(alpha=0.1, k=8, n=25)
   path = IS.write_split_csv(str(tmp_path / "a.csv"), part, LABELS)
-  ours = client_data.ArrayClientData(arrays, part)
-  back = client_data.ArrayClientData(arrays, IS.read_split_csv(path).partition)
+  ours = in_graph_client_data.ArrayClientData(arrays, part)
+  back = in_graph_client_data.ArrayClientData(arrays, IS.read_split_csv(path).partition)
   assert back.client_ids == ours.client_ids
   for cid in ours.client_ids:
     a = list(ours.create_tf_dataset_for_client(cid).as_numpy_iterator())

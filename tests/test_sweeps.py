@@ -290,7 +290,7 @@ def test_a_diverged_point_does_not_stop_the_sweep(parse, tmp_path, capsys,
   rerun lists it as diverged (not done) and exits 3 again."""
   from federated_vision.experiment import runner  # pylint: disable=g-import-not-at-top
   from experiments import sweep_main  # pylint: disable=g-import-not-at-top,unused-import
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
   ran = []
 
   def fake_run(config):  # Writes summary.json as runner.run does.
@@ -300,7 +300,7 @@ def test_a_diverged_point_does_not_stop_the_sweep(parse, tmp_path, capsys,
     with open(os.path.join(config.output_dir, "summary.json"), "w") as f:
       json.dump({"status": status}, f)
     if status == "diverged":
-      raise training_loop.DivergenceError("fedavg", 1, ["loss is nan"])
+      raise run_errors.DivergenceError("fedavg", 1, ["loss is nan"])
 
   monkeypatch.setattr(runner, "run", fake_run)
   f = parse("--sweep=hsu2019_cifar10", f"--root_output_dir={tmp_path}",
@@ -308,7 +308,7 @@ def test_a_diverged_point_does_not_stop_the_sweep(parse, tmp_path, capsys,
             _prepared_cifar10(tmp_path))
   for attempt in range(2):
     planned = sweep_lib.plan(f)
-    with pytest.raises(training_loop.RunError) as e:
+    with pytest.raises(run_errors.RunError) as e:
       sweep_lib.run_points(*planned)
     assert e.value.exit_code == 3
     assert str(e.value) == ("sweep hsu2019_cifar10: 1 point(s) diverged: "

@@ -21,7 +21,13 @@ from federated_vision import algorithms
 from federated_vision.runtime import contexts
 from federated_vision import models
 from federated_vision import training_loop as tl
-from federated_vision.algorithms import sampling
+from federated_vision.training import checkpoints as checkpoints_lib
+from federated_vision.training import divergence
+from federated_vision.training import run_errors
+from federated_vision.training import metrics_csv as metrics_csv_lib
+from federated_vision.training import run_lock
+from federated_vision.training import tensorboard
+from federated_vision.learning import sampling
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
 from federated_vision.evaluation import keras_eval
@@ -67,7 +73,7 @@ def _built(setup, client_lr, server_lr):
     # Keras models for evaluation are built after TFF has traced its graphs.
     # Every run of the module also records the training-set loss.
     evaluate = keras_eval.with_full_train_loss(
-        tl.build_keras_evaluate_fn(
+        keras_eval.build_keras_evaluate_fn(
             digits_models.create_digits_cnn,
             cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn)),
         digits_models.create_digits_cnn, fed.pooled_train_batches())
@@ -135,7 +141,7 @@ def test_full_train_loss_is_the_final_models_loss_on_the_pooled_data(
   out, rows = reference
   fed, _ = setup
   process, _ = _built(setup, 0.05, 1.0)
-  state, version = tl.Checkpoints(str(out / "checkpoints"), 2,
+  state, version = checkpoints_lib.Checkpoints(str(out / "checkpoints"), 2,
                                   lambda _: None).load_latest(
                                       process.initialize())
   assert version == ROUNDS
@@ -210,23 +216,23 @@ def test_purge_tensorboard_keeps_one_value_per_step(tmp_path):
   _write_events(log_dir, [(1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0)])
   time.sleep(1.1)  # A later file name, as after a resume.
   _write_events(log_dir, [(3, 30.0), (4, 40.0), (5, 50.0)])
-  assert tl.purge_tensorboard(str(log_dir), 3) == 4  # 3, 4 | 4, 5.
+  assert tensorboard.purge_tensorboard(str(log_dir), 3) == 4  # 3, 4 | 4, 5.
   assert _scalars(log_dir)["loss"] == [(1, 1.0), (2, 2.0), (3, 30.0)]
-  assert os.listdir(log_dir) == [tl.KEPT_EVENTS_FILE]
-  assert tl.purge_tensorboard(str(log_dir), 3) == 0  # Already clean.
+  assert os.listdir(log_dir) == [tensorboard.KEPT_EVENTS_FILE]
+  assert tensorboard.purge_tensorboard(str(log_dir), 3) == 0  # Already clean.
   # A record cut short (a killed writer) is dropped, the rest kept.
   _write_events(log_dir, [(4, 4.5)])
   newest = max(log_dir.glob("*tfevents*"), key=os.path.getmtime)
   newest.write_bytes(newest.read_bytes()[:-5])
-  tl.purge_tensorboard(str(log_dir), 4)
+  tensorboard.purge_tensorboard(str(log_dir), 4)
   assert _scalars(log_dir)["loss"] == [(1, 1.0), (2, 2.0), (3, 30.0)]
-  assert tl.purge_tensorboard(str(log_dir), 0) == 3
+  assert tensorboard.purge_tensorboard(str(log_dir), 0) == 3
   assert _scalars(log_dir) == {}
 
 
 # --- lock ----------------------------------------------------------------------
 
-# The holder imports only the lock's module (training_loop.RunLock is it):
+# The holder imports only the lock's module (run_lock.RunLock is it):
 # no TensorFlow import, ~4 s of CPU (ours: test-suite time, issue 29).
 _HOLD_LOCK = """
 import sys, time
@@ -245,7 +251,7 @@ def test_second_run_is_refused_at_once_and_lock_dies_with_holder(setup,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
   try:
     assert holder.stdout.readline().strip() == "locked"
-    with pytest.raises(tl.RunLockedError) as info:
+    with pytest.raises(run_errors.RunLockedError) as info:
       _run(setup, out)
     message = str(info.value)
     assert "\n" not in message and str(out) in message
@@ -255,10 +261,10 @@ def test_second_run_is_refused_at_once_and_lock_dies_with_holder(setup,
     holder.send_signal(signal.SIGKILL)
     holder.wait()
   # SIGKILL released it: the lock is never stale.
-  with tl.RunLock(str(out)):
-    with tl.RunLock(str(out)):  # Re-entrant within one process.
+  with run_lock.RunLock(str(out)):
+    with run_lock.RunLock(str(out)):  # Re-entrant within one process.
       pass
-    fd = os.open(out / tl.LOCK_FILE, os.O_RDWR)
+    fd = os.open(out / run_lock.LOCK_FILE, os.O_RDWR)
     try:
       import fcntl  # pylint: disable=g-import-not-at-top
       with pytest.raises(BlockingIOError):
@@ -284,7 +290,7 @@ def test_unreadable_checkpoint_is_named_then_resumed_from_previous(
     data.write_bytes(data.read_bytes()[:len(data.read_bytes()) // 2])
   else:
     (latest / "saved_model.pb").write_bytes(b"")
-  with pytest.raises(tl.CheckpointError) as info:
+  with pytest.raises(run_errors.CheckpointError) as info:
     _run(setup, out)
   message = str(info.value)
   assert "\n" not in message and str(latest) in message
@@ -306,7 +312,7 @@ def test_no_readable_checkpoint_never_restarts_silently(setup, reference,
   _copy_run(reference[0], out)
   for ckpt in ("round_2", "round_4"):
     (out / "checkpoints" / ckpt / "saved_model.pb").write_bytes(b"")
-  with pytest.raises(tl.CheckpointError, match="no checkpoint in .* can be read"):
+  with pytest.raises(run_errors.CheckpointError, match="no checkpoint in .* can be read"):
     _run(setup, out, resume_from_last_valid=True)
   assert len(_rows(out / "metrics.csv")) == ROUNDS  # Untouched.
 
@@ -328,7 +334,7 @@ def test_disk_full_while_checkpointing_leaves_nothing_half_written(
         "[Op:SaveV2]")
   monkeypatch.setattr(tf.saved_model, "save", full_disk)
   out = tmp_path / "run"
-  with pytest.raises(tl.OutputWriteError) as info:
+  with pytest.raises(run_errors.OutputWriteError) as info:
     _run(setup, out)
   message = str(info.value)
   assert "\n" not in message
@@ -344,7 +350,7 @@ def test_disk_full_while_checkpointing_leaves_nothing_half_written(
 
 def test_disk_full_while_appending_metrics_keeps_csv_whole(tmp_path,
                                                            monkeypatch):
-  metrics = tl.MetricsCsv(str(tmp_path / "metrics.csv"))
+  metrics = metrics_csv_lib.MetricsCsv(str(tmp_path / "metrics.csv"))
   metrics.truncate_after(0)
   metrics.append({"round": 1, "train_loss": 0.5})
   before = (tmp_path / "metrics.csv").read_bytes()
@@ -359,7 +365,7 @@ def test_disk_full_while_appending_metrics_keeps_csv_whole(tmp_path,
       self.f.flush()
       raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
   monkeypatch.setattr(csv, "writer", FullWriter)
-  with pytest.raises(tl.OutputWriteError,
+  with pytest.raises(run_errors.OutputWriteError,
                      match=r"cannot append round 2 to .*metrics.csv: "
                      r"No space left on device$"):
     metrics.append({"round": 2, "train_loss": 0.25})
@@ -378,7 +384,7 @@ def test_real_full_filesystem_gives_one_line_and_no_temp(setup, tmp_path):
   if not _mount_tmpfs(mount, "96k"):
     pytest.skip("cannot mount a tmpfs here (needs root); simulated above")
   try:
-    with pytest.raises(tl.OutputWriteError) as info:
+    with pytest.raises(run_errors.OutputWriteError) as info:
       _run(setup, mount / "run", total_rounds=2, rounds_per_checkpoint=1)
     message = str(info.value)
     assert "\n" not in message and "No space left on device" in message
@@ -396,20 +402,20 @@ def test_non_finite_reasons_exact():
   metrics = {"client_work": {"train": {"loss": 0.3},
                              "clients_dropped_non_finite": 0},
              "finalizer": {"update_non_finite": 0}}
-  assert tl.non_finite_reasons(metrics, weights, {"loss": 1.0,
+  assert divergence.non_finite_reasons(metrics, weights, {"loss": 1.0,
                                                   "accuracy": 0.5}) == []
   bad = {"client_work": {"train": {"loss": math.nan},
                          "clients_dropped_non_finite": 2},
          "finalizer": {"update_non_finite": 1}}
   weights[1][0] = np.inf
-  assert tl.non_finite_reasons(bad, weights, {"loss": math.nan,
+  assert divergence.non_finite_reasons(bad, weights, {"loss": math.nan,
                                               "accuracy": 0.1}) == [
       "2 client update(s) non-finite and dropped",
       "the aggregated update was non-finite and not applied",
       "training loss nan", "the model weights are non-finite",
       "test loss nan"]
   # Processes built elsewhere may lack the count and the finalizer flag.
-  assert tl.non_finite_reasons({"client_work": {"train": {"loss": 1.0}}},
+  assert divergence.non_finite_reasons({"client_work": {"train": {"loss": 1.0}}},
                                [np.ones(2)]) == []
 
 
@@ -420,7 +426,7 @@ def test_non_finite_reasons_exact():
 def test_divergence_stops_with_method_and_round(setup, tmp_path, client_lr,
                                                 server_lr, reason):
   out = tmp_path / "run"
-  with pytest.raises(tl.DivergenceError) as info:
+  with pytest.raises(run_errors.DivergenceError) as info:
     _run(setup, out, client_lr=client_lr, server_lr=server_lr)
   error = info.value
   assert (error.method, error.round_num, error.exit_code) == ("fedavgm", 1, 3)

@@ -81,6 +81,8 @@ ALWAYS = {
 EVERY_METHOD = {
     "client_learning_rate": "every built-in algorithm's client optimizer",
     "server_learning_rate": "every built-in algorithm's server optimizer",
+    "client_learning_rate_decay": "the client rate's schedule",
+    "server_learning_rate_decay": "the server rate's schedule",
 }
 # The method selection: --methods, or its shorthands; whichever chose the
 # methods is read, the other is not (giving both is refused by
@@ -145,6 +147,7 @@ REFUSED = {
     "virtual_client_size": {"virtual_client_size": 64},
     "fedir_target": {"fedvc": True, "fedir_target": "test"},
     "fedprox_mu": {"fedir": True, "fedprox_mu": 0.1},
+    "feddyn_alpha": {"algorithm": ("fedavg",), "feddyn_alpha": 0.1},
     # The server optimizers' own (issue 27): unread unless a method uses it.
     **{f: {f: 0.5} for f in ("adagrad_beta_1", "adam_beta_1", "adam_beta_2",
                              "yogi_beta_1", "yogi_beta_2")},
@@ -271,17 +274,19 @@ def test_noinclude_plain_is_read_beside_every_variant(variant):
 
 def test_methods_read_the_union_of_their_components():
   m = methods_lib.MethodConfig("fedavgm", ("fedir", "fedvc"))
+  # (A rate's schedule is read with the rate.)
+  schedules = {"client_learning_rate_decay", "server_learning_rate_decay"}
   assert method_usage.fields_read(m) == {
       "client_epochs", "client_batch_size", "client_learning_rate",
       "server_learning_rate", "server_momentum", "fedir_target",
-      "virtual_client_size"}
+      "virtual_client_size"} | schedules
   assert method_usage.fields_read(methods_lib.MethodConfig("fedsgd")) == {
-      "client_learning_rate", "server_learning_rate"}
+      "client_learning_rate", "server_learning_rate"} | schedules
   # Unknown (no declaration): every hyper-parameter, nothing refused.
   assert method_usage.component_reads("not_declared") == set(
       method_usage.hyper_parameters())
-  # What a component reads is part of its one declaration (issue 27: no
-  # separate `declare_reads` table); a non-shared field is refused there.
+  # What a component reads is part of its one declaration (no separate
+  # `declare_reads` table); a non-shared field is refused there.
   with pytest.raises(ValueError, match="alpha"):
     methods_lib.register(methods_lib.DataSide(
         name="reads_alpha", build=None, citation="ours", reads=("alpha",)))

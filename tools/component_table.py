@@ -22,6 +22,7 @@ def table() -> str:
   """The markdown table of the built-in components, in registry order."""
   sys.path.insert(0, REPO)
   from federated_vision import methods  # pylint: disable=g-import-not-at-top
+  from federated_vision.methods import groups  # pylint: disable=g-import-not-at-top
   rows = ["| component | kind | what | source | own flags | grouped |",
           "|---|---|---|---|---|---|"]
   for c in methods.all_components():
@@ -32,7 +33,7 @@ def table() -> str:
     name = f"`@{c.name}`" if c.kind == methods.SERVER_OPTIMIZER else \
         f"`{c.name}`"
     rows.append(f"| {name} | {c.kind.replace('_', ' ')} | {c.summary} | "
-                f"{c.citation} | {flags} | {'yes' if c.grouped else 'no'} |")
+                f"{c.citation} | {flags} | {'yes' if groups.covers(c) else 'no'} |")
   return "\n".join(rows)
 
 

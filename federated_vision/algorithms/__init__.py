@@ -1,9 +1,11 @@
-"""Learning processes and their parts: FedAvg's composition (`fedavg`), the
-client works of the variants (`fedir`, `fedprox`), data-side sampling
-(`fedvc`, `sampling`), server optimizers, client groups, mixing strategies
-and SCAFFOLD; each module cites its paper. The method components that
-declare them live in `federated_vision.methods`."""
+"""The algorithms, one module per method: its maths, its TFF composition and
+its declaration (`fedavg`: fedavg, fedavgm, fedsgd; `fedir`, `fedprox`,
+`fedvc`, `scaffold`, `feddyn`, `fednova`, `server_optimizers`), each citing
+its paper. Every module here is imported when `federated_vision.methods` is
+(registering its components); none imports TensorFlow at import. The
+machinery they share is `federated_vision.learning`."""
 
+from federated_vision import methods  # pylint: disable=unused-import  (registers the built-ins in order)
 from federated_vision.algorithms.fedavg import build_fedavg
 from federated_vision.algorithms.fedavg import build_fedavgm
 from federated_vision.algorithms.fedavg import build_fedsgd

@@ -32,7 +32,7 @@ import tensorflow_federated as tff
 
 from federated_vision.data import client_data as client_data_lib
 from federated_vision.data import lzma_files
-from federated_vision.data import mixing_scenarios
+from federated_vision.mixing import scenarios as mixing_scenarios
 from federated_vision.data import round_keys
 
 SQLITE_FILE = "celeba.sqlite"

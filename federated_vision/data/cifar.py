@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import in_graph_client_data
 from federated_vision.data import partition as partition_lib
 from federated_vision.data import archives
 
@@ -184,7 +185,7 @@ def from_arrays(name: str, arrays: archives.ImageArrays,
                 partition: Mapping[str, np.ndarray], num_classes: int,
                 storage_dir: Optional[str] = None,
                 info: Optional[Mapping[str, object]] = None,
-                max_inline_bytes: int = client_data_lib.MAX_INLINE_BYTES
+                max_inline_bytes: int = in_graph_client_data.MAX_INLINE_BYTES
                 ) -> client_data_lib.FederatedDataset:
   """A `FederatedDataset` of raw uint8 images + a partition of train indices.
 
@@ -205,7 +206,7 @@ def from_arrays(name: str, arrays: archives.ImageArrays,
   if not partition:
     raise ValueError("partition must have at least one client")
   y_train = arrays.train_y.astype(np.int32)
-  cd = client_data_lib.ArrayClientData({"x": arrays.train_x, "y": y_train},
+  cd = in_graph_client_data.ArrayClientData({"x": arrays.train_x, "y": y_train},
                                        partition, storage_dir=storage_dir,
                                        max_inline_bytes=max_inline_bytes)
   test = tf.data.Dataset.from_tensor_slices(

@@ -17,8 +17,7 @@ of B, the last one smaller, so a client takes E * ceil(n / B) steps
 
 This module holds the data set (`FederatedDataset`) and the client training
 pipeline (`TrainingSpec`, `build_training_dataset_fn`); the ClientData classes
-are in `in_graph_client_data`, round keys and seeds in `round_keys`, and their
-public names are re-exported here.
+are in `in_graph_client_data`, round keys and seeds in `round_keys`.
 """
 
 from typing import Callable, Dict, Mapping, NamedTuple, Optional, Sequence
@@ -27,27 +26,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision.data import in_graph_client_data
 from federated_vision.data import round_keys
 from federated_vision.runtime.tf_internals import op_seed_only
-
-# Re-exported: round keys and seeds (round_keys.py), the ClientData classes
-# (in_graph_client_data.py), under the names callers use.
-ROUND_KEY_SEPARATOR = round_keys.ROUND_KEY_SEPARATOR
-round_key = round_keys.round_key
-base_client_id = round_keys.base_client_id
-key_seed = round_keys.key_seed
-derive_seed = round_keys.derive_seed
-scalar_seed = round_keys.scalar_seed
-RESAMPLE_STREAM = round_keys.RESAMPLE_STREAM
-SUBSET_STREAM = round_keys.SUBSET_STREAM
-SHUFFLE_STREAM = round_keys.SHUFFLE_STREAM
-AUGMENT_STREAM = round_keys.AUGMENT_STREAM
-# Kept for algorithms/mixing_data.py (owned elsewhere); use round_keys.row_lookup.
-_row_lookup = round_keys.row_lookup
-MAX_INLINE_BYTES = in_graph_client_data.MAX_INLINE_BYTES
-InGraphClientData = in_graph_client_data.InGraphClientData
-ArrayClientData = in_graph_client_data.ArrayClientData
 
 # Optional per-batch feature: the client's class counts over its whole local
 # data, float32 [num_classes] (FedIR's q_k; see `label_counts_fn`).
@@ -194,7 +174,8 @@ def build_training_dataset_fn(
   subset of `max_elements`]. Then for each of the E epochs (McMahan et al.
   2017, Algorithm 1): a fresh seeded shuffle of D -> map_fn (decode, augment)
   -> batches of B, the last one smaller; B = None is one batch of all of D.
-  Every seed is `derive_seed(key_seed(key, spec.seed), stream, ...)`. If
+  Every seed is `derive_seed(key_seed(key, spec.seed), stream, ...)`
+  (`round_keys`). If
   `label_counts` is given, every batch also carries the client's whole-data
   label counts under `LABEL_COUNTS_KEY` (FedIR's q_k, computed once).
 
@@ -227,21 +208,24 @@ def build_training_dataset_fn(
     if not spec.shuffle_buffer:
       return ds
     with op_seed_only():
-      return ds.shuffle(spec.shuffle_buffer, seed=scalar_seed(seed),
+      return ds.shuffle(spec.shuffle_buffer,
+                        seed=round_keys.scalar_seed(seed),
                         reshuffle_each_iteration=False)
 
   def dataset_fn(key):
-    seed = key_seed(key, spec.seed)
+    seed = round_keys.key_seed(key, spec.seed)
     ds = raw_dataset_fn(key)
     if spec.virtual_client_size is not None:
       everything = ds.batch(2**31 - 1).get_single_element()
       n = tf.shape(tf.nest.flatten(everything)[0], out_type=tf.int64)[0]
       idx = virtual_client_indices(n, spec.virtual_client_size,
-                                   derive_seed(seed, RESAMPLE_STREAM))
+                                   round_keys.derive_seed(
+                                       seed, round_keys.RESAMPLE_STREAM))
       ds = tf.data.Dataset.from_tensor_slices(
           tf.nest.map_structure(lambda t: tf.gather(t, idx), everything))
     if spec.max_elements is not None:
-      ds = shuffled(ds, derive_seed(seed, SUBSET_STREAM)).take(
+      ds = shuffled(ds, round_keys.derive_seed(
+          seed, round_keys.SUBSET_STREAM)).take(
           spec.max_elements)
     if spec.batch_size is None:
       # Batch by the round data's actual size: TFF's worker binary hangs on a
@@ -252,10 +236,11 @@ def build_training_dataset_fn(
       batch_size = spec.batch_size
 
     def epoch(e):
-      d = shuffled(ds, derive_seed(seed, SHUFFLE_STREAM, e))
+      d = shuffled(ds, round_keys.derive_seed(seed, round_keys.SHUFFLE_STREAM, e))
       if map_fn is not None:
         d = d.enumerate().map(
-            lambda i, x: map_fn(x, derive_seed(seed, AUGMENT_STREAM, e, i)),
+            lambda i, x: map_fn(x, round_keys.derive_seed(
+                seed, round_keys.AUGMENT_STREAM, e, i)),
             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
       return d.batch(batch_size)
     out = tf.data.Dataset.range(spec.epochs).flat_map(epoch)

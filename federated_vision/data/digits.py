@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import in_graph_client_data
 from federated_vision.data import partition as partition_lib
 from federated_vision.data import partition_per_class
 
@@ -50,7 +51,7 @@ def from_arrays(name: str, x_train, y_train, x_test, y_test,
                 partition: partition_lib.Partition, num_classes: int,
                 info: Optional[dict] = None) -> client_data_lib.FederatedDataset:
   """FederatedDataset over in-memory arrays (no augmentation)."""
-  cd = client_data_lib.ArrayClientData({"x": x_train, "y": y_train}, partition)
+  cd = in_graph_client_data.ArrayClientData({"x": x_train, "y": y_train}, partition)
   test = tf.data.Dataset.from_tensor_slices({"x": x_test, "y": y_test})
   counts = partition_lib.class_counts(y_train, partition, num_classes)
   return client_data_lib.FederatedDataset(

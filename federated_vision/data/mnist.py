@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import in_graph_client_data
 from federated_vision.data import partition as partition_lib
 from federated_vision.data import archives
 
@@ -85,17 +86,17 @@ def from_arrays(name: str, arrays: archives.ImageArrays,
                 partition: Mapping[str, np.ndarray],
                 storage_dir: Optional[str] = None,
                 info: Optional[Mapping[str, object]] = None,
-                max_inline_bytes: int = client_data_lib.MAX_INLINE_BYTES
+                max_inline_bytes: int = in_graph_client_data.MAX_INLINE_BYTES
                 ) -> client_data_lib.FederatedDataset:
   """A `FederatedDataset` of raw uint8 [28, 28, 1] images + a partition.
 
   `storage_dir` is needed for the full training set (47 MB > the inline
-  limit of `client_data.ArrayClientData`).
+  limit of `in_graph_client_data.ArrayClientData`).
   """
   archives.check_arrays(arrays, NUM_CLASSES, INPUT_SHAPE)
   if not partition:
     raise ValueError("partition must have at least one client")
-  cd = client_data_lib.ArrayClientData(
+  cd = in_graph_client_data.ArrayClientData(
       {"x": arrays.train_x, "y": arrays.train_y.astype(np.int32)}, partition,
       storage_dir=storage_dir, max_inline_bytes=max_inline_bytes)
   test = tf.data.Dataset.from_tensor_slices(

@@ -24,8 +24,15 @@ def round_key(client_id: str, round_num: int, slot: Optional[int] = None) -> str
   return key if slot is None else f"{key}.{int(slot)}"
 
 
-def base_client_id(key: tf.Tensor) -> tf.Tensor:
-  """Strips a round-key suffix in-graph ('a@3.1' -> 'a'; 'a' -> 'a')."""
+def base_client_id(key):
+  """The client id of a round key ('a@3.1' -> 'a'; 'a' -> 'a'): a `str`
+  for a `str` (or bytes) key, e.g. to key a dict by client; in-graph for a
+  tensor (a ClientData's `serializable_dataset_fn` loads the client's data
+  from its round key)."""
+  if isinstance(key, bytes):
+    key = key.decode()
+  if isinstance(key, str):
+    return key.split(ROUND_KEY_SEPARATOR, 1)[0]
   return tf.strings.regex_replace(key, ROUND_KEY_SEPARATOR + ".*$", "")
 
 

@@ -10,7 +10,8 @@ config derives: clients per round, each method's client-group size; the
 `--dry_run` plan), `fields_read` (which fields a resolved experiment
 reads), `runner` (`run(config)`),
 `run_record` (which directory a run may use), `central_baseline`,
-`mixing_report`, `sweeps` (named grids), `report_lib` (the results table of
+`outputs`, `averaging_runner`, `sweeps` (named grids), `report_lib` (the
+results table of
 many runs) and `selection` (shell-pattern selection of named items). The
 binaries (`experiments/`) only turn flags into these configs; research code
 imports this package, never `experiments`.

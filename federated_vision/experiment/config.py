@@ -50,7 +50,7 @@ from federated_vision.experiment import resolved_run
 from federated_vision.experiment import sections
 from federated_vision.experiment import fields_read
 from federated_vision.methods import groups
-from federated_vision.methods import mixing as mixing_lib
+from federated_vision.mixing import strategy as mixing_lib
 from federated_vision.methods import names as method_names
 from federated_vision.methods import usage as method_usage
 from federated_vision.tasks.models import ModelConfig

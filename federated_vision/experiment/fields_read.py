@@ -39,7 +39,7 @@ from typing import Dict, Iterable
 
 from federated_vision import methods as methods_lib
 from federated_vision import tasks
-from federated_vision.methods import mixing as mixing_strategies
+from federated_vision.mixing import strategy as mixing_strategies
 from federated_vision.methods import usage as method_usage
 from federated_vision.errors import ConfigError
 from federated_vision.tasks import base as task_base

@@ -24,7 +24,7 @@ from typing import NamedTuple
 from federated_vision.errors import ConfigError
 from federated_vision.evaluation import convergence
 from federated_vision.evaluation import model_averaging
-from federated_vision.training import errors as run_errors
+from federated_vision.training import run_errors
 from federated_vision.training import run_files
 
 REMEDY = "rerun the point's command to write it again"

@@ -146,8 +146,9 @@ def _show(value) -> str:
 
 def method_lines(planned: PlannedMethod) -> List[str]:
   """A planned method as the plan prints it: its components, then every
-  hyper-parameter it reads (`methods.usage.fields_read`) with its value,
-  then its client-group size."""
+  hyper-parameter it reads (`methods.usage.fields_read`) with its value
+  (a rate's schedule only when not constant), then its client-group
+  size."""
   m = planned.config
   parts = [f"algorithm {m.algorithm}"]
   if m.variants:
@@ -157,8 +158,11 @@ def method_lines(planned: PlannedMethod) -> List[str]:
   if planned.mixing is not None:
     parts.append(f"mixing {planned.mixing}")
   read = method_usage.fields_read(m)
+  constant = {d for d in method_usage.SCHEDULES.values()
+              if getattr(m, d) == 1.0}
   values = [f"{n}={_show(getattr(m, n))}"
-            for n in method_usage.hyper_parameters() if n in read]
+            for n in method_usage.hyper_parameters()
+            if n in read and n not in constant]
   size = ("unknown until the data give K" if planned.group_size is None
           else f"{planned.group_size} per TFF slot")
   return [f"    {planned.name}: {', '.join(parts)}",

@@ -2,7 +2,7 @@
 
 `run(config)` never reads flags: binaries and sweeps build the config
 (`federated_vision.experiment.config`) and pass it in. It holds the experiment directory's
-`training_loop.RunLock` for the whole run and checks the directory's
+`training.run_lock.RunLock` for the whole run and checks the directory's
 `experiment.json` (`federated_vision.experiment.run_record`) before loading data.
 
 Local imports below: the binaries import this module before their flags are
@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional
 
 from federated_vision.experiment import central_baseline
 from federated_vision.experiment import config as config_lib
-from federated_vision.experiment import mixing_report
+from federated_vision.mixing import summary as mixing_report
 from federated_vision.experiment import outputs
 from federated_vision.experiment import resolved_run
 from federated_vision.experiment import fields_read
@@ -25,10 +25,6 @@ from federated_vision.errors import bad
 from federated_vision.tasks import presence
 
 DROPPED = "clients_dropped_non_finite"
-# (Moved to `outputs`; the names callers use.)
-hparams = outputs.hparams
-write_partition_report = outputs.write_partition_report
-plot_title = outputs.plot_title  # == algorithms.fedavg.DROPPED_NON_FINITE
 
 
 class Experiment(NamedTuple):
@@ -144,7 +140,19 @@ def _loop_config(exp: Experiment, method):
                      (("extra_broadcast_bytes",
                        method.extra_broadcast_bytes),)),
       eval_columns=mixing_report.eval_columns(exp),
-      full_train_loss=t.full_train_loss)
+      full_train_loss=t.full_train_loss,
+      **_schedules(method.settings))
+
+
+def _schedules(settings) -> dict:
+  """A method's learning-rate schedules (`learning.schedule`): (eta_0,
+  gamma) of the rates whose decay its settings record (one set)."""
+  out = {}
+  for who in ("client", "server"):
+    decay = settings.get(f"{who}_learning_rate_decay")
+    if decay is not None:
+      out[f"{who}_schedule"] = (settings[f"{who}_learning_rate"], decay)
+  return out
 
 
 def _fed_data(exp: Experiment, method):
@@ -158,7 +166,7 @@ def open_methods(exp: Experiment) -> dict:
   was.
 
   Raises:
-    training_loop.RunError: a damaged file (one line naming it).
+    run_errors.RunError: a damaged file (one line naming it).
   """
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
   return {m.name: training_loop.open_run(m.process, _fed_data(exp, m), m.spec,
@@ -170,6 +178,7 @@ def _train(exp: Experiment, evaluate, opened: dict):
   """{method: RunResult}, and the `DivergenceError` that stopped the run (or
   None): methods after a diverged one are not run."""
   from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
   results = {}
   for method in exp.methods:
     try:
@@ -177,7 +186,7 @@ def _train(exp: Experiment, evaluate, opened: dict):
           method.name, method.process, _fed_data(exp, method), method.spec,
           method.sampler, evaluate, _loop_config(exp, method),
           opened=opened[method.name])
-    except training_loop.DivergenceError as e:
+    except run_errors.DivergenceError as e:
       results[method.name] = e.result
       return results, e
   return results, None
@@ -227,11 +236,11 @@ def run(config: config_lib.ExperimentConfig,
 
   Raises:
     ConfigError: bad config, or the directory holds another experiment.
-    training_loop.RunError: locked directory, unreadable checkpoint, write
+    run_errors.RunError: locked directory, unreadable checkpoint, write
       failure, divergence (after summary.json is written).
-    runtime.errors.WorkerError: a worker did not start or was lost.
+    runtime.worker_errors.WorkerError: a worker did not start or was lost.
   """
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_lock  # pylint: disable=g-import-not-at-top
   from federated_vision.experiment import run_record  # pylint: disable=g-import-not-at-top
   if resolved is None:  # Not checked yet (`config_lib.checked` was not
     resolved = config_lib.validate(config)  # used): once, here.
@@ -243,7 +252,7 @@ def run(config: config_lib.ExperimentConfig,
   out = check_output_dir(config.output)
   started = False
   try:
-    with training_loop.RunLock(out):
+    with run_lock.RunLock(out):
       try:
         if config.run.overwrite:  # A run's own files only (else refused).
           removed = run_record.clear(out)
@@ -281,10 +290,10 @@ def _new_dirs(path: str) -> List[str]:
 def _unlink_lone_lock(out: str) -> None:
   """Removes the lock file of a refused run (while holding it) if it is all
   the directory holds."""
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_lock  # pylint: disable=g-import-not-at-top
   try:
-    if os.listdir(out) == [training_loop.LOCK_FILE]:
-      os.unlink(os.path.join(out, training_loop.LOCK_FILE))
+    if os.listdir(out) == [run_lock.LOCK_FILE]:
+      os.unlink(os.path.join(out, run_lock.LOCK_FILE))
   except OSError:
     pass
 
@@ -306,14 +315,14 @@ def _run(exp: Experiment, opened: dict) -> dict:
   from federated_vision.evaluation import metrics as metrics_lib  # pylint: disable=g-import-not-at-top
   from federated_vision.evaluation import keras_eval  # pylint: disable=g-import-not-at-top
   from federated_vision.evaluation import reporting  # pylint: disable=g-import-not-at-top
-  from federated_vision import training_loop  # pylint: disable=g-import-not-at-top
+  from federated_vision.training import run_errors  # pylint: disable=g-import-not-at-top
 
   config = exp.config
   fed, out, t = exp.fed_data, exp.output_dir, config.training
   stats = exp.partition_stats
-  reporting.write_json(os.path.join(out, "hparams.json"), hparams(exp),
-                       sealed=True)
-  report_paths = write_partition_report(exp)
+  reporting.write_json(os.path.join(out, "hparams.json"),
+                       outputs.hparams(exp), sealed=True)
+  report_paths = outputs.write_partition_report(exp)
   counted = (f"{stats['num_examples']} training examples"
              f"{_of_total(fed.info, stats['num_examples'])}")
   if "count_unit" in fed.info:  # The counts are per-position targets.
@@ -324,10 +333,10 @@ def _run(exp: Experiment, opened: dict) -> dict:
   print(f"partition report: {report_paths['json']}, {report_paths['png']}")
   eval_ds = cdl.build_eval_dataset(fed.test_data, fed.eval_map_fn)
   if exp.scenario is None:
-    evaluate = training_loop.build_keras_evaluate_fn(exp.keras_model_fn,
+    evaluate = keras_eval.build_keras_evaluate_fn(exp.keras_model_fn,
                                                      eval_ds)
   else:
-    from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
+    from federated_vision.mixing import scenarios as mixing_scenarios  # pylint: disable=g-import-not-at-top
     evaluate = mixing_scenarios.build_group_evaluate_fn(
         exp.keras_model_fn, eval_ds, fed.num_classes, exp.scenario.groups)
   if t.full_train_loss:  # The clients' training examples, every eval.
@@ -407,7 +416,8 @@ def _run(exp: Experiment, opened: dict) -> dict:
   # summary.json last: it marks the run finished (sweeps skip it, report
   # reads it), so every other output exists when it does.
   write_hparams_sessions(out, reporting.json_safe(summary))
-  title = plot_title(config, exp.resolved.recorded(), stats["emd"], settings)
+  title = outputs.plot_title(config, exp.resolved.recorded(), stats["emd"],
+                             settings)
   png = reporting.plot_accuracy(runs, os.path.join(out, "accuracy.png"),
                                 "round", central_acc, title)
   png_b = reporting.plot_accuracy(runs, os.path.join(out, "accuracy_vs_batches.png"),
@@ -438,5 +448,5 @@ def _run(exp: Experiment, opened: dict) -> dict:
   if diverged is not None:
     raise diverged
   if every_diverged:
-    raise training_loop.AllDivergedError(list(results))
+    raise run_errors.AllDivergedError(list(results))
   return summary

@@ -117,7 +117,7 @@ class ExecutionConfig:
     worker_inter_op_threads: local workers' TF inter-op threads (0: TF's).
     client_group_size: clients trained one after another in one TFF slot
       ('auto' or N; 1: one client a slot, the ungrouped path;
-      `federated_vision.algorithms.client_groups`). Results equal the
+      `federated_vision.learning.client_groups`). Results equal the
       ungrouped path's up to float summation order. 'auto', the default
       (ours: small clients cost several times the per-client floor
       ungrouped): the methods the groups cover train grouped, with
@@ -155,8 +155,9 @@ class ExecutionConfig:
       "same on any machine, so a run's numbers are too), N, or 1 (one client "
       "a slot, the ungrouped path). Removes per-client overhead: 4-example "
       "MNIST clients at C = 100 cost ~6x the plain-TF floor ungrouped, <= 2x "
-      "grouped (docs/performance.md, 'Small clients'). Covers the components "
-      "whose declarations say so (`methods.groups.covered()`); 'auto' trains "
+      "grouped (docs/performance.md, 'Small clients'). Covers FedAvg's round "
+      "with a client work given as a local objective, any data side and "
+      "server optimizer (`methods.groups.covered()`); 'auto' trains "
       "the other methods ungrouped, N > 1 for them is refused up front. "
       "Results equal 1's up to float summation order; recorded per method "
       "(hparams.json method_settings).")

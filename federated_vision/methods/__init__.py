@@ -7,36 +7,27 @@
     method = methods.build_method(config, inputs)   # Method(process, spec, ...)
 
 `components` (the declarations: `Algorithm`, `ClientWork`, `DataSide`,
-`ServerOptimizer`; `register`), `mixing` (`MixingStrategy`, the run's
-`MixingSettings`), `method_config` (`MethodConfig`, `MethodInputs`,
-`Method`, `validate`), `names` (the method-name grammar
+`ServerOptimizer`; `register`), `method_config` (`MethodConfig`,
+`MethodInputs`, `Method`, `validate`), `names` (the method-name grammar
 `<algorithm>[+<variant>...][@<server optimizer>][:<field>=<value>...]`),
 `usage` (which hyper-parameters a method reads), `groups` (client-group
-coverage), `build` (`build_method`, `with_client_groups`) and `builtins`
-(the package's own components, declared as a user's are: fedavg, fedavgm,
-fedsgd; fedir, fedprox; fedvc; sgd, sgdm, nesterov, adagrad, adam, yogi;
-the mixing strategies none, parallel, example_transfer, gradient_transfer,
-oracle). A module passed to the binaries' --extra_modules registers its own
-components the same way; their options become flags.
+coverage) and `build` (`build_method`). The package's own components are
+declared in `federated_vision.algorithms.<name>` (fedavg, fedavgm, fedsgd;
+fedir, fedprox; fedvc; scaffold, feddyn, fednova; the server optimizers)
+and `federated_vision.mixing.strategies` (the mixing strategies), exactly
+as a user's module declares its own; a module passed to the binaries'
+--extra_modules registers its components the same way, and their options
+become flags.
 
 Importing this package does not import TensorFlow (validation runs before
 any data or TFF is loaded); builders import the algorithms when called.
 """
 
 from federated_vision.errors import ConfigError
-from federated_vision.methods import builtins  # pylint: disable=unused-import  (registers the built-ins)
-from federated_vision.methods.build import (MixingRun, build_method,
-                                            client_spec, plain_settings,
-                                            server_optimizer,
-                                            with_client_groups)
-from federated_vision.methods.builtins.fedavg import (client_sgd,
-                                                      fedsgd_client_spec)
-from federated_vision.methods.builtins.server_optimizers import (
-    momentum_settings)
 from federated_vision.methods.components import (
     ALGORITHM, CLIENT_WORK, DATA_SIDE, MIXING, SERVER_OPTIMIZER, Algorithm,
-    BuildParts, ClientWork, Component, DataSide, ServerOptimizer,
-    default_client_spec, get, register, shorthands)
+    BuildParts, ClientWork, Component, DataSide, LocalObjective,
+    ServerOptimizer, get, register, shorthands)
 # (The registry's `components()` / `names()` are `all_components` and
 # `component_names` here: `components` and `names` are submodules.)
 from federated_vision.methods.components import components as all_components
@@ -44,8 +35,12 @@ from federated_vision.methods.components import names as component_names
 from federated_vision.methods.method_config import (
     SHARED_FIELDS, HyperParameters, Method, MethodConfig, MethodInputs,
     validate)
-from federated_vision.methods.mixing import (MixingSettings, MixingStrategy,
-                                             register_mixing_strategy)
+from federated_vision.methods.build import (MixingRun, build_method,
+                                            client_sgd, client_spec,
+                                            plain_settings, server_optimizer,
+                                            with_client_groups)
+from federated_vision.mixing.strategy import (MixingSettings, MixingStrategy,
+                                              register_mixing_strategy)
 
 
 def algorithm_names():
@@ -63,18 +58,19 @@ def get_algorithm(name: str) -> Algorithm:
   return get(name, ALGORITHM)
 
 
-def get_variant(name: str):
-  """The registered variant (ConfigError naming --variants if unknown)."""
-  if name not in variant_names():
-    raise ConfigError(f"unknown variant {name!r}: one of "
-                      f"{', '.join(variant_names())}", "variants")
-  return get(name)
+def _register_builtins() -> None:
+  """Imports every module of `federated_vision.algorithms` (in name order),
+  then the mixing strategies: each declares its components (so adding a
+  built-in is adding a module there; nothing lists them). By name, with
+  importlib: those modules import this package."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  import pkgutil  # pylint: disable=g-import-not-at-top
+  path = importlib.util.find_spec(
+      "federated_vision.algorithms").submodule_search_locations
+  for module in pkgutil.iter_modules(path):
+    importlib.import_module(f"federated_vision.algorithms.{module.name}")
+  importlib.import_module("federated_vision.mixing.strategies")
 
 
-validate_method_config = validate  # The name before components had kinds.
-
-
-def server_settings(optimizer: str, learning_rate: float,
-                    momentum: float = 0.0):
-  """Recorded SGD-family server-optimizer settings (`momentum_settings`)."""
-  return momentum_settings(optimizer, learning_rate, momentum)
+_register_builtins()

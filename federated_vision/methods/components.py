@@ -4,29 +4,29 @@ A method is a named composition of components (`methods.names`):
 
     <algorithm>[+<variant>...][@<server optimizer>][:<field>=<value>...]
 
-  * an `Algorithm` (the round: server side, local B and E; fedavg, fedavgm,
-    fedsgd, scaffold),
-  * at most one `ClientWork` variant (replaces the clients' update: fedir,
-    fedprox),
-  * any `DataSide` variants (change what a client trains on and who is
-    sampled: fedvc),
-  * a `ServerOptimizer` (sgd, sgdm, nesterov, adam, yogi, adagrad; each
-    algorithm names its default),
-  * optionally a mixing strategy (`methods.mixing.MixingStrategy`, Augenstein
-    et al.), given with --mixing.
+  * an `Algorithm`: the round (fedavg, fedavgm, fedsgd: FedAvg's; scaffold,
+    feddyn, fednova: their own, `learning.stateful`),
+  * at most one `ClientWork` variant: a change of the clients' local step
+    (fedir, fedprox), given as its local objective (`learning.local`),
+  * any `DataSide` variants: what a client trains on and who is sampled
+    (fedvc),
+  * a `ServerOptimizer` (sgd, sgdm, nesterov, adagrad, adam, yogi; each
+    algorithm names its default, each optimizer its default learning rate),
+  * optionally a mixing strategy (`mixing.MixingStrategy`, Augenstein et
+    al.), given with --mixing.
 
-A component's declaration says, in one place: its name, citation and
-one-line summary (`--help`, docs), its own hyper-parameters (`options`: a
-frozen dataclass of `config_fields.option` fields, whose flags, bounds and
-`--help` lines are generated), the shared method hyper-parameters it reads
-(`reads`, fields of `methods.method_config.HyperParameters`), what it
-refuses to be combined with (`refuses`), whether client groups cover it
-(`grouped`), the settings it records and its builder. Everything else
-(flags, usage refusals, recorded settings, client-group coverage, plot
+A declaration says what a researcher must say, once: its name, citation
+and one-line summary (`--help`, docs), its own hyper-parameters (`options`:
+a frozen dataclass of `config_fields.option` fields, whose flags, bounds
+and `--help` lines are generated), the shared method hyper-parameters it
+reads (`reads`), what it refuses to be combined with (`refuses`: a
+component or a whole kind) and how it is built. Everything else (flags,
+usage refusals, recorded settings, client-group and mixing coverage, plot
 labels, the cost estimate, the method list in the docs) derives from the
-registry; nothing parses method names. The built-ins
-(`methods.builtins`) are declared exactly as a user's module
-(--extra_modules) declares its own: `methods.register(ClientWork(...))`.
+declarations and the built method. The built-ins (`federated_vision.
+algorithms.<name>`) are declared exactly as a user's module
+(--extra_modules) declares its own: `methods.register(methods.ClientWork(
+...))`.
 
 Importing this module does not import TensorFlow: declarations are checked
 before any data or TFF is loaded; builders import what they need when
@@ -36,7 +36,8 @@ called.
 import dataclasses
 import math
 import sys
-from typing import (Any, Callable, ClassVar, Dict, Mapping, Optional, Tuple)
+from typing import (Any, Callable, ClassVar, Dict, NamedTuple, Optional,
+                    Tuple)
 
 from federated_vision import config_fields
 from federated_vision.errors import ConfigError, bad
@@ -53,12 +54,6 @@ RESERVED = "+@:=,/ "
 SHARED_OWNER = "methods"
 
 
-def _check_positive(name: str, value: float) -> None:
-  if not (value > 0 and math.isfinite(value)):
-    raise bad(name, value, "must be a finite number > 0")
-
-
-
 
 def _check_positive(name: str, value: float) -> None:
   if not (value > 0 and math.isfinite(value)):
@@ -73,7 +68,12 @@ class HyperParameters:
     client_epochs: local epochs E (McMahan et al. 2017; fedsgd: 1).
     client_batch_size: local batch size B; 0 = B = inf (fedsgd: inf).
     client_learning_rate: the clients' SGD learning rate.
-    server_learning_rate: eta_s of the server optimizer.
+    server_learning_rate: eta_s of the server optimizer (None: the
+      optimizer's own default, `ServerOptimizer.learning_rate`).
+    client_learning_rate_decay, server_learning_rate_decay: gamma of the
+      rates' schedules, round t's rate eta * gamma^(t-1)
+      (`learning.schedule`; McMahan et al. 2017 §3), 1 = constant; read by
+      whatever reads the rate.
   """
   client_epochs: int = config_fields.option(1, "Local epochs E.",
                                             lower_bound=1)
@@ -82,13 +82,26 @@ class HyperParameters:
       "(B = inf).", lower_bound=0)
   client_learning_rate: float = config_fields.option(
       0.05, "Client SGD learning rate.")
-  server_learning_rate: float = config_fields.option(
-      1.0, "Server learning rate eta_s (of every method's server "
-      "optimizer; one method's own: <method>:server_learning_rate=...).")
+  server_learning_rate: Optional[float] = config_fields.option(
+      None, "Server learning rate eta_s of every method's server optimizer "
+      "(default: each optimizer's own, e.g. sgd 1.0, adam 0.01; one "
+      "method's own: <method>:server_learning_rate=...).")
+  client_learning_rate_decay: float = config_fields.option(
+      1.0, "Per-round decay gamma of the client learning rate: round t's is "
+      "--client_learning_rate * gamma^(t-1) (McMahan et al. 2017 Sec. 3, "
+      "CIFAR: 'we tuned a learning-rate decay parameter'); 1 = constant.")
+  server_learning_rate_decay: float = config_fields.option(
+      1.0, "Per-round decay gamma of the server learning rate: round t's is "
+      "eta_s * gamma^(t-1); 1 = constant.")
 
   def validate(self) -> None:
     _check_positive("client_learning_rate", self.client_learning_rate)
-    _check_positive("server_learning_rate", self.server_learning_rate)
+    if self.server_learning_rate is not None:
+      _check_positive("server_learning_rate", self.server_learning_rate)
+    _check_positive("client_learning_rate_decay",
+                    self.client_learning_rate_decay)
+    _check_positive("server_learning_rate_decay",
+                    self.server_learning_rate_decay)
 
 
 SHARED_FIELDS = tuple(f.name for f in dataclasses.fields(HyperParameters))
@@ -104,38 +117,29 @@ class Component:
     citation: the paper, section and equation it implements, or
       "ours: <why>".
     summary: one line saying what it is (`--help`, docs/algorithms.md).
+    label: display name in plots and reports (default: the name).
     options: its own hyper-parameter section (a frozen dataclass of
       `config_fields.option` fields), or None. Flags, bounds and help are
       generated; values are recorded in the method's settings; a method
       reads them as attributes of its `MethodConfig` (`config.fedprox_mu`).
-    reads: the shared method hyper-parameters it reads
-      (`SHARED_FIELDS`, of `HyperParameters`: client_epochs, client_batch_size,
-      client_learning_rate, server_learning_rate). A flag no method of a
-      run reads is refused (`methods.usage`).
-    refuses: ((component name, reason), ...): components it cannot be
-      combined with in one method; the reason completes "... cannot be
-      combined with <reason>".
-    grouped: client groups (`algorithms.client_groups`: one TFF slot trains
-      several clients) can train methods using it.
-    label: display name in plots and reports (default: the name).
-    off_settings: settings recorded by every method that does not use it
-      (so the built-ins' summary.json keys are the same for every method).
-    recorded_as: {option: settings key} for options its settings record
-      under another name (FedVC's virtual_client_size is N_VC).
+    reads: the shared method hyper-parameters it reads (`SHARED_FIELDS`:
+      client_epochs, client_batch_size, client_learning_rate,
+      server_learning_rate). A flag no method of a run reads is refused
+      (`methods.usage`).
+    refuses: ((component name or kind, reason), ...): what it cannot be
+      combined with in one method; a kind (`CLIENT_WORK`, `DATA_SIDE`,
+      `MIXING`) refuses every component of it. The reason completes
+      "... cannot be combined with <reason>".
     module: the declaring module (set by `register`).
   """
   kind: ClassVar[str] = ""
   name: str
   citation: str
   summary: str = ""
+  label: str = ""
   options: Optional[type] = None
   reads: Tuple[str, ...] = ()
   refuses: Tuple[Tuple[str, str], ...] = ()
-  grouped: bool = False
-  label: str = ""
-  off_settings: Mapping[str, object] = dataclasses.field(
-      default_factory=dict)
-  recorded_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
   module: str = ""
 
   @property
@@ -148,31 +152,17 @@ class Component:
             if self.options is not None else ())
 
   def recorded(self, config) -> Dict[str, object]:
-    """Its own hyper-parameters' values in `config` (a `MethodConfig`), as
-    the method's settings record them (`recorded_as`)."""
-    return {self.recorded_as.get(n, n): getattr(config, n)
-            for n in self.option_names()}
+    """Its own hyper-parameters' values in `config` (a `MethodConfig`)."""
+    return {n: getattr(config, n) for n in self.option_names()}
 
-  def refusal(self, other: str) -> Optional[str]:
+  def refusal(self, other: "Component") -> Optional[str]:
     """Why it cannot be combined with component `other`, or None."""
-    return dict(self.refuses).get(other)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class BuildParts:
-  """What `build_method` builds once and hands an algorithm's builder.
-
-  Attributes:
-    client_work: the client-work variant's process, or None (the
-      algorithm's own client update).
-    server_optimizer: the method's server optimizer (a
-      `tff.learning.optimizers.Optimizer`), or None for an algorithm
-      without one.
-    client_optimizer: the clients' SGD of --client_learning_rate.
-  """
-  client_work: Any = None
-  server_optimizer: Any = None
-  client_optimizer: Any = None
+    refused = dict(self.refuses)
+    if other.name in refused:
+      return refused[other.name]
+    if other.kind in refused:
+      return f"{other.display}: {refused[other.kind]}"
+    return None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -180,48 +170,20 @@ class Algorithm(Component):
   """A registered algorithm.
 
   Attributes:
-    build: `(config, inputs, parts: BuildParts) -> (process, settings)`: a
-      `tff.learning.templates.LearningProcess` (or an object with
-      `build_training_process(fed_data, spec)`, e.g. a stateful process)
-      that must compose `parts.client_work` when not None and use
-      `parts.server_optimizer`.
-    client_spec: `(config, seed) -> client_data.TrainingSpec`, the local
-      data side (B, E) it owns.
+    build: `(config, inputs, parts: methods.BuildParts) -> (process,
+      settings)`: a `tff.learning.templates.LearningProcess` (or an object
+      with `build_training_process(fed_data, spec)`, e.g. a
+      `stateful.Method`) using `parts` (the client work, the server and
+      client optimizers), and what it records beside its options. An
+      algorithm whose round is FedAvg's declares `algorithms.fedavg.build`:
+      client groups and the mixing strategies then cover it.
     server_optimizer: its default server optimizer (a registered
       `ServerOptimizer`; `@<optimizer>` in a method name replaces it), or
       None: it has no server-optimizer slot.
-    grouped_build: `(config, inputs, parts: BuildParts, update, group_size)
-      -> (process, settings)`: the same round trained through client groups
-      (`update`: the client work's `client_groups.ClientUpdate` or None),
-      recording the settings `build` records (`build_method` builds a
-      grouped method with it alone), or None: client groups do not cover
-      it. FedAvg's composition has one
-      (`methods.builtins.fedavg.grouped_fedavg`), which an algorithm whose
-      round is FedAvg's may reuse; `grouped` follows it.
-    client_state_models: model-sized float32 values it keeps per client
-      across rounds (`training.client_states`; SCAFFOLD: 1), 0 for none;
-      the estimate prints the store's size.
-    takes_variants: variants may compose with it (SCAFFOLD: no, its client
-      update is its own and a client keeps one control variate).
-    calibrates_as: the algorithm whose client side it shares, so the cost
-      estimate calibrates them once (FedAvgM: fedavg).
-    mixable: the mixing strategies can compose its server optimizer and
-      client SGD (`methods.mixing`).
   """
   kind: ClassVar[str] = ALGORITHM
   build: Callable
-  client_spec: Callable = None  # Default set in __post_init__.
-  grouped_build: Optional[Callable] = None
   server_optimizer: Optional[str] = "sgd"
-  client_state_models: int = 0
-  takes_variants: bool = True
-  calibrates_as: Optional[str] = None
-  mixable: bool = False
-
-  def __post_init__(self):
-    if self.client_spec is None:
-      object.__setattr__(self, "client_spec", default_client_spec)
-    object.__setattr__(self, "grouped", self.grouped_build is not None)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -229,49 +191,58 @@ class Variant(Component):
   """A variant: a `ClientWork` or `DataSide` component.
 
   Attributes:
-    build: see the subclasses.
-    mixing: `(config, inputs) -> (StrategyInputs fields, settings)`: what it
-      changes in a mixing strategy's method, or None (it does not compose
-      with the mixing strategies).
     shorthand: help of its `--<name>` flag ("also run each algorithm with
       it", `MethodsConfig.expand`), or "" for none.
   """
-  build: Callable
-  mixing: Optional[Callable] = None
   shorthand: str = ""
+
+
+class LocalObjective(NamedTuple):
+  """A client work given as its local objective (`learning.local`).
+
+  Attributes:
+    fn: `(output, batch, client) -> (loss, gradient term or None)`.
+    message: values the server broadcasts to every client
+      (`client.message`), e.g. FedIR's target p.
+    label_counts: its batches carry the client's class counts
+      (`client_data.LABEL_COUNTS_KEY`, FedIR's q_k).
+  """
+  fn: Callable
+  message: Any = ()
+  label_counts: bool = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ClientWork(Variant):
-  """Replaces the clients' update: `build(config, inputs) -> (client work
-  process, settings)` (a `tff.learning.templates.ClientWorkProcess`).
+  """Replaces the clients' update; give exactly one of:
 
   Attributes:
-    grouped_update: `(config, inputs) -> (algorithms.client_groups.
-      ClientUpdate, settings)` (the per-client pieces client groups need;
-      the settings `build` records), or None: client groups do not cover
-      it.
+    objective: `(config, inputs) -> LocalObjective` (or its function): the
+      local step's objective. The per-client process, the client-group
+      slot and the mixing strategies' client work are generated from it.
+    build: `(config, inputs) -> (ClientWorkProcess, settings)`: a client
+      work of one's own (per client only: client groups and the mixing
+      strategies do not cover it).
   """
   kind: ClassVar[str] = CLIENT_WORK
-  grouped_update: Optional[Callable] = None
+  objective: Optional[Callable] = None
+  build: Optional[Callable] = None
 
   def __post_init__(self):
-    object.__setattr__(self, "grouped", self.grouped_update is not None)
+    if (self.objective is None) == (self.build is None):
+      raise ValueError(f"client work {self.name!r}: give exactly one of "
+                       "objective (a local objective) and build (a client "
+                       "work process)")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DataSide(Variant):
   """Changes what clients train on and who is sampled: `build(config,
-  inputs, spec, sampler) -> (spec, sampler, settings)`.
-
-  Attributes:
-    examples_per_client: `(config, n) -> examples a selected client trains
-      on per epoch` for a client of n examples (cost estimate), or None
-      (n).
-  """
+  inputs, spec, sampler) -> (spec, sampler, settings)` (a
+  `client_data.TrainingSpec`, a sampler with `round_keys(round)` and a
+  `name`, and what it records beside its options)."""
   kind: ClassVar[str] = DATA_SIDE
-  grouped: bool = True
-  examples_per_client: Optional[Callable] = None
+  build: Callable
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -279,14 +250,17 @@ class ServerOptimizer(Component):
   """Applies the aggregated update on the server.
 
   Attributes:
-    build: `config -> tff.learning.optimizers.Optimizer`.
+    build: `config -> tff.learning.optimizers.Optimizer`; it reads
+      `config.server_learning_rate`, the run's flag, the method's own or,
+      when neither is given, `learning_rate`.
+    learning_rate: its own default eta_s.
     settings: `config -> dict` it records (default: `server_optimizer`
       name, the shared hyper-parameters it reads, its own options).
   """
   kind: ClassVar[str] = SERVER_OPTIMIZER
   build: Callable
+  learning_rate: float = 1.0
   settings: Optional[Callable] = None
-  grouped: bool = True
 
   def record(self, config) -> Dict[str, object]:
     if self.settings is not None:
@@ -297,11 +271,78 @@ class ServerOptimizer(Component):
     return out
 
 
-def default_client_spec(config, seed: int):
-  """`TrainingSpec` of local B (0 = inf) and E, shuffled, seeded."""
+class BuildParts:
+  """What `build_method` hands an algorithm's builder.
+
+  Attributes:
+    client_optimizer: the clients' SGD of --client_learning_rate.
+    server_optimizer: the method's server optimizer (a
+      `tff.learning.optimizers.Optimizer`), or None for an algorithm
+      without one.
+    objective: the client-work variant's `LocalObjective`, or None (the
+      model's loss).
+    group_size: clients per client-group slot (1: per client).
+    client_work: the client-work process (built when first read): the
+      variant's own, or the per-client work of `objective`.
+  """
+
+  def __init__(self, model_fn, client_optimizer=None, server_optimizer=None,
+               objective: Optional[LocalObjective] = None,
+               client_work_fn: Optional[Callable[[], Any]] = None,
+               group_size: int = 1, num_classes: Optional[int] = None):
+    self._model_fn, self._num_classes = model_fn, num_classes
+    self.client_optimizer = client_optimizer
+    self.server_optimizer = server_optimizer
+    self.objective = objective
+    self.group_size = group_size
+    self._client_work_fn = client_work_fn
+    self._client_work = None
+
+  @property
+  def client_work(self):
+    if self._client_work is None:
+      if self._client_work_fn is not None:
+        self._client_work = self._client_work_fn()
+      else:
+        from federated_vision.learning import local  # pylint: disable=g-import-not-at-top
+        objective = self.objective or LocalObjective(local.model_loss)
+        self._client_work = local.build_client_work(
+            self._model_fn, self.client_optimizer, objective.fn,
+            message=objective.message,
+            label_counts=(local.COUNTS_IN_BATCHES if objective.label_counts
+                          else None),
+            num_classes=self._num_classes)
+    return self._client_work
+
+
+FEDAVG_ROUND = "federated_vision.algorithms.fedavg.build"
+
+
+def fedavg_round(algorithm: Algorithm) -> bool:
+  """Its round is FedAvg's (its build is `algorithms.fedavg.build`): client
+  groups and the mixing strategies, which implement FedAvg's round, cover
+  it."""
+  build = algorithm.build
+  return (f"{getattr(build, '__module__', '')}."
+          f"{getattr(build, '__qualname__', '')}" == FEDAVG_ROUND)
+
+
+def refuses_kind(component: Component, kind: str) -> Optional[str]:
+  """Its reason for refusing every component of `kind`, or None."""
+  return dict(component.refuses).get(kind)
+
+
+def client_spec(config, seed: int):
+  """The method's local `client_data.TrainingSpec` before its data-side
+  variants: B and E from the config when its algorithm reads them, else
+  B = inf and E = 1 (McMahan et al. 2017's FedSGD, which reads neither);
+  shuffled, seeded."""
   from federated_vision.data import client_data  # pylint: disable=g-import-not-at-top
+  reads = get(config.algorithm, ALGORITHM).reads
   return client_data.TrainingSpec(
-      batch_size=config.client_batch_size or None, epochs=config.client_epochs,
+      batch_size=((config.client_batch_size or None)
+                  if "client_batch_size" in reads else None),
+      epochs=config.client_epochs if "client_epochs" in reads else 1,
       shuffle_buffer=10_000, seed=seed)
 
 

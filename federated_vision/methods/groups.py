@@ -2,7 +2,7 @@
 
 Light (no TensorFlow) so configs can check the flag before TFF is imported:
 its value (`parse_group_size`) and which methods it can apply to
-(`uncovered`, derived from the components' declarations; `check_methods`:
+(`uncovered`, derived from the components (`covers`); `check_methods`:
 an explicit size > 1 for a method the groups do not cover is refused by
 config validation, before any method is built).
 """
@@ -13,7 +13,7 @@ from typing import Optional, Sequence, Union
 from federated_vision.errors import bad
 from federated_vision.methods import components as comp
 
-AUTO = "auto"  # The default of --client_group_size (issue 27).
+AUTO = "auto"  # The default of --client_group_size.
 # Largest group (a slot's keys are read as one batch of at most this size).
 MAX_GROUP_SIZE = 4096
 # ours, measured (docs/performance.md, "Small clients"): 'auto' is
@@ -24,8 +24,8 @@ MAX_GROUP_SIZE = 4096
 # its dataset's finalization) stays under ~2 ms per client. A function of C
 # alone, never of the machine: a run's float summation order, and so its
 # numbers, are the same on any core count, and a run resumed on another
-# machine continues the one it resumes (issue 29: a rerun changes no
-# recorded number).
+# machine continues the one it resumes (a rerun changes no recorded
+# number).
 AUTO_SLOTS = 4
 AUTO_MAX_GROUP = 25
 
@@ -92,13 +92,26 @@ def client_work(config) -> str:
   return work[0] if work else "plain"
 
 
+def covers(component) -> bool:
+  """Client groups (which implement FedAvg's round per client) can train
+  `component`: an algorithm whose round is FedAvg's
+  (`components.fedavg_round`), a client work given as its local
+  objective, any data side or server optimizer, a mixing strategy that
+  says so (`MixingStrategy.grouped`)."""
+  if component.kind == comp.ALGORITHM:
+    return comp.fedavg_round(component)
+  if component.kind == comp.CLIENT_WORK:
+    return component.objective is not None
+  if component.kind == comp.MIXING:
+    return component.grouped
+  return True
+
+
 def uncovered(config, mixing: Optional[str] = None) -> Optional[str]:
   """Why client groups cannot train `config` (with mixing strategy
-  `mixing`, None: no --mixing), or None if they can: the one coverage rule,
-  decided before anything is built (config validation) and by
-  `methods.with_client_groups`, from the declarations (`grouped` of each
-  component; a client work is covered when it declares its
-  `grouped_update`).
+  `mixing`, None: no --mixing), or None if they can: the one coverage rule
+  (`covers`), decided before anything is built (config validation) and by
+  `methods.with_client_groups`.
 
   With a mixing strategy only the plain client work is covered (ours: a
   mixing strategy's client work, e.g. FedIR counting q_k over the round's
@@ -107,7 +120,7 @@ def uncovered(config, mixing: Optional[str] = None) -> Optional[str]:
   parts = list(config.used())
   if mixing is not None:
     parts.append(comp.get(mixing, comp.MIXING))
-  missing = [c for c in parts if not c.grouped]
+  missing = [c for c in parts if not covers(c)]
   if mixing is not None and client_work(config) != "plain":
     missing.append(comp.get(client_work(config)))
   if not missing:
@@ -125,7 +138,7 @@ def covered() -> str:
   """The covered components, for messages and --help."""
   kinds = {}
   for c in comp.components():
-    if c.grouped:
+    if covers(c):
       kinds.setdefault(c.kind.replace("_", " "), []).append(c.name)
   return "; ".join(f"{k}s {', '.join(v)}" for k, v in kinds.items())
 

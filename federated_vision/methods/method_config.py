@@ -63,9 +63,13 @@ class MethodConfig:
     if name.startswith("__"):
       raise AttributeError(name)
     try:
-      return self.options.get(name)
+      value = self.options.get(name)
     except AttributeError:
       raise AttributeError(f"MethodConfig has no field {name!r}") from None
+    if name == "server_learning_rate" and value is None and self.optimizer:
+      # Not given: the server optimizer's own default.
+      return comp.get(self.optimizer, comp.SERVER_OPTIMIZER).learning_rate
+    return value
 
   @property
   def optimizer(self) -> Optional[str]:
@@ -157,10 +161,11 @@ def validate(config: MethodConfig) -> None:
                         f"of {', '.join(comp.names(comp.CLIENT_WORK) + comp.names(comp.DATA_SIDE))})",
                         "variants")
   algorithm = comp.get(config.algorithm)
-  if config.variants and not algorithm.takes_variants:
-    raise ConfigError(f"--methods: {config.name}: {config.algorithm} takes no "
-                      "variant (its client update and state are its own)",
-                      "methods")
+  for v in config.variants:
+    reason = comp.refuses_kind(algorithm, comp.get(v).kind)
+    if reason:
+      raise ConfigError(f"--methods: {config.name}: {config.algorithm} takes "
+                        f"no variant {v} ({reason})", "methods")
   if len(set(config.variants)) != len(config.variants):
     raise ValueError(f"method {config.name}: a variant is repeated")
   work = [v for v in config.variants if comp.get(v).kind == comp.CLIENT_WORK]
@@ -176,7 +181,7 @@ def validate(config: MethodConfig) -> None:
   used = config.used()
   for a in used:
     for b in used:
-      reason = a.refusal(b.name)
+      reason = a.refusal(b)
       if reason:
         raise ConfigError(f"method {config.name}: {a.name} cannot be combined "
                           f"with {reason}", "methods")

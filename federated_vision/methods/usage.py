@@ -22,13 +22,20 @@ def hyper_parameters() -> Tuple[str, ...]:
   return config_fields.field_names(config_fields.METHOD)
 
 
+# A rate's schedule is read by whatever reads the rate (`learning.schedule`).
+SCHEDULES = {"client_learning_rate": "client_learning_rate_decay",
+             "server_learning_rate": "server_learning_rate_decay"}
+
+
 def component_reads(name: str) -> FrozenSet[str]:
-  """The fields component `name` reads: its `reads` and its own options
-  (every hyper-parameter for a name no component has)."""
+  """The fields component `name` reads: its `reads` (with the schedule of
+  a rate it reads) and its own options (every hyper-parameter for a name
+  no component has)."""
   if name not in comp.names():
     return frozenset(hyper_parameters())
   c = comp.get(name)
-  return frozenset(c.reads) | frozenset(c.option_names())
+  reads = set(c.reads) | {SCHEDULES[r] for r in c.reads if r in SCHEDULES}
+  return frozenset(reads) | frozenset(c.option_names())
 
 
 def fields_read(config: method_config.MethodConfig) -> FrozenSet[str]:

@@ -37,7 +37,8 @@ import numpy as np
 from federated_vision.realworld import image_check as image_check_lib
 from federated_vision.data import split_io
 from federated_vision.realworld import inaturalist_metadata
-from federated_vision.realworld import report, s2_cells
+from federated_vision.realworld import image_report as report
+from federated_vision.realworld import s2_cells
 
 USER_SPLIT = "user_120k"
 MISSING_USER_POLICIES = ("drop", "fail")

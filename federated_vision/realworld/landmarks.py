@@ -35,7 +35,7 @@ import numpy as np
 from federated_vision.data import split_io
 from federated_vision.realworld import gld_layout
 from federated_vision.realworld import image_check as image_check_lib
-from federated_vision.realworld import report
+from federated_vision.realworld import image_report as report
 
 SplitFormatError = split_io.SplitFormatError
 

@@ -22,6 +22,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.data import client_data as cd
+from federated_vision.data import in_graph_client_data
 from federated_vision.data import round_keys
 from federated_vision.data import split_io
 from federated_vision.realworld import image_config
@@ -97,7 +98,7 @@ def convert_to_tfrecords(fds: cd.FederatedDataset, output_dir: str) -> dict:
   return meta
 
 
-class TFRecordClientData(cd.InGraphClientData):
+class TFRecordClientData(in_graph_client_data.InGraphClientData):
   """ClientData over per-client TFRecord shards ({'image', 'y'} elements)."""
 
   def __init__(self, output_dir: str):

@@ -80,7 +80,9 @@ def method_hparams(flags: Mapping[str, object], method: str
   config = method_config.from_spec(names.parse(method), shared)
   for component in config.used():
     for field in component.reads + component.option_names():
-      if field in flags or field in config.overrides:
+      # A field given (a flag unset, e.g. --server_learning_rate, whose
+      # default is the optimizer's own, is the recorded rate's business).
+      if flags.get(field) is not None or field in config.overrides:
         out[field] = _hparam_value(getattr(config, field))
   out.update(method=method, method_algorithm=config.algorithm,
              method_server_optimizer=config.optimizer or "none")

@@ -28,7 +28,7 @@ def install(signal_handlers: bool = True):
   Idempotent. Returns the default context's (lazily started) `ManagedWorker`.
   """
   # TFF (seconds to import) only when a process installs the runtime, so the
-  # light `runtime.signals` / `runtime.errors` stay cheap to import.
+  # light `runtime.signals` / `runtime.worker_errors` stay cheap to import.
   from federated_vision.runtime import contexts  # pylint: disable=g-import-not-at-top
   worker = contexts.install_managed_default_context()
   if signal_handlers:

@@ -21,7 +21,7 @@ import gc
 from typing import Iterator, List, Optional, Sequence
 
 from federated_vision.runtime import tff_internals
-from federated_vision.runtime.errors import NoManagedContextError
+from federated_vision.runtime.worker_errors import NoManagedContextError
 from federated_vision.runtime.watchdog import Watchdog
 from federated_vision.runtime.worker_config import (
     DEFAULT_STARTUP_TIMEOUT_SEC, WorkerConfig, parse_worker_addresses)

@@ -31,7 +31,7 @@ from tensorflow_federated.python.core.impl.executors import remote_executor_grpc
 from tensorflow_federated.python.core.impl.executors import remote_executor_stub
 from tensorflow_federated.python.core.impl.types import placements
 
-from federated_vision.runtime.errors import WorkerError, WorkerLostError
+from federated_vision.runtime.worker_errors import WorkerError, WorkerLostError
 
 # Why: TFF's ExecutorGroup stubs and the worker's channel must use TFF's own
 # message-size options (no public constant).

@@ -50,7 +50,7 @@ from tensorflow_federated.proto.v0 import executor_pb2_grpc
 from federated_vision.native import loopback_bind
 from federated_vision.runtime import live_workers
 from federated_vision.runtime import tff_internals
-from federated_vision.runtime.errors import WorkerLostError, WorkerStartError
+from federated_vision.runtime.worker_errors import WorkerLostError, WorkerStartError
 from federated_vision.runtime.worker_config import (
     DEFAULT_STARTUP_TIMEOUT_SEC, WorkerConfig, parse_worker_addresses)
 

@@ -144,7 +144,7 @@ class DataContext(NamedTuple):
 DataFn = Callable[["Task", DataConfig, Mapping[str, object], DataContext],
                   object]
 # (task, data config, resolved settings, context, missing_classes or None)
-#   -> `data.mixing_scenarios.MixingScenario`.
+#   -> `mixing.scenarios.MixingScenario`.
 ScenarioFn = Callable[["Task", DataConfig, Mapping[str, object], DataContext,
                        Optional[str]], object]
 

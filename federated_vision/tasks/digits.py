@@ -67,9 +67,9 @@ def _data(task, data, resolved, context):
 
 def _scenario(task, data, resolved, context, missing_classes):
   """--mixing: every client's copies of --missing_classes (default 8,9) go to
-  the server (`mixing_scenarios.digits_scenario`, equal client sizes)."""
+  the server (`mixing.scenarios.digits_scenario`, equal client sizes)."""
   del task
-  from federated_vision.data import mixing_scenarios  # pylint: disable=g-import-not-at-top
+  from federated_vision.mixing import scenarios as mixing_scenarios  # pylint: disable=g-import-not-at-top
   if data.imbalance_sigma is not None:
     raise ConfigError("--imbalance_sigma and --mixing: the digits mixing "
                       "scenario uses equal client sizes", "imbalance_sigma")

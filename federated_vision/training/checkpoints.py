@@ -10,9 +10,9 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.runtime import signals
-from federated_vision.training.errors import CheckpointError
-from federated_vision.training.errors import OutputWriteError
-from federated_vision.training.errors import describe_error
+from federated_vision.training.run_errors import CheckpointError
+from federated_vision.training.run_errors import OutputWriteError
+from federated_vision.training.run_errors import describe_error
 
 CHECKPOINT_PREFIX = "round_"
 # Where unreadable checkpoints are moved by `resume_from_last_valid`.

@@ -65,10 +65,10 @@ from typing import (Callable, Dict, List, Mapping, NamedTuple, Optional,
 import numpy as np
 
 from federated_vision.training import run_files
-from federated_vision.training.errors import CheckpointError
-from federated_vision.training.errors import OutputWriteError
-from federated_vision.training.errors import RunFileError
-from federated_vision.training.errors import describe_error
+from federated_vision.training.run_errors import CheckpointError
+from federated_vision.training.run_errors import OutputWriteError
+from federated_vision.training.run_errors import RunFileError
+from federated_vision.training.run_errors import describe_error
 
 DIRECTORY = "client_states"
 RECORD = "clients.json"  # A round's record: its clients and their sha256.

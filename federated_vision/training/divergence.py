@@ -6,7 +6,7 @@ from typing import List, Mapping, Optional
 import numpy as np
 import tensorflow as tf
 
-from federated_vision.algorithms import fedavg
+from federated_vision.training import run_files
 
 
 def all_finite(structure) -> bool:
@@ -35,7 +35,7 @@ def non_finite_reasons(metrics: Mapping[str, object], model_weights,
   """
   reasons = []
   work = metrics.get("client_work", {})
-  dropped = int(work.get(fedavg.DROPPED_NON_FINITE, 0) or 0)
+  dropped = int(work.get(run_files.DROPPED_NON_FINITE, 0) or 0)
   if dropped:
     reasons.append(f"{dropped} client update(s) non-finite and dropped")
   if int(metrics.get("finalizer", {}).get("update_non_finite", 0) or 0):

@@ -5,14 +5,13 @@ import io
 import os
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from federated_vision.algorithms import fedavg
 from federated_vision.training import run_files
-from federated_vision.training.errors import OutputWriteError
-from federated_vision.training.errors import describe_error
+from federated_vision.training.run_errors import OutputWriteError
+from federated_vision.training.run_errors import describe_error
 
 METRIC_COLUMNS = ("round", "clients", "train_loss", "train_accuracy",
                   "test_loss", "test_accuracy", "batch_budget",
-                  "cumulative_batch_budget", fedavg.DROPPED_NON_FINITE,
+                  "cumulative_batch_budget", run_files.DROPPED_NON_FINITE,
                   "non_finite")
 TIMING_COLUMNS = ("round_seconds",)
 FULL_TRAIN_LOSS = run_files.FULL_TRAIN_LOSS  # Re-exported.

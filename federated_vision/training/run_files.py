@@ -44,9 +44,9 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from federated_vision.training.errors import OutputWriteError
-from federated_vision.training.errors import RunFileError
-from federated_vision.training.errors import describe_error
+from federated_vision.training.run_errors import OutputWriteError
+from federated_vision.training.run_errors import RunFileError
+from federated_vision.training.run_errors import describe_error
 
 CHECKSUM_KEY = "sha256"
 # The server model's loss on the pooled training data, on evaluated rounds
@@ -54,6 +54,8 @@ CHECKSUM_KEY = "sha256"
 # Figure 6): `keras_eval.with_full_train_loss` computes it, the loop writes
 # it (`LoopConfig.full_train_loss`), figures read it.
 FULL_TRAIN_LOSS = "full_train_loss"
+# Clients dropped as non-finite in a round (update zeroed, weight 0).
+DROPPED_NON_FINITE = "clients_dropped_non_finite"
 # metrics.csv columns holding integers; "extra_broadcast_bytes": mixing runs.
 INT_COLUMNS = frozenset(("round", "clients", "batch_budget",
                          "cumulative_batch_budget",

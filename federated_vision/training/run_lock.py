@@ -5,9 +5,9 @@ import os
 import socket
 from typing import Dict
 
-from federated_vision.training.errors import OutputWriteError
-from federated_vision.training.errors import RunLockedError
-from federated_vision.training.errors import describe_error
+from federated_vision.training.run_errors import OutputWriteError
+from federated_vision.training.run_errors import RunLockedError
+from federated_vision.training.run_errors import describe_error
 
 LOCK_FILE = ".lock"
 

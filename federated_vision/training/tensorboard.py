@@ -7,14 +7,13 @@ from typing import Dict, Mapping, Tuple
 
 import tensorflow as tf
 
-from federated_vision.algorithms import fedavg
 from federated_vision.training import run_files
-from federated_vision.training.errors import OutputWriteError
-from federated_vision.training.errors import describe_error
+from federated_vision.training.run_errors import OutputWriteError
+from federated_vision.training.run_errors import describe_error
 
 TENSORBOARD_TAGS = ("train_loss", "train_accuracy", "test_loss",
                     "test_accuracy", "cumulative_batch_budget",
-                    fedavg.DROPPED_NON_FINITE, run_files.FULL_TRAIN_LOSS)
+                    run_files.DROPPED_NON_FINITE, run_files.FULL_TRAIN_LOSS)
 
 # Sorts before the names TF gives event files (events.out.tfevents.<time>...),
 # so TensorBoard reads the kept steps before those written after a resume.
@@ -77,11 +76,13 @@ def purge_tensorboard(log_dir: str, last_step: int) -> int:
 
 
 
-def write_scalars(writer, row: Mapping[str, object], tb_dir: str) -> None:
-  """Writes `row`'s `TENSORBOARD_TAGS` at step `row['round']`."""
+def write_scalars(writer, row: Mapping[str, object], tb_dir: str,
+                  extra: Tuple[str, ...] = ()) -> None:
+  """Writes `row`'s `TENSORBOARD_TAGS` and `extra` tags (an algorithm's own
+  metrics) at step `row['round']`."""
   try:
     with writer.as_default(step=int(row["round"])):
-      for key in TENSORBOARD_TAGS:
+      for key in TENSORBOARD_TAGS + tuple(extra):
         if row.get(key) not in (None, ""):
           tf.summary.scalar(key, float(row[key]))
     writer.flush()

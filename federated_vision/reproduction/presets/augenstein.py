@@ -21,7 +21,7 @@ SCENARIOS = (("none", "no mixing"), ("parallel", "parallel training"),
              ("example_transfer", "example transfer"),
              ("gradient_transfer", "gradient transfer"), ("oracle", "oracle"))
 # Per-label test accuracies each mixing method's summary.json entry holds
-# (`federated_vision.experiment.mixing_report.method_summary`).
+# (`federated_vision.mixing.summary.method_summary`).
 LABEL_ACCURACY_FIELDS = (("smiling", "accuracy_smiling"),
                          ("unsmiling", "accuracy_unsmiling"))
 CELEBA_DATA = ("celeba_cache_dir",)

@@ -3,14 +3,13 @@
 Augenstein et al. (*Jointly Learning from Decentralized (Federated) and
 Centralized Data to Mitigate Distribution Shift*) compare the strategies'
 communication: gradient transfer (Algorithm 4) broadcasts g_c, one model's
-trainable size; `mixing.extra_broadcast_bytes` counts each strategy's extra.
+trainable size; `strategies.extra_broadcast_bytes` counts each strategy's extra.
 """
 
 import numpy as np
 import tensorflow_federated as tff
 
-from federated_vision.algorithms import fedavg
-from federated_vision.algorithms import mixing_steps
+from federated_vision.learning import local
 
 
 def tensor_bytes(type_spec: tff.Type) -> int:
@@ -35,6 +34,6 @@ def _tensor_types(type_spec):
     raise TypeError(f"not a tensor structure: {type_spec}")
 
 
-def model_trainable_bytes(model_fn: fedavg.ModelFn) -> int:
+def model_trainable_bytes(model_fn: local.ModelFn) -> int:
   """Bytes of one model's trainable weights (gradient transfer's g_c)."""
-  return tensor_bytes(mixing_steps.weights_type_of(model_fn).trainable)
+  return tensor_bytes(local.weights_type_of(model_fn).trainable)

@@ -10,16 +10,15 @@ the distributor's state, so a resumed run sees the batches of an
 uninterrupted one.
 """
 
-import collections
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision.algorithms import fedavg
-from federated_vision.algorithms import mixing_data
-from federated_vision.algorithms import mixing_steps
+from federated_vision.learning import compose
+from federated_vision.learning import local
+from federated_vision.mixing import central_data
 
 
 class GradientTransferBroadcast(NamedTuple):
@@ -29,7 +28,7 @@ class GradientTransferBroadcast(NamedTuple):
 
 
 def build_central_gradient_distributor(
-    model_fn: fedavg.ModelFn, central: mixing_data.CentralizedData,
+    model_fn: local.ModelFn, central: central_data.CentralizedData,
     central_batch_size: int, seed: int = 0,
 ) -> tff.learning.templates.DistributionProcess:
   """Broadcasts (w_t, g_c): g_c = grad of the loss at w_t on one central batch.
@@ -37,14 +36,14 @@ def build_central_gradient_distributor(
   The state is the round number (round r's batch is drawn from (seed, r));
   measurements are the central batch's loss and size.
   """
-  mixing_steps.check_central(central)
-  mixing_steps.check_int("central_batch_size", central_batch_size, 1)
-  weights_type = mixing_steps.weights_type_of(model_fn)
+  central_data.check_central(central)
+  central_data.check_int("central_batch_size", central_batch_size, 1)
+  weights_type = local.weights_type_of(model_fn)
 
   @tff.tensorflow.computation(weights_type, tf.int64)
   def central_gradient(weights, round_num):
     model = model_fn()
-    batch = mixing_data.central_batches(
+    batch = central_data.central_batches(
         central, round_num, seed, 1, central_batch_size).get_single_element()
 
     @tf.function
@@ -55,7 +54,8 @@ def build_central_gradient_distributor(
         output = model.forward_pass(batch, training=True)
       grads = tape.gradient(output.loss, model_weights.trainable)
       n = tf.cast(output.num_examples, tf.int64)
-      return grads, mixing_steps.central_metrics(n, output.loss * tf.cast(n, tf.float32))
+      return grads, central_data.central_metrics(
+          n, output.loss * tf.cast(n, tf.float32))
     return gradient()
 
   @tff.tensorflow.computation(tf.int64)
@@ -78,72 +78,42 @@ def build_central_gradient_distributor(
   return tff.learning.templates.DistributionProcess(init_fn, next_fn)
 
 
+def transferred_gradient(gradient_weight: float):
+  """Algorithm 4's local objective: the model's loss, with the gradient
+  term lambda g_c (`client.message['central_gradient']`)."""
+  def objective(output, batch, client):
+    del batch
+    return output.loss, [gradient_weight * tf.cast(g, w.dtype) for g, w in zip(
+        tf.nest.flatten(client.message["central_gradient"]), client.weights)]
+  return objective
+
+
 def build_gradient_transfer_client_work(
-    model_fn: fedavg.ModelFn,
+    model_fn: local.ModelFn,
     client_optimizer: tff.learning.optimizers.Optimizer,
     gradient_type: tff.Type,
     gradient_weight: float = 1.0,
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
 ) -> tff.learning.templates.ClientWorkProcess:
-  """FedAvg's model-delta client work stepping along g_k + lambda g_c.
+  """FedAvg's model-delta client work stepping along g_k + lambda g_c
+  (`local.build_client_work` of `transferred_gradient`).
 
   Its weights input is a `GradientTransferBroadcast` (w_t, g_c) at clients.
-  With lambda = 0 it is TFF's model-delta client work; the update and weight
-  (examples trained on, or 1 for UNIFORM) are zeroed if any delta is
-  non-finite. The state is the client optimizer's hyper-parameters.
+  With lambda = 0 it is FedAvg's client work.
   """
-  mixing_steps.check_optimizer("client_optimizer", client_optimizer)
-  data_type, weights_type, metrics_aggregation_fn = fedavg.client_types(
-      model_fn)
+  compose.check_optimizer("client_optimizer", client_optimizer)
+  weights_type = local.weights_type_of(model_fn)
   broadcast_type = tff.types.to_type(
       GradientTransferBroadcast(weights_type, gradient_type))
-  hparams = client_optimizer.get_hparams(
-      client_optimizer.initialize(tf.TensorSpec([], tf.float32)))
-
-  @tff.federated_computation
-  def init_fn():
-    return tff.federated_value(hparams, tff.SERVER)
-
-  state_type = init_fn.type_signature.result.member
-
-  @tff.tensorflow.computation(state_type, broadcast_type, data_type)
-  def client_update(optimizer_hparams, broadcast, dataset):
-    model = model_fn()
-
-    @tf.function
-    def update():
-      weights, num_examples, _ = mixing_steps.local_sgd(
-          model, client_optimizer, optimizer_hparams, broadcast.weights,
-          dataset, broadcast.central_gradient, gradient_weight)
-      delta = tf.nest.map_structure(tf.subtract, broadcast.weights.trainable,
-                                    weights.trainable)
-      delta, non_finite = fedavg.zero_if_non_finite(delta)
-      if client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES:
-        weight = tf.cast(num_examples, tf.float32)
-      else:
-        weight = tf.constant(1.0, tf.float32)
-      return (tff.learning.templates.ClientResult(
-          update=delta, update_weight=tf.where(non_finite, 0.0, weight)),
-              model.report_local_unfinalized_metrics())
-    return update()
-
-  @tff.federated_computation(init_fn.type_signature.result,
-                             tff.FederatedType(broadcast_type, tff.CLIENTS),
-                             tff.FederatedType(data_type, tff.CLIENTS))
-  def next_fn(state, broadcast, client_data):
-    result, model_outputs = tff.federated_map(
-        client_update, (tff.federated_broadcast(state), broadcast, client_data))
-    measurements = tff.federated_zip(collections.OrderedDict(
-        train=metrics_aggregation_fn(model_outputs)))
-    return tff.templates.MeasuredProcessOutput(state, result, measurements)
-
-  return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
+  return local.build_client_work(
+      model_fn, client_optimizer, transferred_gradient(gradient_weight),
+      broadcast_type=broadcast_type, client_weighting=client_weighting)
 
 
 def build_gradient_transfer(
-    model_fn: fedavg.ModelFn,
+    model_fn: local.ModelFn,
     client_optimizer: tff.learning.optimizers.Optimizer,
-    central: mixing_data.CentralizedData,
+    central: central_data.CentralizedData,
     *,
     gradient_weight: float = 1.0,
     central_batch_size: int = 32,
@@ -178,17 +148,17 @@ def build_gradient_transfer(
   """
   if not gradient_weight >= 0:
     raise ValueError(f"gradient_weight must be >= 0, got {gradient_weight}")
-  mixing_steps.check_optimizer("client_optimizer", client_optimizer)
+  compose.check_optimizer("client_optimizer", client_optimizer)
   if server_optimizer is None:
     server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
-  mixing_steps.check_optimizer("server_optimizer", server_optimizer)
-  initial_weights_fn = fedavg.build_initial_weights_fn(model_fn)
-  weights_type = initial_weights_fn.type_signature.result
+  compose.check_optimizer("server_optimizer", server_optimizer)
+  weights_type = local.weights_type_of(model_fn)
   distributor = build_central_gradient_distributor(
       model_fn, central, central_batch_size, seed)
   client_work = build_gradient_transfer_client_work(
       model_fn, client_optimizer, weights_type.trainable,
       float(gradient_weight), client_weighting)
-  return fedavg.compose_with_fedavg_server(
-      initial_weights_fn, distributor, client_work, server_optimizer,
-      model_aggregator, client_weighting)
+  return compose.build_fedavg_process(
+      model_fn, client_work, server_optimizer,
+      model_aggregator=model_aggregator, client_weighting=client_weighting,
+      distributor=distributor)

@@ -10,7 +10,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import round_keys
 
 
 def _rng(seed: int, round_num: int) -> np.random.Generator:
@@ -19,6 +19,7 @@ def _rng(seed: int, round_num: int) -> np.random.Generator:
 
 class UniformSampler:
   """FedAvg: `clients_per_round` distinct clients, uniformly at random."""
+  name = "uniform"
 
   def __init__(self, client_ids: Sequence[str], clients_per_round: int,
                seed: int = 0):
@@ -35,7 +36,7 @@ class UniformSampler:
     return [self.client_ids[i] for i in idx]
 
   def round_keys(self, round_num: int) -> List[str]:
-    return [client_data_lib.round_key(c, round_num)
+    return [round_keys.round_key(c, round_num)
             for c in self.select(round_num)]
 
 
@@ -47,6 +48,7 @@ class SizeProportionalSampler:
   size; a client drawn twice in a round yields two virtual clients with
   independent resamples (slots 0, 1, ... in their round keys).
   """
+  name = "size_proportional"
 
   def __init__(self, client_ids: Sequence[str], client_sizes: Sequence[int],
                clients_per_round: int, seed: int = 0):
@@ -69,5 +71,5 @@ class SizeProportionalSampler:
     return [self.client_ids[i] for i in idx]
 
   def round_keys(self, round_num: int) -> List[str]:
-    return [client_data_lib.round_key(c, round_num, slot)
+    return [round_keys.round_key(c, round_num, slot)
             for slot, c in enumerate(self.select(round_num))]

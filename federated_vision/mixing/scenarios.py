@@ -11,7 +11,7 @@ it, plus evaluation groups of classes to report separately:
 * CelebA smiles: `federated_vision.data.celeba.load_scenario`.
 
 `CentralizedData` (the server's examples, gathered in-graph by index) is the
-type every strategy of `federated_vision.algorithms.mixing` consumes.
+type every strategy of `mixing.strategies` consumes.
 """
 
 import hashlib
@@ -25,6 +25,7 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import in_graph_client_data
 from federated_vision.data import digits
 from federated_vision.data import partition as partition_lib
 from federated_vision.evaluation import keras_eval
@@ -76,7 +77,7 @@ def array_centralized_data(
     train_map_fn: Callable[[Element, tf.Tensor], Element],
     source_clients: Optional[Sequence[str]] = None,
     storage_dir: Optional[str] = None,
-    max_inline_bytes: int = client_data_lib.MAX_INLINE_BYTES,
+    max_inline_bytes: int = in_graph_client_data.MAX_INLINE_BYTES,
 ) -> CentralizedData:
   """`CentralizedData` over in-memory arrays (must include an int 'y').
 
@@ -140,7 +141,7 @@ def bytes_per_example(element_spec: Mapping[str, tf.TensorSpec]) -> int:
   return total
 
 
-class FunctionClientData(client_data_lib.InGraphClientData):
+class FunctionClientData(in_graph_client_data.InGraphClientData):
   """A ClientData from an in-graph dataset function and known client sizes.
 
   `dataset_fn` must accept plain client ids and round keys (see
@@ -281,7 +282,7 @@ def build_group_evaluate_fn(keras_model_fn: Callable[[], tf.keras.Model],
                             groups: Mapping[str, Sequence[int]]):
   """Centralized evaluation reporting per-class and per-group accuracy.
 
-  Like `training_loop.build_keras_evaluate_fn` (model weights -> metrics
+  Like `keras_eval.build_keras_evaluate_fn` (model weights -> metrics
   dict with 'loss' and 'accuracy'), plus the keys of `group_metrics`; its
   Keras model is built lazily too (`evaluation.keras_eval`).
   """

@@ -14,16 +14,16 @@ therefore sees exactly the batches of an uninterrupted one.
 """
 
 import collections
-import functools
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
+from federated_vision.learning import compose
 from federated_vision.algorithms import fedavg
-from federated_vision.algorithms import mixing_data
-from federated_vision.algorithms import mixing_steps
+from federated_vision.learning import local
+from federated_vision.mixing import central_data
 
 
 class ParallelTrainingState(NamedTuple):
@@ -51,9 +51,9 @@ def _merge_computation(weights_type, merge_weight: float):
 
 
 def build_parallel_training(
-    model_fn: fedavg.ModelFn,
+    model_fn: local.ModelFn,
     client_optimizer: tff.learning.optimizers.Optimizer,
-    central: mixing_data.CentralizedData,
+    central: central_data.CentralizedData,
     *,
     merge_weight: float = 0.5,
     central_steps: int = 1,
@@ -71,7 +71,7 @@ def build_parallel_training(
   w_{t+1} = a * w_fed + (1 - a) * w_central (floating weights; a = 1 is
   FedAvg, a = 0 is K centralized steps per round). The K x B centralized
   examples of round r are drawn from (seed, r) with
-  `mixing_data.central_batches`; the central optimizer state is fresh each
+  `central_data.central_batches`; the central optimizer state is fresh each
   round, like a client's.
 
   Written as a LearningProcess wrapping FedAvg's rather than by
@@ -97,27 +97,38 @@ def build_parallel_training(
     A `tff.learning.templates.LearningProcess` whose state is a
     `ParallelTrainingState` and whose metrics add 'central' (loss, examples).
   """
-  mixing_steps.check_central(central)
+  central_data.check_central(central)
   if not 0.0 <= merge_weight <= 1.0:
     raise ValueError(f"merge_weight must be in [0, 1], got {merge_weight}")
-  mixing_steps.check_int("central_steps", central_steps, 1)
-  mixing_steps.check_int("central_batch_size", central_batch_size, 1)
+  central_data.check_int("central_steps", central_steps, 1)
+  central_data.check_int("central_batch_size", central_batch_size, 1)
   central_optimizer = central_optimizer or client_optimizer
-  mixing_steps.check_optimizer("central_optimizer", central_optimizer)
-  inner = fedavg.build_fedavg(model_fn, client_optimizer, server_optimizer,
-                              **fedavg_kwargs)
-  weights_type = mixing_steps.weights_type_of(model_fn)
+  compose.check_optimizer("central_optimizer", central_optimizer)
+  weights_type = local.weights_type_of(model_fn)
 
   @tff.tensorflow.computation(weights_type, tf.int64)
   def central_training(initial_weights, round_num):
     model = model_fn()
-    data = mixing_data.central_batches(central, round_num, seed, central_steps,
-                                       central_batch_size)
-    train = tf.function(functools.partial(
-        mixing_steps.local_sgd, model, central_optimizer, None))
-    weights, num_examples, loss_sum = train(initial_weights, data)
-    return weights, mixing_steps.central_metrics(num_examples, loss_sum)
+    data = central_data.central_batches(central, round_num, seed,
+                                        central_steps, central_batch_size)
 
+    @tf.function
+    def train(initial_weights, data):
+      """K steps of `local.step` (the model's loss) from w_t."""
+      weights = tff.learning.models.ModelWeights.from_model(model)
+      tf.nest.map_structure(lambda v, t: v.assign(t), weights,
+                            initial_weights)
+      trainable = tuple(tf.nest.flatten(weights.trainable))
+      specs = tuple(tf.TensorSpec(v.shape, v.dtype) for v in trainable)
+      num_examples, loss_sum, _ = local.train(
+          model, central_optimizer, central_optimizer.initialize(specs), data,
+          local.Client(tuple(tf.nest.flatten(initial_weights.trainable)),
+                       trainable))
+      return weights, central_data.central_metrics(num_examples, loss_sum)
+    return train(initial_weights, data)
+
+  inner = fedavg.build_fedavg(model_fn, client_optimizer, server_optimizer,
+                              **fedavg_kwargs)
   merge = _merge_computation(weights_type, float(merge_weight))
 
   @tff.tensorflow.computation(tf.int64)

@@ -4,11 +4,11 @@
 Mitigate Distribution Shift* (Augenstein, Hard, Partridge & Mathews): no
 mixing and the oracle (baselines), parallel training (Algorithm 2), example
 transfer (Algorithm 3) and gradient transfer (Algorithm 4); the built-ins
-are declared in `methods.builtins.mixing_strategies`. A `MixingStrategy`
-owns its hyper-parameter dataclass (`params`: fields named as the
-`MixingSettings` fields == flags they are read from; other fields keep the
-value of the registered instance), checks it (`validate`), says what it
-refuses and builds its part of a method (`build`), whose settings
+are declared in `mixing.strategies`. A `MixingStrategy` owns its
+hyper-parameter dataclass (`params`: fields named as the `MixingSettings`
+fields == flags they are read from; other fields keep the value of the
+registered instance), checks it (`validate`), says what it refuses and
+builds its part of a method (`build` -> `MixingMethod`), whose settings
 summary.json records. `methods.build_method` is the one builder.
 
 `MixingSettings` is the run's mixing section: the strategies trained side
@@ -92,13 +92,13 @@ class StrategyInputs(NamedTuple):
 
   Attributes:
     inputs: the `MethodInputs`.
-    scenario: the task's `data.mixing_scenarios.MixingScenario`.
+    scenario: the task's `mixing.scenarios.MixingScenario`.
     spec: the algorithm's client `TrainingSpec` (B, E, seed) before the
       data-side variants.
     client_optimizer: the clients' SGD.
     server_optimizer: the method's server optimizer.
-    client_work: the client-work variant's mixing process (FedIR's), or
-      None (FedAvg's own).
+    client_work: the per-client work of the client-work variant's local
+      objective (FedIR's, FedProx's), or None (FedAvg's own).
     sampling: `fed_data -> (spec, sampler)`: the method's spec and sampler
       (uniform; FedVC's size-proportional virtual clients) over the clients
       of the data the strategy trains on.
@@ -119,21 +119,21 @@ class MixingStrategy(comp.Component):
   """A registered mixing strategy.
 
   Attributes:
-    build: `(name, params, StrategyInputs) -> algorithms.mixing.MixingMethod`
-      (process, the data trained on, spec, sampler, extra broadcast bytes,
-      settings).
+    build: `(name, params, StrategyInputs) -> MixingMethod` (process, the
+      data trained on, spec, sampler, extra broadcast bytes, settings).
     params: its hyper-parameters (a frozen dataclass instance with
       `validate()`); fields named as `MixingSettings` fields are read from
       the run's.
-    replaces_client_work: its round replaces FedAvg's client update, so it
-      refuses every client-work variant (gradient transfer).
-    (and `Component`'s: `refuses` ((variant, reason), ...); `grouped`:
-    client groups can train it with the plain client work.)
+    grouped: its process is the algorithm's FedAvg round on other data
+      (no mixing, the oracle, example transfer), which client groups can
+      train with the plain client work.
+    (and `Component`'s `refuses`: a variant, or `CLIENT_WORK` for a round
+    that replaces FedAvg's client update, gradient transfer.)
   """
   kind = comp.MIXING
   build: Callable
   params: Any = NoParams()
-  replaces_client_work: bool = False
+  grouped: bool = False
 
   def flags_read(self) -> Tuple[str, ...]:
     """The `MixingSettings` fields (== flags) this strategy reads (its
@@ -150,6 +150,30 @@ class MixingStrategy(comp.Component):
     """Its hyper-parameters with the run's settings (not validated)."""
     return dataclasses.replace(
         self.params, **{n: getattr(settings, n) for n in self.flags_read()})
+
+
+class MixingMethod(NamedTuple):
+  """Everything the training loop needs to run one strategy.
+
+  Attributes:
+    name: the strategy + the method's variants, e.g. 'parallel' or
+      'gradient_transfer+fedvc'.
+    process: the learning process.
+    fed_data: the data the loop trains on (the oracle's recombined data,
+      example transfer's mixed data, or the federated data unchanged).
+    spec: client training spec (FedVC's N_VC set when used).
+    sampler: has `round_keys(round_num)`.
+    extra_broadcast_bytes: per round, beyond the model.
+    settings: resolved settings for hparams/summary files (the strategy's
+      hyper-parameters are added by `methods.build_method`).
+  """
+  name: str
+  process: Any
+  fed_data: Any
+  spec: Any
+  sampler: Any
+  extra_broadcast_bytes: int
+  settings: Dict[str, object]
 
 
 def register_mixing_strategy(strategy: MixingStrategy) -> MixingStrategy:
@@ -192,35 +216,35 @@ def check_combination(strategy: str, algorithm: str = "fedavg",
   """Refuses a strategy x algorithm / variant combination with no single
   meaning (ConfigError naming both flags).
 
-  * an algorithm that is not `mixable` (fedsgd) or a variant without a
-    `mixing` part (fedprox): the strategies compose the mixable algorithms'
-    server optimizer and the mixing client works only;
+  * an algorithm whose round is not FedAvg's (`components.fedavg_round`)
+    or that refuses the mixing strategies (fedsgd), and a client work not
+    given as a local objective: the strategies compose FedAvg's round, its
+    server optimizer and the per-client work of a local objective;
   * the strategy's or the variant's own `refuses` (example transfer +
     FedVC: FedVC fixes what a client trains on to N_VC examples while
-    example transfer adds M), and a client-work variant with a strategy
-    that `replaces_client_work` (gradient transfer + FedIR).
-  Everything else composes: FedIR's client work runs on whatever data the
-  strategy gives the client, FedVC resamples the strategy's client data,
-  any server optimizer works with all of them.
+    example transfer adds M; gradient transfer + any client work: both
+    replace FedAvg's client work).
+  Everything else composes: FedIR's and FedProx's objectives run on
+  whatever data the strategy gives the client, FedVC resamples the
+  strategy's client data, any server optimizer works with all of them.
   """
   s = get_strategy(strategy)
-  if not comp.get(algorithm, comp.ALGORITHM).mixable:
-    mixable = [a.name for a in comp.components(comp.ALGORITHM) if a.mixable]
+  mixable = lambda a: (comp.fedavg_round(a)
+                       and not comp.refuses_kind(a, comp.MIXING))
+  if not mixable(comp.get(algorithm, comp.ALGORITHM)):
+    names = [a.name for a in comp.components(comp.ALGORITHM) if mixable(a)]
     raise ConfigError(f"--mixing={strategy} and --algorithm={algorithm}: the "
-                      f"mixing strategies compose {' and '.join(mixable)} "
+                      f"mixing strategies compose {' and '.join(names)} "
                       "only", "algorithm")
   for v in variants:
     variant = comp.get(v)
-    if variant.mixing is None:
+    if variant.kind == comp.CLIENT_WORK and variant.objective is None:
       works = [f"{c.display}'s" for c in comp.components(comp.CLIENT_WORK)
-               if c.mixing is not None]
+               if c.objective is not None]
       raise ConfigError(f"--mixing={strategy} and --{v}: the mixing "
                         f"strategies compose {' and '.join(works)} client "
-                        "work only", v)
-    reason = s.refusal(v) or variant.refusal(strategy)
-    if reason is None and s.replaces_client_work and \
-        variant.kind == comp.CLIENT_WORK:
-      reason = f"{variant.display}: both replace FedAvg's client work"
+                        "work only (a local objective)", v)
+    reason = s.refusal(variant) or variant.refusal(s)
     if reason:
       raise ConfigError(refusal(strategy, v, reason), v)
 

@@ -4,10 +4,10 @@
 Mitigate Distribution Shift* (Augenstein, Hard, Partridge & Mathews): the
 server holds a centralized set covering what the clients under-represent.
 This module holds the data-side constructions of the strategies over a
-`federated_vision.data.mixing_scenarios.CentralizedData` (the server's
+`mixing.scenarios.CentralizedData` (the server's
 examples, gathered in-graph by index, so every per-round sample below is
 built inside the TFF executor, never serialised from Python per round); the
-learning processes are in `federated_vision.algorithms.mixing`.
+learning processes are in `mixing.strategies`.
 
 * `central_dataset`: the centralized examples of round r (parallel training's
   K batches, gradient transfer's one batch), drawn from (seed, r) only.
@@ -17,13 +17,35 @@ learning processes are in `federated_vision.algorithms.mixing`.
   the client it came from.
 """
 
+import collections
+
 import numpy as np
 import tensorflow as tf
 
 from federated_vision.data import client_data as client_data_lib
-from federated_vision.data import mixing_scenarios
+from federated_vision.data import round_keys
+from federated_vision.mixing import scenarios
 
-CentralizedData = mixing_scenarios.CentralizedData
+CentralizedData = scenarios.CentralizedData
+
+
+def check_central(central) -> None:
+  if not isinstance(central, CentralizedData):
+    raise TypeError("central must be a mixing.scenarios.CentralizedData, got "
+                    f"{type(central).__name__}")
+  central.validate()
+
+
+def check_int(name: str, value, minimum: int) -> None:
+  if not isinstance(value, (int, np.integer)) or value < minimum:
+    raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def central_metrics(num_examples, loss_sum):
+  """The centralized steps' (mean loss, examples)."""
+  return collections.OrderedDict(
+      loss=tf.math.divide_no_nan(loss_sum, tf.cast(num_examples, tf.float32)),
+      num_examples=num_examples)
 
 
 def sample_indices(num_examples: int, count: int, seed: tf.Tensor) -> tf.Tensor:
@@ -44,9 +66,9 @@ def sample_indices(num_examples: int, count: int, seed: tf.Tensor) -> tf.Tensor:
 
 def round_seed(round_num: tf.Tensor, seed: int, salt: str) -> tf.Tensor:
   """A stateless seed [2] for server-side sampling in round `round_num`."""
-  key = tf.strings.join([salt, client_data_lib.ROUND_KEY_SEPARATOR,
+  key = tf.strings.join([salt, round_keys.ROUND_KEY_SEPARATOR,
                          tf.strings.as_string(round_num)])
-  return client_data_lib.key_seed(key, seed)
+  return round_keys.key_seed(key, seed)
 
 
 def central_dataset(central: CentralizedData, indices: tf.Tensor,
@@ -112,14 +134,14 @@ def example_transfer_data(fed: client_data_lib.FederatedDataset,
   n = central.num_examples
 
   def dataset_fn(key):
-    s = client_data_lib.key_seed(tf.strings.join([key, "#transfer"]), seed)
+    s = round_keys.key_seed(tf.strings.join([key, "#transfer"]), seed)
     transferred = tf.data.Dataset.from_tensor_slices(
         central.gather_fn(sample_indices(n, m, s)))
     return own_fn(key).concatenate(transferred)
 
   ids = fed.client_data.client_ids
   sizes = {c: int(fed.client_sizes[c]) + m for c in ids}
-  cd = mixing_scenarios.FunctionClientData(ids, sizes, dataset_fn,
+  cd = scenarios.FunctionClientData(ids, sizes, dataset_fn,
                                            central.element_spec)
   info = dict(fed.info, example_transfer={"examples_per_client": m,
                                           "centralized": central.name})
@@ -160,7 +182,7 @@ def recombined_data(
   own_fn = fed.client_data.serializable_dataset_fn
 
   def dataset_fn(key):
-    row = client_data_lib._row_lookup(ids)(key)  # pylint: disable=protected-access
+    row = round_keys.row_lookup(ids)(key)
     member = row < len(fed_ids)
     # Clients without own examples read a valid id and keep none of it.
     own = own_fn(tf.where(member, key, fed_ids[0])).take(
@@ -174,7 +196,7 @@ def recombined_data(
   counts = np.zeros([len(ids), fed.num_classes], np.int64)
   counts[:len(fed_ids)] = fed.class_counts
   np.add.at(counts, (rows, np.asarray(central.labels, np.int64)), 1)
-  cd = mixing_scenarios.FunctionClientData(ids, sizes, dataset_fn,
+  cd = scenarios.FunctionClientData(ids, sizes, dataset_fn,
                                            central.element_spec)
   info = dict(fed.info, oracle={"centralized": central.name,
                                 "clients_only_in_centralized":

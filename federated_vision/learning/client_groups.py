@@ -16,68 +16,34 @@ metrics; at its end it adds the client's weighted delta, weight,
 unfinalized metrics and dropped flag to the slot's sums.
 
 Semantics are the ungrouped path's (McMahan et al. 2017, Algorithm 1 per
-client; a client-work variant's own update through its `ClientUpdate`
-hooks, e.g. importance-weighted losses or a proximal gradient term;
-data-side variants change only the spec): a slot returns the weighted
+client; every step is `local.step` with the method's local objective, e.g.
+importance-weighted losses or a proximal gradient term; data-side variants
+change only the spec): a slot returns the weighted
 mean of its clients' deltas with the sum of their weights as its weight, so
 TFF's weighted mean over slots is sum_k w_k delta_k / sum_k w_k, the
 ungrouped aggregate up to float summation order; unfinalized metrics are
 sums (as `tff.learning.metrics.sum_then_finalize` adds clients'); a client
 with a non-finite delta is zeroed with weight 0 and counted as
-`clients_dropped_non_finite` exactly as `fedavg.count_dropped_clients` does.
+`clients_dropped_non_finite` exactly as `local.build_client_work` does.
 The learning-process state is the ungrouped process's, so checkpoints of
 either path resume the other.
 
-Which methods are covered is said by their components' declarations
-(`methods.groups.uncovered`): algorithms composing FedAvg's server side,
-client works declaring their `ClientUpdate`, data-side variants, server
-optimizers. Not covered: unweighted (DP) aggregators (a slot's mean would
-enter an unweighted mean as one client).
+Which methods are covered follows from their components
+(`methods.groups.uncovered`): FedAvg's round, client works given as a
+local objective, data-side variants, server optimizers. Not covered:
+unweighted (DP) aggregators (a slot's mean would enter an unweighted mean
+as one client).
 """
 
-import collections
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_federated as tff
 
-from federated_vision.algorithms import fedavg
+from federated_vision.learning import compose
+from federated_vision.learning import local
 from federated_vision.data import client_data as client_data_lib
-
-
-class ClientUpdate(NamedTuple):
-  """How a client-work variant changes one client's local SGD, as hooks a
-  slot runs per client (its ungrouped client work computes the same).
-
-  Attributes:
-    state: `optimizer hparams -> the client work's server state`, the
-      ungrouped client work's (so checkpoints of either path resume the
-      other); the state is broadcast to the slots.
-    hparams: `state -> the client optimizer's hparams` (None: the
-      optimizer's initial ones, for a state that holds none).
-    label_counts: batches carry the client's class counts over its whole
-      local data (`client_data.LABEL_COUNTS_KEY`).
-    start: `(state, counts) -> context`, at a client's first batch (counts:
-      its class counts, or None), or None.
-    loss: `(output, batch, state, context) -> loss` to differentiate, or
-      None (the model's loss).
-    gradients: `(grads, trainable, initial) -> grads` (tuples), or None.
-    context_shape: the shape of `start`'s float32 context.
-    metrics_of_dropped: a client dropped as non-finite still reports its
-      metrics (as its ungrouped client work does).
-  """
-  state: Callable[[Any], Any] = lambda hparams: hparams
-  hparams: Optional[Callable[[Any], Any]] = lambda state: state
-  label_counts: bool = False
-  start: Optional[Callable] = None
-  loss: Optional[Callable] = None
-  gradients: Optional[Callable] = None
-  context_shape: Sequence[int] = (1,)
-  metrics_of_dropped: bool = False
-
-
-PLAIN = ClientUpdate()  # McMahan et al. 2017's ClientUpdate (TFF's FedAvg).
 
 
 def group_keys(keys: Sequence[str], group_size: int) -> list:
@@ -105,62 +71,47 @@ def lean_options() -> tf.data.Options:
 
 
 def build_grouped_client_work(
-    model_fn: fedavg.ModelFn,
+    model_fn: local.ModelFn,
     client_optimizer: tff.learning.optimizers.Optimizer,
     dataset_fn: Callable[[tf.Tensor], tf.data.Dataset],
+    objective: Callable = local.model_loss,
     *,
+    message=(),
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
-    update: Optional[ClientUpdate] = None,
 ) -> tff.learning.templates.ClientWorkProcess:
   """A client work whose client values are slots of round keys (string [G]).
 
   The slot's clients are one dataset of (client index, batch) elements
   (`dataset_fn` per key, flat-mapped); a client starts at its first batch
-  (global weights loaded, optimizer state and metrics reset, `update.start`)
-  and ends at the next client's (delta, weight and metrics added to the
-  slot's sums). The SGD loop is `for batch in iterator`
-  (`fedavg.DEFAULT_LOOP`).
+  (global weights loaded, optimizer state and metrics reset) and ends at
+  the next client's (delta, weight and metrics added to the slot's sums).
+  Each step is `local.step` with `objective`.
 
   Args:
-    model_fn: see `fedavg.build_fedavg`.
+    model_fn: see `local.build_client_work`.
     client_optimizer: the clients' optimizer (state reset for every client).
     dataset_fn: round key -> the client's batched training dataset
       (`client_data.build_training_dataset_fn`), run inside the slot.
+    objective: the method's local objective (`local`).
+    message: values broadcast to every client (`local.WorkState.message`).
     client_weighting: NUM_EXAMPLES or UNIFORM, per real client.
-    update: the client-work variant's hooks (None: `PLAIN`).
 
   Returns:
-    A `ClientWorkProcess` with the ungrouped client work's state and
-    measurements (`train`, `clients_dropped_non_finite`).
+    A `ClientWorkProcess` with the per-client work's state (`local.
+    WorkState`) and measurements (`train`, `clients_dropped_non_finite`).
   """
-  update = update or PLAIN
-  if client_weighting not in (tff.learning.ClientWeighting.NUM_EXAMPLES,
-                              tff.learning.ClientWeighting.UNIFORM):
-    raise TypeError(f"client_weighting must be a ClientWeighting, got "
-                    f"{client_weighting!r}")
-  by_examples = client_weighting == tff.learning.ClientWeighting.NUM_EXAMPLES
+  weighted = local.by_examples(client_weighting)
   with tf.Graph().as_default():
     model = model_fn()
     metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
         model.metric_finalizers())
   weights_type = tff.learning.models.weights_type_from_model(model)
-  initial_hparams = client_optimizer.get_hparams(
-      client_optimizer.initialize(tf.TensorSpec([], tf.float32)))
-  initial_state = update.state(initial_hparams)
   # A ClientWorkProcess takes sequences: a slot is a dataset of round keys
   # (`GroupedTrainingProcess` composes the str[G] -> dataset step).
   keys_type = tff.SequenceType(tff.TensorType(np.str_))
 
-  @tff.federated_computation
-  def init_fn():
-    return tff.federated_value(initial_state, tff.SERVER)
-
-  state_type = init_fn.type_signature.result.member
-
-  @tff.tensorflow.computation(state_type, weights_type, keys_type)
   def slot_update(state, initial_weights, keys):
     model = model_fn()  # Variables are created outside the tf.function.
-    counts_key = client_data_lib.LABEL_COUNTS_KEY
 
     def stream(keys):
       # One dataset for the whole slot, (client index, batch) elements: its
@@ -172,13 +123,13 @@ def build_grouped_client_work(
     @tf.function
     def run(state, initial_weights, keys):
       weights = tff.learning.models.ModelWeights.from_model(model)
-      trainable = tuple(tf.nest.flatten(weights.trainable))
-      initial = tuple(tf.nest.flatten(initial_weights.trainable))
+      client = local.Client(
+          tuple(tf.nest.flatten(initial_weights.trainable)),
+          tuple(tf.nest.flatten(weights.trainable)), state.message)
+      trainable, initial = client.weights, client.start
       specs = tuple(tf.TensorSpec(v.shape, v.dtype) for v in trainable)
-      opt_init = client_optimizer.initialize(specs)
-      hparams = update.hparams(state) if update.hparams else None
-      if hparams is not None:
-        opt_init = client_optimizer.set_hparams(opt_init, hparams)
+      opt_init = client_optimizer.set_hparams(
+          client_optimizer.initialize(specs), state.optimizer_hparams)
       model.reset_metrics()
       metric_structure = model.report_local_unfinalized_metrics()
       # Loop variables are flat tuples (autograph would stack a list).
@@ -190,21 +141,19 @@ def build_grouped_client_work(
       current = tf.constant(-1, tf.int64)
       num_examples = tf.constant(0, tf.int64)
       opt_state = opt_init
-      context = tf.zeros(update.context_shape, tf.float32)
 
       def finish(num_examples, total, weight_sum, metrics, dropped):
         """Adds the current client (McMahan et al. 2017, Algorithm 1's
         ClientUpdate result, TFF's non-finite rule) to the slot's sums."""
-        delta, non_finite = fedavg.zero_if_non_finite(
+        delta, non_finite = local.zero_if_non_finite(
             tuple(a - b for a, b in zip(initial, trainable)))
-        if by_examples:
+        if weighted:
           w = tf.cast(num_examples, tf.float32)
         else:
           w = tf.constant(1.0, tf.float32)
         w = tf.where(non_finite, 0.0, w)
-        if not update.metrics_of_dropped:  # TFF's FedAvg reports no
-          if non_finite:                   # metrics of a dropped client.
-            model.reset_metrics()
+        if non_finite:  # TFF's rule: a dropped client reports no metrics.
+          model.reset_metrics()
         client_metrics = tf.nest.flatten(
             model.report_local_unfinalized_metrics())
         return (tuple(t + w * d for t, d in zip(total, delta)), weight_sum + w,
@@ -227,29 +176,15 @@ def build_grouped_client_work(
           model.reset_metrics()
           opt_state = opt_init
           num_examples = tf.constant(0, tf.int64)
-          if update.start is not None:
-            context = update.start(
-                state, batch[counts_key] if update.label_counts else None)
           seen += 1
-        if update.label_counts:
-          batch = {k: v for k, v in batch.items() if k != counts_key}
-        with tf.GradientTape() as tape:
-          output = model.forward_pass(batch, training=True)
-          loss = (update.loss(output, batch, state, context)
-                  if update.loss is not None else output.loss)
-        grads = tuple(tape.gradient(loss, trainable))
-        if update.gradients is not None:
-          grads = update.gradients(grads, trainable, initial)
-        opt_state, updated = client_optimizer.next(opt_state, trainable,
-                                                   grads)
-        for var, value in zip(trainable, updated):
-          var.assign(value)
+        opt_state, output = local.step(model, client_optimizer, opt_state,
+                                       batch, client, objective)
         num_examples += tf.cast(output.num_examples, tf.int64)
         current = index
       if current >= 0:
         total, weight_sum, metrics, dropped = finish(
             num_examples, total, weight_sum, metrics, dropped)
-      if not by_examples:  # UNIFORM: a client without data has weight 1.
+      if not weighted:  # UNIFORM: a client without data has weight 1.
         clients = keys.reduce(tf.constant(0, tf.int64), lambda c, _: c + 1)
         weight_sum += tf.cast(clients - seen, tf.float32)
       mean = tf.nest.pack_sequence_as(
@@ -261,44 +196,9 @@ def build_grouped_client_work(
               dropped)
     return run(state, initial_weights, keys)
 
-  @tff.federated_computation(
-      init_fn.type_signature.result,
-      tff.FederatedType(weights_type, tff.CLIENTS),
-      tff.FederatedType(keys_type, tff.CLIENTS))
-  def next_fn(state, weights, slots):
-    state_at_clients = tff.federated_broadcast(state)
-    result, metrics, dropped = tff.federated_map(
-        slot_update, (state_at_clients, weights, slots))
-    measurements = tff.federated_zip(collections.OrderedDict(
-        [("train", metrics_aggregation_fn(metrics)),
-         (fedavg.DROPPED_NON_FINITE, tff.federated_sum(dropped))]))
-    return tff.templates.MeasuredProcessOutput(state, result, measurements)
-
-  return tff.learning.templates.ClientWorkProcess(init_fn, next_fn)
-
-
-def build_grouped_process(
-    model_fn: fedavg.ModelFn,
-    client_optimizer: tff.learning.optimizers.Optimizer,
-    server_optimizer: Optional[tff.learning.optimizers.Optimizer],
-    dataset_fn: Callable[[tf.Tensor], tf.data.Dataset],
-    update: Optional[ClientUpdate] = None,
-) -> tff.learning.templates.LearningProcess:
-  """`fedavg.build_fedavg`'s composition over `build_grouped_client_work`.
-
-  The same initial weights, broadcast, weighted mean (`tff.aggregators.
-  MeanFactory`) and server optimizer as `fedavg.build_fedavg` (SGD(1.0) when
-  `server_optimizer` is None), so the state is the ungrouped process's.
-  """
-  if server_optimizer is None:
-    server_optimizer = tff.learning.optimizers.build_sgdm(learning_rate=1.0)
-  initial_model_weights_fn = fedavg.build_initial_weights_fn(model_fn)
-  distributor = tff.learning.templates.build_broadcast_process(
-      initial_model_weights_fn.type_signature.result)
-  client_work = build_grouped_client_work(
-      model_fn, client_optimizer, dataset_fn, update=update)
-  return fedavg.compose_with_fedavg_server(
-      initial_model_weights_fn, distributor, client_work, server_optimizer)
+  return local.work_process(local.initial_state(client_optimizer, message),
+                            slot_update, weights_type, keys_type,
+                            metrics_aggregation_fn)
 
 
 class GroupedTrainingProcess:
@@ -322,37 +222,49 @@ class GroupedMethod:
   """A method trained through client groups: what `training_loop` is handed
   instead of a learning process (it calls `build_training_process`).
 
+  FedAvg's composition (`compose.build_fedavg_process`: the same initial
+  weights, broadcast, weighted mean and server optimizer, SGD(1.0) when
+  None) over `build_grouped_client_work`, so the state is the ungrouped
+  process's.
+
   Args:
-    model_fn, client_optimizer, server_optimizer: as `fedavg.build_fedavg`.
+    model_fn, client_optimizer, server_optimizer: as
+      `compose.build_fedavg_process`.
     group_size: clients per slot (`methods.groups.resolve_group_size`
       resolves --client_group_size's 'auto').
-    clients_per_round: C, for 'auto'.
-    update: the client-work variant's `ClientUpdate` (None: plain).
+    objective: the method's local objective (`local`).
+    label_counts: its batches carry the client's class counts (FedIR).
+    message: values broadcast to every client (`local.WorkState.message`).
   """
 
   def __init__(self, model_fn, client_optimizer, server_optimizer, *,
-               group_size, clients_per_round: int,
-               update: Optional[ClientUpdate] = None):
+               group_size: int, objective: Callable = local.model_loss,
+               label_counts: bool = False, message=()):
     if isinstance(group_size, bool) or not isinstance(group_size, int) or \
         group_size < 1:
       raise ValueError(f"group_size must be an integer >= 1, got "
                        f"{group_size!r}")
-    del clients_per_round  # (The grouped process takes any round's keys.)
     self.group_size = group_size
-    self._args = (model_fn, client_optimizer, server_optimizer)
-    self._update = update or PLAIN
+    self._model_fn = model_fn
+    self._optimizers = (client_optimizer, server_optimizer)
+    self._objective, self._message = objective, message
+    self._label_counts = label_counts
 
   def build_training_process(self, fed_data, spec) -> GroupedTrainingProcess:
     """The grouped process over `fed_data`'s clients built as `spec` says."""
     label_counts = None
-    if self._update.label_counts:
+    if self._label_counts:
       label_counts = client_data_lib.label_counts_fn(
           fed_data.client_data.client_ids, fed_data.class_counts)
     dataset_fn = client_data_lib.build_training_dataset_fn(
         fed_data.client_data.serializable_dataset_fn, spec,
         fed_data.train_map_fn, label_counts=label_counts)
-    process = build_grouped_process(*self._args, dataset_fn,
-                                    update=self._update)
+    client_optimizer, server_optimizer = self._optimizers
+    work = build_grouped_client_work(
+        self._model_fn, client_optimizer, dataset_fn, self._objective,
+        message=self._message)
+    process = compose.build_fedavg_process(self._model_fn, work,
+                                           server_optimizer)
     keys_to_dataset = tff.tensorflow.computation(
         lambda keys: tf.data.Dataset.from_tensor_slices(keys),  # pylint: disable=unnecessary-lambda
         tff.TensorType(np.str_, [None]))
