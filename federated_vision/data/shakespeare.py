@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from federated_vision.data import client_data as client_data_lib
+from federated_vision.data import in_graph_client_data
 from federated_vision.data import shakespeare_sources as sources
 from federated_vision.data import shakespeare_text as text_lib
 
@@ -122,11 +123,11 @@ def build(split: text_lib.RoleSplit, name: str,
       [l for cid in split.client_ids for l in split.test[cid]])
   # Per-client files (when a storage_dir is given) once past 1 MB: the
   # full plays' 13 MB would otherwise ride in every round's graph.
-  cd = client_data_lib.ArrayClientData(
+  cd = in_graph_client_data.ArrayClientData(
       {"x": np.concatenate(xs), "y": np.concatenate(ys)}, partition,
       storage_dir=storage_dir,
       max_inline_bytes=(INLINE_BYTES if storage_dir else
-                        client_data_lib.MAX_INLINE_BYTES))
+                        in_graph_client_data.MAX_INLINE_BYTES))
   meta = {**split.summary(), "train_examples": int(start),
           "test_examples": int(len(test_x)),
           "count_unit": "characters (next-character targets)",
