@@ -10,18 +10,24 @@ Variants, run interleaved with the plain loop in one process (a, b, a, c, ...):
                   seconds is the reference for the rest;
   b  stock_tff:   `tff.learning.algorithms.build_weighted_fed_avg` with
                   Python-side datasets (the same pipeline, built per round);
-  c  fedavg, fedir, fedvc: this package's processes as the binaries run them
-                  (`training_loop.build_training_process`: client datasets
+  c  fedavg, fedir, fedvc: this package's methods on the default path, as
+                  `train_main` and the presets build them
+                  (`methods.build_method` with `--client_group_size=auto`:
+                  client groups as the default chooses them;
+                  `training_loop.build_training_process`: client datasets
                   built in the executor from round keys, shuffle +
                   augmentation; FedIR with q_k from the clients' whole-data
-                  label counts, `client_label_counts=True`).
-Extra variants on request (--variants): fedavg_reduce / fedir_reduce (TFF's
-`dataset.reduce` client loop, the state before the fix) and fedir_recount
-(q_k counted over the round's mapped batches).
+                  label counts, as `--fedir`).
+Extra variants on request (--variants): fedavg_ungrouped / fedir_ungrouped
+(one client a TFF slot, `--client_group_size=1`), fedavg_reduce /
+fedir_reduce (TFF's `dataset.reduce` client loop, the state before that
+fix) and fedir_recount (q_k counted over the round's mapped batches).
 Every variant uses the same clients, pipeline (raw examples read from
 per-client files, seeded shuffle, augmentation, batching), model, client
 SGD and server averaging. Prints b/a and c/a of wall and CPU seconds (this
-process + the TFF worker) as median (min-max) over the measured rounds.
+process + the TFF worker) as median (min-max) over the measured rounds, and
+the cores each side keeps busy (CPU / wall seconds). --reference=plain_step
+skips the calibration and compares against the per-step loop.
 
   python -m benchmarks.bench_round_time                      # CIFAR CNN
   python -m benchmarks.bench_round_time --model=mobilenet_v2_gn
@@ -55,6 +61,7 @@ import tensorflow_federated as tff  # pylint: disable=g-import-not-at-top
 from benchmarks import harness  # pylint: disable=g-import-not-at-top
 from benchmarks import plain_loops  # pylint: disable=g-import-not-at-top
 from federated_vision import algorithms
+from federated_vision import methods as methods_lib
 from federated_vision.runtime import contexts as runtime_contexts
 from federated_vision import models as models_lib
 from federated_vision import training_loop
@@ -65,12 +72,16 @@ from federated_vision.data import client_data as cdl
 from federated_vision.data import round_keys
 from federated_vision.data import partition as partition_lib
 from federated_vision.models import cifar as cifar_models
+from federated_vision.methods import groups as groups_lib
 from federated_vision.tasks import models as model_registry
 
 VARIANTS = ("stock_tff", "fedavg", "fedir", "fedvc")
 # On request: before the loop fix (TFF's default `dataset.reduce` client
 # loop), and FedIR counting q_k over the round's mapped batches.
-EXTRA_VARIANTS = ("fedavg_reduce", "fedir_reduce", "fedir_recount")
+EXTRA_VARIANTS = ("fedavg_ungrouped", "fedir_ungrouped", "fedavg_reduce",
+                  "fedir_reduce", "fedir_recount")
+# The default path's methods (`methods.build_method`'s configs).
+DEFAULT_PATH = {"fedavg": (), "fedir": ("fedir",), "fedvc": ("fedvc",)}
 _REDUCE = tff.learning.LoopImplementation.DATASET_REDUCE
 CLIENT_LR = 0.05
 
@@ -182,6 +193,28 @@ def build_data(model: str, num_clients: int, examples: int, storage_dir: str,
                    f"{model!r}")
 
 
+def default_path(name: str, model_fn, fed, num_classes: int, examples: int,
+                 batch: int):
+  """(training process, client group size) of method `name` as `train_main`
+  builds it: `methods.build_method` with `--client_group_size=auto`, its
+  process composed by `training_loop.build_training_process`."""
+  ids = fed.client_data.client_ids
+  options = dict(client_learning_rate=CLIENT_LR, client_batch_size=batch,
+                 client_epochs=1)
+  if name == "fedvc":
+    options["virtual_client_size"] = examples
+  config = methods_lib.MethodConfig("fedavg", variants=DEFAULT_PATH[name],
+                                    **options)
+  inputs = methods_lib.MethodInputs(
+      model_fn, num_classes, ids, [fed.client_sizes[c] for c in ids],
+      len(ids), seed=0)
+  method = methods_lib.build_method(config, inputs,
+                                    client_group_size=groups_lib.AUTO)
+  return (training_loop.build_training_process(method.process, fed,
+                                               method.spec),
+          method.settings["client_group_size"])
+
+
 def compare_precision(args, clients: int, examples: int, batch: int,
                       rounds: int, worker_config) -> dict:
   """FedAvg rounds in the TFF worker, then plain_step rounds in plain TF:
@@ -264,6 +297,10 @@ def main(argv=None):
   parser.add_argument("--calibration_rounds", type=int, default=None,
                       help="measured rounds of plain_step vs plain_graph "
                       "that pick the reference (default 2; 1 with --quick)")
+  parser.add_argument("--reference", default="auto",
+                      choices=("auto",) + tuple(plain_loops.PLAIN_LOOPS),
+                      help="the plain loop to compare against; auto: the "
+                      "faster by CPU in --calibration_rounds")
   parser.add_argument("--quick", action="store_true",
                       help="2 rounds, 4 clients (a smoke run for make bench)")
   parser.add_argument("--max_concurrent_computation_calls", type=int,
@@ -312,16 +349,20 @@ def main(argv=None):
         model_fn, client_optimizer_fn=sgd(CLIENT_LR),
         server_optimizer_fn=sgd(1.0))
     runs["stock_tff"] = (stock, python_datasets)
+  for name in DEFAULT_PATH:
+    if name in variants:
+      process, size = default_path(name, model_fn, fed, num_classes,
+                                   examples, batch)
+      runs[name] = (process, keys)
+      print(f"{name}: the default path, client groups of {size}")
   processes = {
-      "fedavg": (lambda: algorithms.build_fedavg(model_fn, sgd(CLIENT_LR)),
-                 spec),
-      "fedir": (lambda: fedir_lib.build_fedir(
+      "fedavg_ungrouped": (lambda: algorithms.build_fedavg(
+          model_fn, sgd(CLIENT_LR)), spec),
+      "fedir_ungrouped": (lambda: fedir_lib.build_fedir(
           model_fn, sgd(CLIENT_LR), num_classes, client_label_counts=True),
-                spec),
+                          spec),
       "fedir_recount": (lambda: fedir_lib.build_fedir(
           model_fn, sgd(CLIENT_LR), num_classes), spec),
-      "fedvc": (lambda: algorithms.build_fedavg(model_fn, sgd(CLIENT_LR)),
-                spec._replace(virtual_client_size=examples)),
       "fedavg_reduce": (lambda: algorithms.build_fedavg(
           model_fn, sgd(CLIENT_LR), loop_implementation=_REDUCE), spec),
       "fedir_reduce": (lambda: fedir_lib.build_fedir(
@@ -358,17 +399,20 @@ def main(argv=None):
         lambda rep: plains[name].round(python_datasets(rep)))
     # The reference is the faster plain loop (issue 18): both interleaved
     # first, then the faster one against every TFF variant.
-    print(f"plain loops: {plain_loops.PLAIN_STEP} vs {plain_loops.PLAIN_GRAPH}"
-          f" ({args.calibration_rounds} rounds after 1 warm-up)")
-    calibration = harness.interleave(
-        plain_round(plain_loops.PLAIN_GRAPH),
-        {plain_loops.PLAIN_STEP: plain_round(plain_loops.PLAIN_STEP)},
-        args.calibration_rounds, clock)
-    cal = calibration[plain_loops.PLAIN_STEP]
-    reference = plain_loops.faster_loop(
-        [v.cpu / a.cpu for a, v in zip(cal.baseline, cal.samples)])
-    print(harness.format_table(calibration, plain_loops.PLAIN_GRAPH))
-    print(f"reference: {reference} (the faster plain loop by CPU seconds)")
+    reference = args.reference
+    if reference == "auto":
+      print(f"plain loops: {plain_loops.PLAIN_STEP} vs "
+            f"{plain_loops.PLAIN_GRAPH} ({args.calibration_rounds} rounds "
+            f"after 1 warm-up)")
+      calibration = harness.interleave(
+          plain_round(plain_loops.PLAIN_GRAPH),
+          {plain_loops.PLAIN_STEP: plain_round(plain_loops.PLAIN_STEP)},
+          args.calibration_rounds, clock)
+      cal = calibration[plain_loops.PLAIN_STEP]
+      reference = plain_loops.faster_loop(
+          [v.cpu / a.cpu for a, v in zip(cal.baseline, cal.samples)])
+      print(harness.format_table(calibration, plain_loops.PLAIN_GRAPH))
+      print(f"reference: {reference} (the faster plain loop by CPU seconds)")
     print(harness.load_line(), flush=True)
     results = harness.interleave(
         plain_round(reference),

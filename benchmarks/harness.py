@@ -122,7 +122,7 @@ def interleave(baseline: Callable[[int], object],
       if log:
         tag = "warm-up" if rep < warmup else f"round {rep - warmup + 1}"
         log(f"  {tag:8s} a {a.wall:6.3f}s/{a.cpu:6.3f}cpu  {name} "
-            f"{v.wall:6.3f}s/{v.cpu:6.3f}cpu")
+            f"{v.wall:6.3f}s/{v.cpu:6.3f}cpu  (load {os.getloadavg()[0]:.2f})")
   out = {}
   for name, (a_s, v_s) in pairs.items():
     out[name] = Comparison(
@@ -134,17 +134,20 @@ def interleave(baseline: Callable[[int], object],
 
 def format_table(results: Mapping[str, Comparison], baseline_name: str = "a"
                  ) -> str:
-  """The ratios as a table: median (min-max) of wall and CPU, plus seconds."""
+  """The ratios as a table: median (min-max) of wall and CPU, then median
+  seconds and cores busy (CPU / wall seconds of a round) of both sides."""
   lines = [f"{'variant / ' + baseline_name:32s} {'wall ratio':>18s} "
-           f"{'CPU ratio':>18s}   median s: wall  cpu (py+worker)  "
-           f"{baseline_name}: wall  cpu"]
+           f"{'CPU ratio':>18s}   median s: wall  cpu (py+worker) cores  "
+           f"{baseline_name}: wall  cpu cores"]
   for name, c in results.items():
     med = lambda xs, f: statistics.median(getattr(s, f) for s in xs)
+    cores = lambda xs: statistics.median(s.cpu / s.wall for s in xs)
     lines.append(
         f"{name:32s} {str(c.wall):>18s} {str(c.cpu):>18s}   "
         f"{med(c.samples, 'wall'):9.3f} {med(c.samples, 'cpu'):5.2f} "
         f"({med(c.samples, 'python_cpu'):.2f}+{med(c.samples, 'worker_cpu'):.2f})"
-        f"  {med(c.baseline, 'wall'):7.3f} {med(c.baseline, 'cpu'):5.2f}")
+        f" {cores(c.samples):5.2f}  {med(c.baseline, 'wall'):7.3f} "
+        f"{med(c.baseline, 'cpu'):5.2f} {cores(c.baseline):5.2f}")
   return "\n".join(lines)
 
 

@@ -49,6 +49,7 @@ from federated_vision.evaluation import keras_eval
 from federated_vision.evaluation import metrics as metrics_lib
 from federated_vision.learning import schedule
 from federated_vision.runtime import contexts as runtime_contexts
+from federated_vision.runtime import tff_internals
 from federated_vision.training import divergence
 from federated_vision.training import run_errors as errors
 from federated_vision.training import metrics_csv as metrics_csv_lib
@@ -192,7 +193,7 @@ def build_training_process(
   """
   build = getattr(process, "build_training_process", None)
   if build is not None:  # algorithms: client_groups.GroupedMethod, scaffold.
-    return build(fed_data, spec)
+    return _lean_compile_if_frozen(build(fed_data, spec))
   label_counts = None
   if _wants_label_counts(process):
     label_counts = client_data_lib.label_counts_fn(
@@ -201,8 +202,28 @@ def build_training_process(
       fed_data.client_data.serializable_dataset_fn, spec, fed_data.train_map_fn,
       label_counts=label_counts)
   dataset_computation = tff.tensorflow.computation(dataset_fn, tf.string)
-  return tff.simulation.compose_dataset_computation_with_learning_process(
-      dataset_computation, process)
+  return _lean_compile_if_frozen(
+      tff.simulation.compose_dataset_computation_with_learning_process(
+          dataset_computation, process))
+
+
+def _lean_compile_if_frozen(built):
+  """`built`, its round computation registered to compile without Grappler's
+  constant folding if its model has frozen (non-trainable) weights.
+
+  Why: Hsu et al. 2020, §6.2 (b) trains "only the last two layers while
+  freezing the network backbone" (`--trainable_last_layers`); on that
+  client graph TFF's constant folding takes ~190 CPU-s a method (the whole
+  static pass without it, ~6), and the worker computes the same numbers
+  without it (`runtime.tff_internals.skip_constant_folding`). Models that
+  train every weight compile as TFF compiles them.
+  """
+  learning = getattr(built, "process", built)  # Grouped / SCAFFOLD wrappers.
+  if isinstance(learning, tff.learning.templates.LearningProcess):
+    weights = learning.get_model_weights.type_signature.result
+    if len(weights.non_trainable) > 0:
+      tff_internals.skip_constant_folding(learning.next)
+  return built
 
 
 def _client_sizes(fed_data, keys: Sequence[str]) -> List[int]:

@@ -13,9 +13,9 @@ Modules: `workers` (local `worker_binary`s we start, remote ones we reach),
 `worker_config` (their environment; light), `watchdog`, `contexts` (TFF
 contexts over workers, the default context), `signals` (light), `registry`
 (live workers; light), `errors`, and the only modules that touch TFF or TF
-internals: `tff_internals` (executors, contexts), `learning_internals`
-(FedProx client work, the client training loop), `tf_internals` (TF's eager
-seed state).
+internals: `tff_internals` (executors, contexts, the worker's compile),
+`learning_internals` (FedProx client work, the client training loop),
+`tf_internals` (TF's eager seed state).
 """
 
 from federated_vision.runtime import signals

@@ -10,6 +10,7 @@ here, and only here. Each function says which public API is missing.
 """
 
 import asyncio
+import hashlib
 import threading
 from typing import Callable, List, Sequence
 
@@ -17,7 +18,13 @@ import grpc
 from tensorflow_federated.proto.v0 import executor_pb2
 from tensorflow_federated.python.core.backends.native import compiler
 from tensorflow_federated.python.core.backends.native import mergeable_comp_compiler
+from tensorflow_federated.python.core.environments.tensorflow_backend import compiled_computation_transformations
+from tensorflow_federated.python.core.environments.tensorflow_backend import tensorflow_tree_transformations
 from tensorflow_federated.python.core.environments.tensorflow_frontend import tensorflow_computation
+from tensorflow_federated.python.core.impl.compiler import building_blocks
+from tensorflow_federated.python.core.impl.compiler import transformation_utils
+from tensorflow_federated.python.core.impl.compiler import transformations
+from tensorflow_federated.python.core.impl.computation import computation_impl
 from tensorflow_federated.python.core.impl.context_stack import context_base
 from tensorflow_federated.python.core.impl.context_stack import context_stack_impl
 from tensorflow_federated.python.core.impl.context_stack import runtime_error_context
@@ -87,6 +94,100 @@ def retire_default_context() -> None:
   set_default_context(runtime_error_context.RuntimeErrorContext())
 
 
+# --- Compiling a computation for the worker.
+#
+# Why: TFF's native compiler (`compiler.desugar_and_transform_to_native`, the
+# `compiler_fn` of every context here) runs Grappler over each TensorFlow
+# block with options it hard-codes; TFF has no way to change them for some
+# computations. On the client-work graph of MobileNetV2-GN with a frozen
+# backbone (Hsu et al. 2020, §6.2 (b): `--trainable_last_layers=2`) its
+# constant folding loops for ~190 CPU-s (the rest of the pass: ~6 CPU-s;
+# `perf`: `ConstantFolding::RunOptimizationPass` rebuilding its node map
+# pass after pass; docs/performance.md, "Building a last-layers method").
+# Blocks registered with `skip_constant_folding` are optimised with TFF's
+# options minus constant folding (the worker computes the same numbers:
+# tests/test_runtime_compile.py, and a 2-round `--trainable_last_layers=2`
+# run's metrics.csv and checkpoint are byte-identical); every other
+# computation goes through TFF's compiler unchanged.
+
+_SKIP_CONSTANT_FOLDING = set()  # `_block_key`s of registered blocks.
+
+
+def _block_key(block) -> str:
+  return hashlib.sha256(
+      block.proto.tensorflow.SerializeToString(deterministic=True)).hexdigest()
+
+
+def _tensorflow_blocks(building_block):
+  """The TensorFlow `CompiledComputation`s inside `building_block`."""
+  found = []
+
+  def visit(comp):
+    if (isinstance(comp, building_blocks.CompiledComputation)
+        and comp.proto.WhichOneof("computation") == "tensorflow"):
+      found.append(comp)
+    return comp, False
+
+  transformation_utils.transform_postorder(building_block, visit)
+  return found
+
+
+def skip_constant_folding(computation) -> int:
+  """Registers `computation`'s TensorFlow blocks: wherever one is compiled
+  for a worker (this computation, or a part of it that TFF's mergeable
+  compiler cuts for several workers), Grappler skips constant folding on it.
+  Returns how many blocks were registered."""
+  blocks = _tensorflow_blocks(computation.to_building_block())
+  _SKIP_CONSTANT_FOLDING.update(_block_key(b) for b in blocks)
+  return len(blocks)
+
+
+def grappler_config(constant_folding: bool = True):
+  """TFF's static Grappler options (`desugar_and_transform_to_native`'s,
+  copied: TFF builds them inside that function), constant folding optional."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  config = tf.compat.v1.ConfigProto()
+  rewrite = config.graph_options.rewrite_options
+  for name in ("memory_optimization", "constant_folding",
+               "arithmetic_optimization", "loop_optimization",
+               "function_optimization"):
+    setattr(rewrite, name, rewrite.AGGRESSIVE)
+  if not constant_folding:
+    rewrite.constant_folding = rewrite.OFF
+  return config
+
+
+def compile_for_worker(comp):
+  """The contexts' `compiler_fn`: TFF's `desugar_and_transform_to_native`,
+  except that blocks registered by `skip_constant_folding` are optimised
+  without constant folding (the same steps as TFF's
+  `transform_to_native_form`, with the Grappler options chosen per block)."""
+  if not _SKIP_CONSTANT_FOLDING or not any(
+      _block_key(b) in _SKIP_CONSTANT_FOLDING
+      for b in _tensorflow_blocks(comp.to_building_block())):
+    return compiler.desugar_and_transform_to_native(comp)
+  full, lean = grappler_config(True), grappler_config(False)
+
+  def optimize(block):
+    if not isinstance(block, building_blocks.CompiledComputation):
+      return block, False
+    lean_block = (block.proto.WhichOneof("computation") == "tensorflow"
+                  and _block_key(block) in _SKIP_CONSTANT_FOLDING)
+    return compiled_computation_transformations.optimize_tensorflow_comp(
+        block, lean if lean_block else full), True
+
+  desugared, _ = tensorflow_tree_transformations.replace_intrinsics_with_bodies(
+      comp.to_building_block())
+  form = transformations.to_call_dominant(desugared)
+  form, _ = transformation_utils.transform_postorder(form, optimize)
+  form, _ = (compiled_computation_transformations
+             .transform_tf_call_ops_to_disable_grappler(form))
+  form, _ = compiled_computation_transformations.transform_tf_add_ids(form)
+  return computation_impl.ConcreteComputation(
+      computation_proto=form.proto,
+      context_stack=context_stack_impl.context_stack)
+
+
 # --- Contexts over our own workers.
 
 class _ReconnectingExecutorFactory(
@@ -145,7 +246,7 @@ def sync_context(get_stub: Callable[[], object], default_num_clients: int = 0):
   factory = _ReconnectingExecutorFactory(get_stub, default_num_clients)
   return sync_execution_context.SyncExecutionContext(
       executor_fn=factory,
-      compiler_fn=compiler.desugar_and_transform_to_native,
+      compiler_fn=compile_for_worker,
       transform_args=tensorflow_computation.transform_args,
       transform_result=tensorflow_computation.transform_result)
 
