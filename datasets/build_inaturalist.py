@@ -24,7 +24,8 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 from absl import logging
 
-from federated_vision.realworld import cli, inaturalist
+from federated_vision.realworld import binary_errors as cli
+from federated_vision.realworld import inaturalist
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("train_json", None, "iNaturalist 2017 train2017.json.")

@@ -22,7 +22,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
-from federated_vision.realworld import cli, landmarks
+from federated_vision.realworld import binary_errors as cli
+from federated_vision.realworld import landmarks
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("train_clean_csv", None, "GLD-v2 train_clean.csv.")

@@ -31,7 +31,7 @@ from absl import logging
 
 from federated_vision.data import class_numbering
 from federated_vision.data import split_rows
-from federated_vision.realworld import cli
+from federated_vision.realworld import binary_errors as cli
 from federated_vision.realworld import source_ids
 
 # Kept in sync with image_data.CHECK_MODES / BAD_IMAGE_POLICIES; TensorFlow is

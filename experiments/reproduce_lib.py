@@ -25,7 +25,7 @@ from federated_vision.experiment import run_record
 from federated_vision.experiment import runner
 from federated_vision.errors import ConfigError
 from federated_vision.reproduction import claims
-from federated_vision.reproduction import shakespeare_claims
+from federated_vision.reproduction import speedup_verdicts
 from federated_vision.reproduction import extra_methods as extra_methods_lib
 from federated_vision.reproduction import hparams
 from federated_vision.reproduction import plan as plan_lib
@@ -235,7 +235,7 @@ def write_outputs(preset: spec.Preset, root: str,
               if results.read_run(root, r).status == results.FINISHED]
   if finished:
     hparams.write_sweep(root, finished, write_sessions=False)
-  lines = (shakespeare_claims.check(root, preset)  # Every seed's runs.
+  lines = (speedup_verdicts.check(root, preset)  # Every seed's runs.
            if preset.name == "shakespeare_claims" else None)
   if preset.name == "digits_claims":
     lines = [v.line for v in claims.check_digits_claims(root)]

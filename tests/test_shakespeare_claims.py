@@ -14,7 +14,7 @@ import pytest
 
 from experiments import reproduce_lib
 from federated_vision.reproduction import presets
-from federated_vision.reproduction import shakespeare_claims as checks
+from federated_vision.reproduction import speedup_verdicts as checks
 from federated_vision.reproduction.presets import shakespeare_claims as sc
 
 from shakespeare_fixture import real_archive, register_test_model

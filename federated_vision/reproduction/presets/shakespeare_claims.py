@@ -11,7 +11,7 @@ FedSGD, rounds to 54%.)
 and the balanced IID versions of the plays at a scale this 2-core machine
 finishes in about half an hour (ours, `SOURCES`): four plays, a one-layer
 64-unit LSTM (`char_lstm_small`), a lower target. Verdicts
-(`reproduction.shakespeare_claims`): (1) FedAvg needs fewer rounds than
+(`reproduction.speedup_verdicts`): (1) FedAvg needs fewer rounds than
 FedSGD on each version; (2) its speedup is larger by role than IID. With
 --seeds the first claim is also a paired comparison over seeds; the second
 is the per-seed ratio of the two speedups.
