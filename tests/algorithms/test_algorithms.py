@@ -9,59 +9,10 @@ import tensorflow as tf
 import tensorflow_federated as tff
 
 from federated_vision import algorithms
-from federated_vision.runtime import contexts
 from federated_vision.algorithms import fedir
-
-NUM_CLASSES = 3
-FEATURES = 4
-
-
-def _keras_model():
-  init = tf.keras.initializers.GlorotUniform(seed=7)
-  return tf.keras.Sequential([
-      tf.keras.layers.InputLayer(input_shape=(FEATURES,)),
-      tf.keras.layers.Dense(5, activation="relu", kernel_initializer=init),
-      tf.keras.layers.Dense(NUM_CLASSES, kernel_initializer=init)])
-
-
-INPUT_SPEC = collections.OrderedDict(
-    x=tf.TensorSpec([None, FEATURES], tf.float32),
-    y=tf.TensorSpec([None], tf.int64))
-
-
-def model_fn():
-  return tff.learning.models.from_keras_model(
-      _keras_model(), input_spec=INPUT_SPEC,
-      loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-      metrics=[tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
-
-
-def _client_datasets(labels_per_client, batch_size=3, seed=0):
-  rng = np.random.default_rng(seed)
-  out = []
-  for labels in labels_per_client:
-    labels = np.asarray(labels, np.int64)
-    x = rng.normal(size=(len(labels), FEATURES)).astype(np.float32)
-    x[:, 0] += labels  # Learnable signal.
-    out.append(tf.data.Dataset.from_tensor_slices(
-        collections.OrderedDict(x=x, y=labels)).batch(batch_size))
-  return out
-
-
-def _train(process, datasets, rounds=3):
-  state = process.initialize()
-  losses = []
-  for _ in range(rounds):
-    out = process.next(state, datasets)
-    state = out.state
-    losses.append(float(out.metrics["client_work"]["train"]["loss"]))
-  weights = process.get_model_weights(state)
-  return [np.asarray(w) for w in weights.trainable], losses
-
-
-def _sgd(lr):
-  return tff.learning.optimizers.build_sgdm(learning_rate=lr)
-
+from tiny_model_runs import (  # pylint: disable=unused-import
+    IMBALANCED, NUM_CLASSES, _client_datasets, _keras_model, _sgd, _train,
+    context, model_fn)
 
 # --- exact maths -----------------------------------------------------------
 
@@ -154,15 +105,6 @@ def test_type_signatures(fedavg_process, fedir_process):
 
 
 # --- tiny runs ---------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def context():
-  with contexts.managed_execution_context() as worker:
-    yield worker
-
-
-IMBALANCED = [[0, 0, 0, 1, 2, 0, 0], [1, 1, 2, 2, 2], [2, 0, 1, 1]]
-
 
 @pytest.fixture(scope="module")
 def fedavg_imbalanced(context, fedavg_process):

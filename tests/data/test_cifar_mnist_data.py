@@ -24,7 +24,7 @@ from federated_vision.data import cifar
 from federated_vision.data import mnist
 from federated_vision import tasks
 from federated_vision.tasks import partitions
-from tests.mnist_fixture import write_mnist
+from tests.fixtures.mnist_fixture import write_mnist
 
 
 def _task_data(cache_dir, seed=0, **data):

@@ -5,8 +5,8 @@ Issue 20, "Class numbering across sources" / acceptance check 4: TFF's
 which never carry `label`) must not be read together unchecked. Budget: two
 train_main runs that stop before any training, in this process
 (`in_process.run`: the binary's exit status, error and warning lines; a
-real process's exit 2 for a refused flag is tests/test_docs_output.py's "bad
-flag value" row); the rest in-process too.
+real process's exit 2 for a refused flag is tests/project/test_docs_output.py's
+"bad flag value" row); the rest in-process too.
 """
 
 import logging

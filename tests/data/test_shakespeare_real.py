@@ -2,7 +2,7 @@
 into the default cache by the package's fetch command): McMahan's split's
 clients and characters against the numbers docs/datasets.md prints, test
 lines after training lines, the IID version. (Training on the fetched
-plays: tests/test_shakespeare_claims.py's scaled claims preset.)"""
+plays: tests/reproduction/test_shakespeare_claims.py's scaled claims preset.)"""
 
 import os
 import re
@@ -15,7 +15,7 @@ from federated_vision.data import shakespeare_text as text_lib
 
 from shakespeare_fixture import real_archive
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import REPO as ROOT
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from federated_vision.evaluation import partition_report as R
 from federated_vision.data import indexed_splits as IS
 from federated_vision.data import split_io as S
 from federated_vision.data import split_rows as SR
+from conftest import REPO
 
 LABELS = np.repeat(np.arange(10), 100)
 np.random.default_rng(0).shuffle(LABELS)
@@ -280,8 +281,7 @@ def test_reads_published_inaturalist_landmarks_and_cifar_files(tmp_path):
 
 def test_only_split_io_parses_the_split_format():
   """No other library module reads `image_id` CSVs (one parser, one error)."""
-  root = os.path.join(os.path.dirname(os.path.dirname(
-      os.path.abspath(__file__))), "federated_vision")
+  root = os.path.join(REPO, "federated_vision")
   readers = []
   for dirpath, _, names in os.walk(root):
     for name in names:

@@ -16,7 +16,7 @@ from federated_vision.experiment import report_lib
 from federated_vision.evaluation import model_averaging as ma
 from federated_vision.reproduction import plan
 from federated_vision.reproduction import presets
-from tests.mnist_fixture import write_mnist
+from tests.fixtures.mnist_fixture import write_mnist
 
 PRESET = "mcmahan2017_figure1"
 

@@ -77,7 +77,8 @@ def test_mcmahan_grid_is_the_full_product():
 
 def _prepared_cifar10(tmp_path) -> str:
   """A tfds data_dir where cifar10 counts as prepared (`tasks.presence`);
-  without one a point is listed as missing data (tests/test_run_friction.py)."""
+  without one a point is listed as missing data
+  (tests/experiments/test_dry_runs_and_refusals.py)."""
   info = tmp_path / "tfds" / "cifar10" / "3.0.2" / "dataset_info.json"
   info.parent.mkdir(parents=True)
   info.write_text("{}")

@@ -8,7 +8,7 @@ import pytest
 
 from federated_vision.experiment import config as config_lib
 from federated_vision.methods import method_config
-from tests import in_process
+from tests.fixtures import in_process
 
 
 @pytest.fixture

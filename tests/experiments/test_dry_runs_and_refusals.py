@@ -28,8 +28,8 @@ from federated_vision.errors import ConfigError
 from federated_vision.reproduction import hparams
 from federated_vision.reproduction import presets
 from federated_vision.tasks import presence
-from tests.reproduction_helpers import listing_runs
-from tests.reproduction_helpers import listing_settings
+from tests.fixtures.reproduction_helpers import listing_runs
+from tests.fixtures.reproduction_helpers import listing_settings
 
 MAX_LINE = 300  # Issue 19, check 3.
 QUIET = {"TF_CPP_MIN_LOG_LEVEL": "3"}  # No cuDNN-registration lines.
@@ -226,7 +226,7 @@ def test_malformed_split_csv_leaves_no_directory(tmp_path):
   root = tmp_path / "out" / "sub"
   # In this process (`in_process.run`): the binary's exit status and its
   # one line; a real process's exit 2 for a refused flag is
-  # tests/test_docs_output.py's "bad flag value" row.
+  # tests/project/test_docs_output.py's "bad flag value" row.
   proc = in_process.run_as_binary("experiments.train_main",
                            "--dataset=synthetic_cifar10",
                            f"--split_csv={split}", f"--root_output_dir={root}",

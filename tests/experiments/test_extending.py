@@ -1,27 +1,27 @@
 """A researcher's own components, preset and sweep, each one module outside
 the package, loaded with --extra_modules (issue 27, acceptance 1, 4 and 6):
 
-* tests/extra_algorithm.py (an algorithm, --clip_norm),
-  tests/extra_client_variant.py (a client-work variant, --update_scale),
-  tests/extra_server_optimizer.py (a server optimizer, --server_clip_norm):
-  each trains through train_main, its values are recorded, a rerun after
-  Ctrl-C ends with the uninterrupted run's metrics.csv;
-* tests/extra_preset.py (`register_preset`): reproduce plans, runs, reports
-  and resumes it;
+* tests/fixtures/extra_algorithm.py (an algorithm, --clip_norm),
+  tests/fixtures/extra_client_variant.py (a client-work variant,
+  --update_scale), tests/fixtures/extra_server_optimizer.py (a server optimizer,
+  --server_clip_norm): each trains through train_main, its values are recorded,
+  a rerun after Ctrl-C ends with the uninterrupted run's metrics.csv;
+* tests/fixtures/extra_preset.py (`register_preset`): reproduce plans, runs,
+  reports and resumes it;
 * `reproduce --preset=digits_claims --extra_methods=fedavg@clipped_sgd`: the
   new rows sit beside the paper layout's, labelled as a reader knows the
   method, from a run with the compared run's settings, read at the
   compared run's batch budget; with fedavg_clip, which the mixing
   strategies do not compose, the claim 5 runs are listed as skipped (plan
   and report) and the command exits 0;
-* tests/extra_sweep.py (`register_sweep`): the researcher's hyper-parameter
-  is the sweep's axis and a report_main column;
+* tests/fixtures/extra_sweep.py (`register_sweep`): the researcher's
+  hyper-parameter is the sweep's axis and a report_main column;
 * docs/extending.md: every module and command of the page runs as written;
 * their flags / names show in --help, and bad values are one line and exit
   2 before TensorFlow is imported.
 
-The runs happen in child processes (tests/extending_driver.py: components
-register process-wide and must stay out of the pytest process), each
+The runs happen in child processes (tests/fixtures/extending_driver.py:
+components register process-wide and must stay out of the pytest process), each
 scenario through its binary's parser and main, TensorFlow imported once.
 """
 
@@ -33,10 +33,10 @@ import sys
 
 import pytest
 
-from conftest import REPO, metric_rows
+from conftest import FIXTURES, REPO, TEST_PYTHONPATH, metric_rows
 from test_startup import _probe
 
-PYTHONPATH = os.pathsep.join([REPO, os.path.join(REPO, "tests")])
+PYTHONPATH = TEST_PYTHONPATH
 MODULES = "extra_algorithm,extra_client_variant,extra_server_optimizer"
 COMPARED = "digits_claims_fedvc_imbalanced"
 EXTRA = "fedavg@clipped_sgd"
@@ -46,7 +46,7 @@ EXTRA_LABEL = "FedAvg with clipped_sgd"
 
 def _driver(work, *scenarios):
   proc = subprocess.run(
-      [sys.executable, os.path.join(REPO, "tests", "extending_driver.py"),
+      [sys.executable, os.path.join(FIXTURES, "extending_driver.py"),
        REPO, str(work), *scenarios], cwd=REPO, capture_output=True,
       text=True, timeout=1500, check=False,
       env=dict(os.environ, PYTHONPATH=PYTHONPATH))

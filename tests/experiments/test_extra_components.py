@@ -2,13 +2,14 @@
 flags (issue 17, item 3 and acceptance check 4 (a), (c), and the 4-method
 preset).
 
-(a) tests/extra_client_variant.py registers the client-work variant `scaled`
-    with its own hyper-parameter --update_scale; (c) tests/extra_task.py the
-    task `toy_synth` with its own --toy_num_classes. Both are passed to
-    train_main with --extra_modules in a child process (so this session's
-    registries stay as the package makes them), 2 rounds each: their two
-    runs in one child (tests/child_train_runs.py), the refused command lines
-    and --help each a process of its own (one line, before TensorFlow).
+(a) tests/fixtures/extra_client_variant.py registers the client-work variant
+    `scaled` with its own hyper-parameter --update_scale; (c)
+    tests/fixtures/extra_task.py the task `toy_synth` with its own
+    --toy_num_classes. Both are passed to train_main with --extra_modules in a
+    child process (so this session's registries stay as the package makes them),
+    2 rounds each: their two runs in one child
+    (tests/fixtures/child_train_runs.py), the refused command lines and --help
+    each a process of its own (one line, before TensorFlow).
 """
 
 import dataclasses
@@ -21,7 +22,8 @@ from typing import Optional, Tuple
 import numpy as np
 import pytest
 
-from conftest import REPO, TRAIN_MAIN, metric_rows, run_module
+from conftest import FIXTURES, REPO, TEST_PYTHONPATH, TRAIN_MAIN
+from conftest import metric_rows, run_module
 from experiments import cli
 from federated_vision.experiment import config as config_lib
 from experiments import flags_lib
@@ -30,9 +32,9 @@ from federated_vision import config_fields
 from federated_vision import tasks
 from federated_vision.errors import ConfigError
 
-TESTS = os.path.join(REPO, "tests")
-# The helper modules import from tests/ (PYTHONPATH of the subprocesses).
-ENV = {"PYTHONPATH": os.pathsep.join([REPO, TESTS])}
+# The helper modules import from tests/ and tests/fixtures/ (PYTHONPATH of
+# the subprocesses).
+ENV = {"PYTHONPATH": TEST_PYTHONPATH}
 TINY = ["--total_rounds=2", "--rounds_per_eval=1", "--num_clients=3",
         "--clients_per_round=2", "--client_batch_size=20",
         "--centralized_epochs=0", "--seed=1"]
@@ -66,7 +68,7 @@ def trained(tmp_path_factory):
                  *args] for name, args in (("half", VARIANT_RUN),
                                            ("toy", TASK_RUN))}
   proc = subprocess.run(
-      [sys.executable, os.path.join(TESTS, "child_train_runs.py"), REPO,
+      [sys.executable, os.path.join(FIXTURES, "child_train_runs.py"), REPO,
        json.dumps(runs)], cwd=REPO, capture_output=True, text=True,
       timeout=900, check=False,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", MPLBACKEND="Agg", **ENV))

@@ -24,7 +24,7 @@ def _run_small(train, root, *args):
   """A run of conftest's SMALL_RUN into <root>/ext (see `runs`) by
   `train_in_process` (conftest): in this process, its exit status and
   output the binary's. The real processes' exit statuses of these failures
-  are tests/test_docs_output.py's failure-table rows."""
+  are tests/project/test_docs_output.py's failure-table rows."""
   return train(f"--root_output_dir={root}", "--experiment_name=ext",
                *SMALL_RUN, *args)
 
@@ -116,8 +116,8 @@ def test_truncated_checkpoint_named_then_resumed_from_previous(
   data = sorted((latest / "variables").glob("variables.data-*"))[0]
   data.write_bytes(data.read_bytes()[:10])
   # In this process: its exit status and one line are the binary's; the real
-  # process's exit 1 for this failure-table row is tests/test_docs_output.py's
-  # `_bad_checkpoint`.
+  # process's exit 1 for this failure-table row is
+  # tests/project/test_docs_output.py's `_bad_checkpoint`.
   named = _run_small(train_in_process, tmp_path, "--total_rounds=6")
   assert named.returncode == 1
   lines = _error_lines(named)
@@ -135,20 +135,20 @@ def test_truncated_checkpoint_named_then_resumed_from_previous(
 
 # Acceptance 2 (two concurrent runs of one command: exactly one proceeds, the
 # other is refused at the lock naming the winner's pid, before loading any
-# data): two real processes in tests/test_workers_flags.py's
+# data): two real processes in tests/experiments/test_workers_flags.py's
 # test_two_concurrent_runs_one_proceeds_lost_worker_stops_it_rerun_resumes,
 # whose winner then loses its TFF worker (two processes, not three).
 
 
 # Acceptance 3 for client updates made non-finite (--client_learning_rate=
-# 1e30): tests/test_docs_output.py's `_diverged` failure row (a real
+# 1e30): tests/project/test_docs_output.py's `_diverged` failure row (a real
 # process, exit 3), which checks what this test checks.
 @pytest.mark.parametrize("flag", ["--server_learning_rate=1e35"])
 def test_divergence_exits_3_and_marks_the_method(tmp_path, flag,
                                                 train_in_process):
   # Acceptance 3. In this process (conftest's train_in_process): its exit
   # status and one line are the binary's; a real process's exit 3 for a
-  # diverged method is tests/test_docs_output.py's `_diverged` row.
+  # diverged method is tests/project/test_docs_output.py's `_diverged` row.
   proc = train_in_process(f"--root_output_dir={tmp_path}",
                           "--experiment_name=div", *SMALL, "--total_rounds=3",
                           flag)
@@ -159,7 +159,7 @@ def test_divergence_exits_3_and_marks_the_method(tmp_path, flag,
 
 
 # A diverged centralized baseline gives no relative accuracy, and every
-# method diverged exits 3 after the outputs: tests/test_docs_output.py's
+# method diverged exits 3 after the outputs: tests/project/test_docs_output.py's
 # `_every_method_diverged` failure row (a real process).
 
 
@@ -167,8 +167,8 @@ def test_divergence_exits_3_and_marks_the_method(tmp_path, flag,
                                     "experiments.sweep_main"])
 def test_bad_seed_is_one_line_exit_2(binary):
   # In this process (`in_process.run`): the binary's exit status and line; a
-  # real train_main process refusing --seed=-1 is tests/test_docs_output.py's
-  # "bad flag value" row.
+  # real train_main process refusing --seed=-1 is
+  # tests/project/test_docs_output.py's "bad flag value" row.
   proc = in_process.run(binary, "--seed=-1")
   assert proc.returncode == 2
   lines = _error_lines(proc)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import FIXTURES, REPO
 from conftest import SMALL_RUN as SMALL
 from conftest import TRAIN_MAIN as BINARY
 from conftest import metric_rows as _metric_rows
@@ -64,17 +64,17 @@ def test_smoke_two_rounds_writes_every_output(tmp_path, train_in_process):
   assert "relative_acc" in proc.stdout and str(out) in proc.stdout
 
 
-# Same seed, same numbers: tests/test_run_integrity.py's `runs` (a fresh run
-# in this process, then extended) against conftest's reference_run (a child
-# process), row for row and byte for byte; and the resumes there and in
-# tests/test_interrupts.py (SIGKILL, then SIGINT at every moment around a
-# checkpoint write, resumed to the reference run's metrics).
+# Same seed, same numbers: tests/experiments/test_run_integrity.py's `runs` (a
+# fresh run in this process, then extended) against conftest's reference_run (a
+# child process), row for row and byte for byte; and the resumes there and in
+# tests/runtime/test_interrupts.py (SIGKILL, then SIGINT at every moment around
+# a checkpoint write, resumed to the reference run's metrics).
 
 
 def test_sigterm_stops_run_and_worker(tmp_path):
   # Says how to resume, as docs/failure_modes.md quotes it (SIGTERM said
-  # nothing before issue 29). SIGINT: tests/test_interrupts.py, whose run
-  # is then resumed.
+  # nothing before issue 29). SIGINT: tests/runtime/test_interrupts.py, whose
+  # run is then resumed.
   run_checks.signal_in_first_round(
       [sys.executable, "-m", BINARY, f"--root_output_dir={tmp_path}",
        "--total_rounds=200", *SMALL], signal.SIGTERM)
@@ -101,8 +101,9 @@ def test_bad_input_exits_with_one_clear_line(tmp_path, flag_args, must_mention,
                                             train_in_process):
   # In this process (conftest's train_in_process): the binary's exit status
   # and stderr. Real processes refusing a flag (exit 2, one line, before
-  # TensorFlow's import) are tests/test_docs_output.py's "bad flag value" and
-  # "cannot be created or written" rows and tests/test_startup.py.
+  # TensorFlow's import) are tests/project/test_docs_output.py's "bad flag
+  # value" and "cannot be created or written" rows and
+  # tests/experiments/test_startup.py.
   if flag_args == "UNWRITABLE":
     flag_args = [f"--root_output_dir={_file_in(tmp_path)}"]
   else:
@@ -123,7 +124,7 @@ def test_dry_run_prints_the_resolved_plan_and_trains_nothing(tmp_path):
   # (min(25, ceil(C / 4)) = 3; fedavg_clip declares no grouped build: 1), a
   # method's own setting.
   from test_startup import _probe  # pylint: disable=g-import-not-at-top
-  module = os.path.join(REPO, "tests", "extra_algorithm.py")
+  module = os.path.join(FIXTURES, "extra_algorithm.py")
   code, tf, tff, out, err = _probe(
       "experiments.train_main", "--dry_run", f"--extra_modules={module}",
       "--methods=fedavg_clip,fedavg@adam:server_learning_rate=0.01",

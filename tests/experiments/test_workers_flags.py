@@ -22,7 +22,7 @@ import pytest
 from conftest import REPO, SMALL_RUN, TRAIN_MAIN, metric_rows, run_module
 from conftest import worker_pids
 from federated_vision.runtime import workers
-from test_multi_worker import _remove_logs
+from worker_logs import remove_logs
 
 _KEYS = ("train_loss", "train_accuracy", "test_loss", "test_accuracy")
 
@@ -147,7 +147,7 @@ def test_two_concurrent_runs_one_proceeds_lost_worker_stops_it_rerun_resumes(
         p.kill()
     if worker is not None:
       worker.stop()
-      _remove_logs([worker])
+      remove_logs([worker])
   # The loser: exit 2, one line naming the lock's holder, nothing on stdout
   # (no data loaded, no round trained).
   assert loser.returncode == 2, lost_err[-2000:]

@@ -187,7 +187,8 @@ def _assert_same_rounds(expected, got):
 # optimizer, built as a run builds them (`build_method` with a group size:
 # the grouped builders alone), so the grouped process is checked to be the
 # method's own (its spec, sampler, client work's hooks, server optimizer).
-# (`with_client_groups`, which mixing runs use: tests/test_mixing_train_main.py's
+# (`with_client_groups`, which mixing runs use:
+# tests/mixing/test_mixing_train_main.py's
 # test_grouped_strategies_equal_ungrouped.)
 BUILT = [
     ("fedsgd", ("fedir",), "yogi", {"server_learning_rate": 0.05}),

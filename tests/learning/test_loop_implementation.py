@@ -7,7 +7,7 @@ import tensorflow_federated as tff
 from federated_vision import algorithms
 from federated_vision.learning import local
 from federated_vision.algorithms import fedir
-from test_algorithms import IMBALANCED, NUM_CLASSES, _client_datasets, _sgd, _train, context, model_fn  # pylint: disable=unused-import
+from tiny_model_runs import IMBALANCED, NUM_CLASSES, _client_datasets, _sgd, _train, context, model_fn  # pylint: disable=unused-import
 
 _REDUCE = tff.learning.LoopImplementation.DATASET_REDUCE
 _ITERATOR = tff.learning.LoopImplementation.DATASET_ITERATOR

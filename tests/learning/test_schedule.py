@@ -1,7 +1,8 @@
 """Learning-rate schedules (`learning.schedule`): round t's client rate is
 eta_0 * gamma^(t-1), the rate the one local step trains with. (Every kind
 of method through train_main, and a resumed run continuing the schedule:
-tests/test_stateful.py's test_interrupted_runs_resume_to_identical_metrics.)"""
+tests/algorithms/test_stateful.py's
+test_interrupted_runs_resume_to_identical_metrics.)"""
 
 import collections
 

@@ -4,7 +4,8 @@ its up-front refusal by config validation:
 an explicit N > 1 for a method the groups do not cover is a ConfigError
 naming the flag and the method before any method is built; 'auto' and 1
 pass for every method. Construction level: nothing is built or trained
-(tests/test_startup.py runs the binaries' refusal without TensorFlow)."""
+(tests/experiments/test_startup.py runs the binaries' refusal without
+TensorFlow)."""
 
 import os
 import subprocess
@@ -12,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, TEST_PYTHONPATH
 from federated_vision.experiment import config as config_lib
 from federated_vision.methods import groups as cgs
 from federated_vision.errors import ConfigError
@@ -134,12 +135,12 @@ print("checked")
 
 
 def test_third_party_variant_and_strategy_are_not_covered():
-  """Components registered by --extra_modules (tests/extra_*.py): a
+  """Components registered by --extra_modules (tests/fixtures/extra_*.py): a
   client-work variant ('scaled') and a mixing strategy ('parallel_shared')
   the groups know nothing about are refused; a data-side variant changes
   only the spec and sampler the grouped process uses too."""
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-      [REPO, os.path.join(REPO, "tests")]))
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(  # And this module.
+      [TEST_PYTHONPATH, os.path.dirname(os.path.abspath(__file__))]))
   proc = subprocess.run([sys.executable, "-c", _THIRD_PARTY], cwd=REPO,
                         env=env, capture_output=True, text=True, check=False)
   assert proc.returncode == 0 and proc.stdout.split() == ["checked"], (

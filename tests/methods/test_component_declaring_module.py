@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO
+from conftest import REPO, TEST_PYTHONPATH
 
 # A child process: the user's modules register process-wide.
 _PROBE = """
@@ -24,8 +24,8 @@ def test_each_component_names_its_declaring_module():
   proc = subprocess.run(
       [sys.executable, "-c", _PROBE], cwd=REPO, capture_output=True,
       text=True, timeout=300, check=False, stdin=subprocess.DEVNULL,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=os.pathsep.join(
-          [REPO, os.path.join(REPO, "tests")])))
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
+               PYTHONPATH=TEST_PYTHONPATH))
   assert proc.returncode == 0, proc.stderr[-3000:]
   module = json.loads(proc.stdout.strip().splitlines()[-1])
   builtins = "federated_vision.algorithms."

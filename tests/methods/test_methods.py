@@ -11,7 +11,7 @@ from federated_vision import training_loop
 from federated_vision.algorithms import fedvc
 from federated_vision.learning import sampling
 from federated_vision.errors import ConfigError
-from test_algorithms import _sgd, model_fn
+from tiny_model_runs import _sgd, model_fn
 from federated_vision.learning import reference as linear_reference
 
 IDS = ["a", "b", "c", "d"]
@@ -55,7 +55,7 @@ def test_two_client_work_variants_are_a_clear_value_error():
   methods.validate(methods.MethodConfig("fedavg",
                                                       ("fedprox", "fedvc")))
   # The package's own variants (other test modules register theirs at
-  # import, e.g. tests/test_method_list.py's 'halfbatch').
+  # import, e.g. tests/methods/test_method_list.py's 'halfbatch').
   def builtin(kind):
     return tuple(n for n in methods.variant_names(kind)
                  if methods.get(n).module.startswith("federated_vision."))

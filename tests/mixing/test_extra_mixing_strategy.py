@@ -1,7 +1,8 @@
 """A mixing strategy registered from --extra_modules trains through
-train_main (issue 17 item 1, acceptance 4b): tests/extra_mixing_strategy.py's
-'parallel_shared' (own hyper-parameter `federated_share` = 0.25) beside the
-built-in 'parallel' with --merge_weight=0.25 gives the same numbers."""
+train_main (issue 17 item 1, acceptance 4b):
+tests/fixtures/extra_mixing_strategy.py's 'parallel_shared' (own hyper-parameter
+`federated_share` = 0.25) beside the built-in 'parallel' with
+--merge_weight=0.25 gives the same numbers."""
 
 import csv
 import json

@@ -16,7 +16,7 @@ from federated_vision.evaluation import keras_eval
 from federated_vision.models import char_lstm
 from federated_vision.models import masked
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import REPO as ROOT
 
 
 def _documented(pattern: str) -> int:

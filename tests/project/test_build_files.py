@@ -34,7 +34,8 @@ def test_expected_kinds():
   assert rules["train_main"] == "py_binary"
   assert rules["flags_lib"] == "py_library"
   tests = {r[1]["name"]: r[0] for r in
-           gen_build.parse_build(os.path.join(REPO, "tests", "BUILD"))
+           gen_build.parse_build(
+               os.path.join(REPO, "tests", "project", "BUILD"))
            if "name" in r[1]}
   assert tests["test_build_files"] == "py_test"
   assert all(k == "py_test" for n, k in tests.items() if n.startswith("test_"))

@@ -137,8 +137,8 @@ def _locked(tmp_path, finished):
 
 def _diverged(tmp_path, finished):
   # Also issue 10's acceptance 3 for client updates (moved here from
-  # tests/test_run_integrity.py, which runs the server-side case): the
-  # method marked diverged, no baseline trained, the report says so.
+  # tests/experiments/test_run_integrity.py, which runs the server-side case):
+  # the method marked diverged, no baseline trained, the report says so.
   proc = _run(tmp_path, "div", "--total_rounds=1",
               "--client_learning_rate=1e30", "--centralized_epochs=1")
   table = _table(proc.stdout)
@@ -153,7 +153,7 @@ def _diverged(tmp_path, finished):
 
 def _every_method_diverged(tmp_path, finished):
   # With a centralized baseline, which diverges too (moved here from
-  # tests/test_run_integrity.py): no relative accuracy anywhere.
+  # tests/experiments/test_run_integrity.py): no relative accuracy anywhere.
   proc = _run(tmp_path, "cont", "--total_rounds=2", "--on_divergence=continue",
               "--client_learning_rate=1e30", "--centralized_epochs=1")
   (line,) = _errors(proc)
@@ -502,8 +502,9 @@ def test_every_file_a_run_writes_is_in_the_outputs_table(finished):
 
 def test_failure_modes_doc_quotes_the_ctrl_c_line():
   # Ctrl-C's line and status were undocumented (issue: friction);
-  # tests/test_train_main.py sends SIGTERM and tests/test_interrupts.py
-  # SIGINT (run_checks.signal_in_first_round) and check both.
+  # tests/experiments/test_train_main.py sends SIGTERM and
+  # tests/runtime/test_interrupts.py SIGINT (run_checks.signal_in_first_round)
+  # and check both.
   text = " ".join(_failure_modes().split())
   line = inspect.signature(cli.main).parameters["interrupted"].default
   assert (f"Ctrl-C (SIGINT) stops a run and its workers with the one line "

@@ -159,8 +159,8 @@ def test_docs_links_exist():
 
 def test_every_python_snippet_is_run_or_marked():
   """Blocks run by a test: the README's tour, docs/algorithms.md's Library
-  API, docs/library_recipes.md (tests/test_library_recipes.py). Any other
-  ```python block says why it cannot run, on the line before it."""
+  API, docs/library_recipes.md (tests/project/test_library_recipes.py). Any
+  other ```python block says why it cannot run, on the line before it."""
   run = {"README.md": len(_tour_snippets()),
          "docs/algorithms.md": len(_library_api_snippets()),
          "docs/library_recipes.md": 4}

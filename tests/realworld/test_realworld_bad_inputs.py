@@ -16,7 +16,7 @@ import realworld_fixtures as fixtures
 from federated_vision.data import split_io
 from federated_vision.data import split_rows
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import REPO
 
 
 def _run(binary, *args):

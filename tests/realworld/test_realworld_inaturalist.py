@@ -18,7 +18,7 @@ from federated_vision.realworld import inaturalist
 from federated_vision.realworld import inaturalist_metadata
 from run_checks import emd_of_counts
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import REPO
 PY = sys.executable
 # Small fixture: classes with >= 7 images having a user id and coordinates
 # (8, 7, 7, 2, 7, 0 per category) are kept, 6 drawn from each.

@@ -14,7 +14,7 @@ import realworld_fixtures as fixtures
 from federated_vision.data import split_io
 from federated_vision.realworld import landmarks
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import REPO
 CFG = landmarks.GldConfig(min_landmark_images=8, min_landmark_users=3,
                           min_user_images=6, min_user_landmarks=2, plots=False)
 

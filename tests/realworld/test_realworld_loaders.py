@@ -19,7 +19,7 @@ from federated_vision.data import split_io
 from federated_vision.realworld import (image_data, inaturalist, landmarks,
                                         synthetic, tfrecords)
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import REPO
 INAT_CFG = inaturalist.InatConfig(min_examples_per_class=7,
                                   examples_per_class=6,
                                   geo_max_examples=(100, 10, 4),

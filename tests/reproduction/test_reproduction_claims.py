@@ -8,7 +8,7 @@ import pytest
 from federated_vision.reproduction import claims
 from federated_vision.reproduction import presets
 from federated_vision.reproduction.presets import digits_claims as dc
-from tests.reproduction_helpers import finished_run
+from tests.fixtures.reproduction_helpers import finished_run
 
 
 def _spearman_reference(x, y):

@@ -18,7 +18,7 @@ from federated_vision.reproduction import seeds as seeds_lib
 from federated_vision.reproduction import claim_spec
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import digits_claims as dc
-from tests.reproduction_helpers import finished_run
+from tests.fixtures.reproduction_helpers import finished_run
 
 HIGHER, LOWER = claim_spec.HIGHER, claim_spec.LOWER
 T2 = 4.302652730  # t_{0.975, 2}

@@ -12,8 +12,8 @@ from federated_vision.reproduction import presets
 from federated_vision.reproduction import report
 from federated_vision.reproduction import report_text
 from federated_vision.reproduction import results
-from tests.reproduction_helpers import centralized_run
-from tests.reproduction_helpers import finished_run
+from tests.fixtures.reproduction_helpers import centralized_run
+from tests.fixtures.reproduction_helpers import finished_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -16,10 +16,10 @@ from experiments import reproduce_lib
 from federated_vision.errors import ConfigError
 from federated_vision.reproduction import presets
 from federated_vision.reproduction import spec
-from tests.reproduction_helpers import listing_runs
-from tests.reproduction_helpers import listing_settings
+from tests.fixtures.reproduction_helpers import listing_runs
+from tests.fixtures.reproduction_helpers import listing_settings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import REPO as ROOT
 
 
 def _lines(preset):
@@ -138,8 +138,8 @@ def test_mismatched_run_directory_stops_before_running(tmp_path):
 # whose eta/(1-beta) = 0.1 must not join alpha 0.1's group. The whole
 # 2 x 3 x 2 grid's grouping, best per group and contour (with its filled
 # contours) are checked on finished runs without training
-# (tests/test_reproduction_effective_lr.py); here that real runs train the
-# settings the study reads and their numbers reach its table.
+# (tests/reproduction/test_reproduction_effective_lr.py); here that real runs
+# train the settings the study reads and their numbers reach its table.
 SMALL_SWEEP = ((0.1, 0.05, 0.5), (0.1, 0.1, 0.0), (10.0, 0.1, 0.0))
 
 

@@ -22,9 +22,9 @@ from federated_vision.reproduction import presets
 from federated_vision.reproduction import published
 from federated_vision.reproduction import spec
 from federated_vision.training import run_errors
-from tests.reproduction_helpers import centralized_run
-from tests.reproduction_helpers import finished_run
-from tests.reproduction_helpers import write_hparams
+from tests.fixtures.reproduction_helpers import centralized_run
+from tests.fixtures.reproduction_helpers import finished_run
+from tests.fixtures.reproduction_helpers import write_hparams
 
 # preset -> the figures of it this test checks.
 CHECKED = {"hsu2020_figure4": ("figure4",), "hsu2020_table2": ("figure6",),

@@ -5,7 +5,7 @@ import numpy as np
 
 from federated_vision.reproduction import hparams
 from federated_vision.reproduction import presets
-from tests.reproduction_helpers import finished_run
+from tests.fixtures.reproduction_helpers import finished_run
 
 
 def test_sweep_hparams_are_readable_from_the_log_directory(tmp_path):
@@ -59,7 +59,8 @@ def test_method_hparams_flattens_values():
        "model": None, "resolved": {"x": 1}, "server_learning_rate": 2.0,
        "server_momentum": 0.5, "fedvc": True}, "fedavg+fedvc")
   # (A variant another test module of this process registered, e.g.
-  # tests/test_method_list.py's halfbatch, has its method_<name> flag too.)
+  # tests/methods/test_method_list.py's halfbatch, has its method_<name> flag
+  # too.)
   from federated_vision import methods  # pylint: disable=g-import-not-at-top
   hp = {k: v for k, v in hp.items() if not k.startswith("method_")
         or k[len("method_"):] not in methods.variant_names()

@@ -19,7 +19,7 @@ from federated_vision.reproduction import results
 from federated_vision.reproduction import seeds
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import mcmahan2017 as mcmahan
-from tests.reproduction_helpers import finished_run
+from tests.fixtures.reproduction_helpers import finished_run
 
 
 def test_grid_rates_are_the_papers_multiplicative_grid():

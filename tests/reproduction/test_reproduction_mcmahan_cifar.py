@@ -20,9 +20,9 @@ from federated_vision.reproduction import presets
 from federated_vision.reproduction import published
 from federated_vision.reproduction import report
 from federated_vision.reproduction import report_text
-from tests.reproduction_helpers import finished_run
-from tests.reproduction_helpers import listing_runs
-from tests.reproduction_helpers import listing_settings
+from tests.fixtures.reproduction_helpers import finished_run
+from tests.fixtures.reproduction_helpers import listing_runs
+from tests.fixtures.reproduction_helpers import listing_settings
 
 
 def test_minibatch_updates_per_epoch():

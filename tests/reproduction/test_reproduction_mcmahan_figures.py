@@ -23,7 +23,7 @@ from federated_vision.reproduction import report
 from federated_vision.reproduction import report_text
 from federated_vision.reproduction import spec
 from federated_vision.reproduction.presets import mcmahan2017 as mcmahan
-from tests.reproduction_helpers import finished_run
+from tests.fixtures.reproduction_helpers import finished_run
 
 BALANCED = {"partition_stats": {"examples_per_client_min": 500,
                                 "examples_per_client_max": 500}}

@@ -5,7 +5,7 @@ import pytest
 
 from federated_vision.reproduction import plan
 from federated_vision.reproduction import presets
-from tests.reproduction_helpers import finished_run
+from tests.fixtures.reproduction_helpers import finished_run
 
 
 def test_missing_data_flag_or_file_is_named_before_running(tmp_path):

@@ -606,7 +606,7 @@ def test_mcmahan_presets_are_the_papers_runs():
   for p in (t1, t2):
     for r in p.runs:
       if r.flags["dataset"] == "shakespeare":  # Table 2's LSTM rows (issue
-        continue  # 34): tests/test_shakespeare_presets.py.
+        continue  # 34): tests/reproduction/test_shakespeare_presets.py.
       f = r.flags
       assert (f["dataset"], f["num_clients"]) == ("mnist", 100)
       assert f.get("examples_per_client") == (

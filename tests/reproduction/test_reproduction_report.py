@@ -21,10 +21,10 @@ from federated_vision.reproduction import published
 from federated_vision.reproduction import report
 from federated_vision.reproduction import report_text
 from federated_vision.reproduction import results
-from tests.reproduction_helpers import centralized_run
-from tests.reproduction_helpers import finished_run
-from tests.reproduction_helpers import write_hparams
-from tests.reproduction_helpers import write_metrics
+from tests.fixtures.reproduction_helpers import centralized_run
+from tests.fixtures.reproduction_helpers import finished_run
+from tests.fixtures.reproduction_helpers import write_hparams
+from tests.fixtures.reproduction_helpers import write_metrics
 
 
 def grid(markdown: str, title: str, which: int = 0):

@@ -127,7 +127,7 @@ def test_sweep_seeds_are_points(parse, tmp_path):
 # The tiny preset's run: FedAvg alone (one method built per seed, not two).
 # Its table cells take the seeds' values of the run's method; which method
 # fills which column over seeds (FedAvg vs FedAvg + FedIR, distinct values)
-# is tests/test_reproduction_comparisons.py's
+# is tests/reproduction/test_reproduction_comparisons.py's
 # test_report_and_summary_json_hold_each_comparison, on finished runs.
 TINY_RUN = "tiny_fedavg_alpha_0.05"
 
@@ -240,7 +240,7 @@ def test_paper_number_inside_or_outside_our_interval(tmp_path):
   without a number is left out and said (n=2 of 3)."""
   from federated_vision.reproduction import report  # pylint: disable=g-import-not-at-top
   from federated_vision.reproduction import report_text  # pylint: disable=g-import-not-at-top
-  from tests.reproduction_helpers import finished_run  # pylint: disable=g-import-not-at-top
+  from tests.fixtures.reproduction_helpers import finished_run  # pylint: disable=g-import-not-at-top
   p = seeds_lib.expand(presets.get_preset("hsu2020_table3"), 3)
   (table,) = p.tables
   row = "FedAvg, FedVC ✓, FedIR ✗, C = 10"  # The paper: 31.3, 39.7, 43.9.

@@ -12,9 +12,9 @@ from federated_vision.reproduction import published
 from federated_vision.reproduction import report
 from federated_vision.reproduction import report_text
 from federated_vision.reproduction.presets import mcmahan2017_shakespeare as lstm
-from tests.reproduction_helpers import finished_run
-from tests.reproduction_helpers import listing_runs
-from tests.reproduction_helpers import listing_settings
+from tests.fixtures.reproduction_helpers import finished_run
+from tests.fixtures.reproduction_helpers import listing_runs
+from tests.fixtures.reproduction_helpers import listing_settings
 
 
 def _lstm_cells():

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 import run_checks
-from conftest import REPO, SMALL_RUN, TRAIN_MAIN, metric_rows
+from conftest import FIXTURES, REPO, SMALL_RUN, TRAIN_MAIN, metric_rows
 from experiments import cli
 from federated_vision.runtime import signals
 
@@ -66,19 +66,19 @@ def _deferred_cases():
 
 
 # When each invocation of the child's chain is sent SIGINT, relative to its
-# first checkpoint write (tests/child_signal_runs.py); a timer's SIGINT lands
-# in the write or in the client-state commit after it. The last invocation
+# first checkpoint write (tests/fixtures/child_signal_runs.py); a timer's SIGINT
+# lands in the write or in the client-state commit after it. The last invocation
 # is SIGKILLed once its checkpoint is written.
 MOMENTS = ["at the write", "as the write's task ends", "after the write",
            "+0.05 s", "SIGKILL"]
 
 
 def _chain(flags, stderr_path):
-  """tests/child_signal_runs.py over `MOMENTS`, SIGKILLed at the last one:
-  its invocations' results."""
+  """tests/fixtures/child_signal_runs.py over `MOMENTS`, SIGKILLed at the last
+  one: its invocations' results."""
   with open(stderr_path, "w") as stderr:
     proc = subprocess.Popen(
-        [sys.executable, os.path.join(REPO, "tests", "child_signal_runs.py"),
+        [sys.executable, os.path.join(FIXTURES, "child_signal_runs.py"),
          REPO, json.dumps({"args": flags, "moments": MOMENTS})],
         cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),

@@ -25,6 +25,7 @@ from federated_vision.data import digits
 from federated_vision.models import build_tff_model_fn
 from federated_vision.models import digits as digits_models
 from test_execution import _alive
+from worker_logs import remove_logs
 
 
 @functools.lru_cache(maxsize=None)
@@ -58,13 +59,6 @@ def _run(tmp_path, name, rounds=3, **context_kwargs):
   return result, pids
 
 
-def _remove_logs(workers):
-  """Logs of workers that died on their own are kept; tests tidy up."""
-  for w in workers:
-    if w.log_path and os.path.exists(w.log_path):
-      os.remove(w.log_path)
-
-
 def _wait_dead(pids, seconds=10):
   deadline = time.time() + seconds
   while any(_alive(p) for p in pids) and time.time() < deadline:
@@ -74,7 +68,7 @@ def _wait_dead(pids, seconds=10):
 
 def test_two_local_workers_owned_and_match_remote_workers(tmp_path):
   # That 2 local workers give 1 worker's numbers (every metric, every
-  # round) is tests/test_workers_flags.py's
+  # round) is tests/experiments/test_workers_flags.py's
   # test_two_local_workers_match_one_and_are_stopped: train_main
   # --local_workers=2 against conftest's reference_run on one worker.
   two, two_pids = _run(tmp_path, "two", local_workers=2)
@@ -114,7 +108,7 @@ def test_taken_port_is_one_clear_line():
   assert "not serving after" not in message
   assert "exited with code" in message or "killed by signal" in message
   assert not worker.is_running()
-  _remove_logs([worker])
+  remove_logs([worker])
 
 
 def test_missing_binary_is_one_clear_line(monkeypatch):
@@ -155,7 +149,7 @@ def test_worker_killed_mid_round_is_one_clear_line(tmp_path):
   assert "killed by signal 9" in str(info.value)
   assert "\n" not in str(info.value)
   assert _wait_dead(pool.pids + [victim])
-  _remove_logs(pool.local)
+  remove_logs(pool.local)
 
 
 def test_pool_validates_arguments():
@@ -207,7 +201,7 @@ def test_hung_remote_worker_stops_run_within_seconds(tmp_path, monkeypatch):
   finally:
     os.kill(victim, signal.SIGKILL)
     hosts.stop()
-    _remove_logs(hosts.local)
+    remove_logs(hosts.local)
   message = str(info.value)
   assert hosts.local[1].address in message and "not answering" in message
   # Stopped by the probes, with the timeout set (not a blocked call's).

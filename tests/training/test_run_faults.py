@@ -6,8 +6,8 @@ a 1-epoch centralized baseline) is trained once, in this process; every case
 works on a copy of it and reruns the same command in this process
 (`in_process.run`: its exit status and one-line error are what the binary
 would exit with and print; the method FedAvg is built once for all of them,
-tests/built_method_memo.py). The failure-table rows these cases document run
-as real processes in tests/test_docs_output.py.
+tests/fixtures/built_method_memo.py). The failure-table rows these cases
+document run as real processes in tests/project/test_docs_output.py.
 """
 
 import contextlib

@@ -61,7 +61,8 @@ def _built(setup, client_lr, server_lr):
   initializes its state or restores it from a checkpoint), and `evaluate`
   assigns the weights it is given to its model before every evaluation.
   Resumes across fresh builds (new processes) are checked through the
-  binary: tests/test_train_main.py, tests/test_run_integrity.py."""
+  binary: tests/experiments/test_train_main.py,
+  tests/experiments/test_run_integrity.py."""
   key = (client_lr, server_lr)
   if key not in _BUILT:
     fed, _ = setup
