@@ -12,6 +12,7 @@ from federated_vision import algorithms
 from federated_vision import training_loop
 from federated_vision.data import client_data as cdl
 from federated_vision.data import digits
+from federated_vision.data import round_keys
 from federated_vision.models import build_tff_model_fn
 from federated_vision.models import digits as digits_models
 from federated_vision.runtime import contexts
@@ -50,7 +51,8 @@ def registry(monkeypatch):
 def _two_rounds(process, fed):
   """Losses and final trainable weights of 2 rounds in a new context (its
   own compile cache)."""
-  keys = lambda r: [cdl.round_key(c, r) for c in fed.client_data.client_ids]
+  keys = lambda r: [round_keys.round_key(c, r)
+                    for c in fed.client_data.client_ids]
   losses = []
   with contexts.managed_execution_context():
     state = process.initialize()
