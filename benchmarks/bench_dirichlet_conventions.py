@@ -12,8 +12,8 @@ class counts depend only on those sizes and the seed, not on the order of the
 examples, so the numbers are those of the real CIFAR-10 training set.
 
 Run: `python -m benchmarks.bench_dirichlet_conventions [--seed=0]`; prints the
-markdown table of docs/datasets.md. tests/test_partition_per_class.py checks
-that page against `table()`.
+markdown table of docs/datasets.md. tests/data/test_partition_per_class.py
+checks that page against `table()`.
 """
 
 import argparse

@@ -15,7 +15,7 @@ Both do McMahan et al. 2017's FedAvg (Algorithm 1): per client, start from
 the global weights, take one SGD step per batch, return the delta; the
 server adds the example-weighted mean delta (server learning rate 1). Same
 batches, same steps: their rounds give the same weights up to float
-rounding (`tests/test_plain_loops.py`).
+rounding (`tests/project/test_plain_loops.py`).
 """
 
 from typing import Callable, Dict, Sequence

@@ -10,7 +10,7 @@ its checkpoint; one run name is one configuration, so a centralized baseline
 shared by several presets runs once), then writes the report
 (`report_text.write_report`), the studies, the sweep's HParams experiment and, for
 `digits_claims`, the claim verdicts. Every preset flag is a train_main
-setting (tests/test_reproduction_presets.py); an unknown one is a
+setting (tests/reproduction/test_reproduction_presets.py); an unknown one is a
 `ConfigError` naming it, before any run starts.
 """
 

@@ -1,5 +1,5 @@
-"""Shared test setup: quiet TF, repo on sys.path, the TFF runtime, and a
-process-hygiene check.
+"""Shared test setup: quiet TF, the repo and tests/fixtures/ on sys.path, the
+TFF runtime, and a process-hygiene check.
 
 Importing the library changes no process-wide state, so the session installs
 the managed TFF runtime itself (`federated_vision.runtime.install`: default
@@ -21,9 +21,19 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 # As the binaries (experiments/train_main.py): gRPC's fork handlers can
 # deadlock the fork of a later TFF worker in this process (grpc/grpc#37259).
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-  sys.path.insert(0, REPO)
+# The tests sit in folders named after the library's subpackages (plus
+# experiments/ for the binaries, project/ for the repository as a whole);
+# the helper modules they import by bare name (`import run_checks`,
+# `--extra_modules=extra_algorithm`) in fixtures/, this module in tests/.
+TESTS = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(TESTS)
+FIXTURES = os.path.join(TESTS, "fixtures")
+# The PYTHONPATH of a test's child process that imports what the tests do:
+# the library, this module and the fixtures.
+TEST_PYTHONPATH = os.pathsep.join([REPO, TESTS, FIXTURES])
+for _path in (FIXTURES, TESTS, REPO):
+  if _path not in sys.path:
+    sys.path.insert(0, _path)
 
 import pytest  # pylint: disable=g-import-not-at-top
 
@@ -173,7 +183,8 @@ REFERENCE_RUN_TIMEOUT = 1800
 # in collection order: the longest files go first, so that no process is
 # left with a long file at the end while the others are idle. Measured
 # (seconds per file, 3 processes on 2 cores, fresh clone, after the issue-29
-# cuts of the suite); files not named keep their order after these.
+# cuts of the suite); files not named keep their order after these. Named
+# by basename (test file names are unique across the folders of tests/).
 LONGEST_FILES_FIRST = (
     "test_docs_output", "test_extending", "test_parallel_runs",
     "test_client_groups", "test_train_main", "test_mixing_train_main",
@@ -183,8 +194,8 @@ LONGEST_FILES_FIRST = (
     "test_extra_components", "test_workers_flags", "test_reproduction_seeds",
     "test_multi_worker", "test_training_loop_integrity",
     "test_realworld_loaders", "test_scaffold_runs", "test_fedvc",
-    "test_library_recipes", "test_partition_per_class", "test_run_friction",
-    "test_sweeps")
+    "test_library_recipes", "test_partition_per_class",
+    "test_dry_runs_and_refusals", "test_sweeps")
 
 
 def _file_rank(item) -> int:

@@ -3,14 +3,17 @@
   python tools/gen_build.py          # rewrite BUILD files
   python tools/gen_build.py --check  # exit 1 if any BUILD file is stale
 
-One BUILD per Python package directory: a py_library per module, a
-py_binary per binary (experiments/*_main.py, datasets/*.py,
-benchmarks/bench_*.py), a py_test per tests/test_*.py. Internal deps come from
-`import` statements; third-party packages (TensorFlow, TFF, ...) come from the
-Python environment (requirements.lock), not from Bazel.
+One BUILD per Python package directory (and per folder of tests/: one per
+library subpackage, experiments/, project/, fixtures/): a py_library per
+module, a py_binary per binary (experiments/*_main.py, datasets/*.py,
+benchmarks/bench_*.py), a py_test per tests/<folder>/test_*.py. Internal deps
+come from `import` statements (tests import conftest, the helpers of
+tests/fixtures/ and a neighbouring test module by bare name); third-party
+packages (TensorFlow, TFF, ...) come from the Python environment
+(requirements.lock), not from Bazel.
 
 Bazel itself cannot build here (py rules fetch @rules_cc from the network);
-tests/test_build_files.py checks these files instead.
+tests/project/test_build_files.py checks these files instead.
 """
 
 import ast
@@ -31,9 +34,12 @@ def _is_binary(rel: str) -> bool:
           or (d == "benchmarks" and base.startswith("bench_")))
 
 
+def _in_tests(rel: str) -> bool:
+  return rel.split(os.sep)[0] == "tests"
+
+
 def _is_test(rel: str) -> bool:
-  d, base = os.path.split(rel)
-  return d == "tests" and base.startswith("test_")
+  return _in_tests(rel) and os.path.basename(rel).startswith("test_")
 
 
 def python_files():
@@ -72,9 +78,13 @@ def _internal_deps(rel: str, modules: dict) -> list:
       names.add(node.module)
       names.update(f"{node.module}.{a.name}" for a in node.names)
   deps = set()
+  # Test helpers are imported by bare name: conftest (tests/), a fixture
+  # (tests/fixtures/) or a test module beside the importing one.
+  bare = (os.path.dirname(rel).replace(os.sep, ".") + ".", "tests.fixtures.",
+          "tests.")
   for name in names:
-    if rel.startswith("tests" + os.sep) and f"tests.{name}" in modules:
-      name = f"tests.{name}"  # Test helpers are imported by bare name.
+    if _in_tests(rel):
+      name = next((p + name for p in bare if p + name in modules), name)
     if name in modules and modules[name] != rel:
       deps.add(_label(modules[name]))
   return sorted(deps)
@@ -102,7 +112,7 @@ def generate() -> dict:
       lines = [f"{kind}(", f'    name = "{name}",', f'    srcs = ["{base}"],']
       if kind == "py_test":
         lines.append('    size = "large",')
-      if kind == "py_library" and d == "tests":
+      if kind == "py_library" and _in_tests(rel):
         lines.append("    testonly = True,")
       if deps:
         lines.append("    deps = [")

@@ -12,8 +12,8 @@ Why not TFF's: TFF 0.87's `proximal_client_work` (what
 mu (w^t - w), the opposite sign, which pushes the client away from the
 global model (`tensorflow_federated/python/learning/templates/
 proximal_client_work.py`, `lambda x, y: delta_l2_regularizer * (y - x)`
-over (current, initial) weights; tests/test_methods.py shows both against
-a numpy reference of eq. 2).
+over (current, initial) weights; tests/methods/test_methods.py shows both
+against a numpy reference of eq. 2).
 """
 
 import dataclasses

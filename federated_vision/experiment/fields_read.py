@@ -45,7 +45,8 @@ from federated_vision.errors import ConfigError
 from federated_vision.tasks import base as task_base
 from federated_vision.tasks import models as model_registry
 
-# Fields every run reads, with the reason (tests/test_usage.py lists them).
+# Fields every run reads, with the reason (tests/experiment/test_usage.py lists
+# them).
 ALWAYS_USED = {
     "dataset": "selects the task",
     "model": "selects the model (None: the task's default)",
@@ -159,7 +160,8 @@ def ruled_fields() -> Dict[str, str]:
 
 def uncovered(config) -> Iterable[str]:
   """Fields of `config` (an ExperimentConfig) no rule covers (taken as read
-  and recorded; tests/test_usage.py fails until a new field has a rule)."""
+  and recorded; tests/experiment/test_usage.py fails until a new field has a
+  rule)."""
   ruled = ruled_fields()
   return [k for section in config.to_dict().values() for k in section
           if k not in ruled]

@@ -22,8 +22,9 @@ numpy, in its test: this module gives the pieces such a reference needs.
     for x, y in reference.client_batches(fed, spec, "a@1"):
       w = w - reference.LR * reference.np_grad(w, x, y)
 
-tests/test_stateful.py and tests/test_scaffold.py use them for FedDyn,
-FedNova and SCAFFOLD; docs/extending.md shows a stateful method's test.
+tests/algorithms/test_stateful.py and tests/algorithms/test_scaffold.py use them
+for FedDyn, FedNova and SCAFFOLD; docs/extending.md shows a stateful method's
+test.
 """
 
 import collections

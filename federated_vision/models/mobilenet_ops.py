@@ -19,8 +19,8 @@ own gradient, dy * sign(min(y, 6 - y)) with y its output. That is
 included: y > 0 iff x > 0; 6 - y is exact for y in [3, 6] (Sterbenz) and
 > 3 below, so 6 - y > 0 iff y < 6 iff x < 6; sign maps the positive minimum
 to 1 and 0 to 0, and multiplying dy by 1 or 0 is what `Relu6Grad` does
-(`tests/test_mobilenet_ops.py`: bitwise equal to `tf.nn.relu6`'s values and
-gradients, also through a whole small model). Four vectorised element-wise
+(`tests/models/test_mobilenet_ops.py`: bitwise equal to `tf.nn.relu6`'s values
+and gradients, also through a whole small model). Four vectorised element-wise
 kernels (Sub, Minimum, Sign, Mul) replace LessEqual + Fill + SelectV2 + Sum +
 ReluGrad: about 10% less CPU per MobileNetV2-GN round, in the worker and in
 plain TensorFlow alike.

@@ -18,7 +18,8 @@ run's --total_rounds) stands in, a lower bound of the true rounds. The
 difference is then a bound too, valid in one direction only: a verdict
 that rests on it in the other direction is withheld (inconclusive, saying
 why), and a pair where neither side reached the target says nothing and is
-left out. Plain functions: exact tests in tests/test_reproduction_seeds.py.
+left out. Plain functions: exact tests in
+tests/reproduction/test_reproduction_seeds.py.
 """
 
 import dataclasses

@@ -11,10 +11,10 @@ Transcription status (see each entry's `via`):
   * McMahan et al. 2017, Tables 1 and 2 (MNIST): every cell, read in a
     transcription of the tables (a paper review that reprints them as HTML).
     Each printed speedup "(k.kx)" was checked against the printed round
-    counts (tests/test_reproduction_published.py); the transcription's one
-    inconsistent speedup (CNN, IID, B = 10, C = 0.5 printed as 3.1x while
-    50 / 18 = 2.8x) is shown as printed with a note (`INCONSISTENT_PRINTS`);
-    our speedups are always recomputed from rounds.
+    counts (tests/reproduction/test_reproduction_published.py); the
+    transcription's one inconsistent speedup (CNN, IID, B = 10, C = 0.5 printed
+    as 3.1x while 50 / 18 = 2.8x) is shown as printed with a note
+    (`INCONSISTENT_PRINTS`); our speedups are always recomputed from rounds.
   * Hsu, Qi & Brown 2019: the abstract's "from 30.1% to 76.9% in the most
     skewed settings" (FedAvg -> FedAvgM, CIFAR-10), in the alpha = 0 row at
     C = 0.05, E = 1 (the issue's reading of the paper's text, which was not
@@ -90,10 +90,10 @@ INCONSISTENT_SPEEDUPS = frozenset({
     ("mcmahan2017", "table1_cnn", "C = 0.5", "IID, B = 10")})
 # McMahan Table 3's printed "(k.kx)" recomputed from its printed rounds:
 # 18000/3750 = 4.8, 31000/6600 = 4.7, 18000/280 = 64.3, 31000/630 = 49.2,
-# 99000/2000 = 49.5 (tests/test_reproduction_published.py checks them).
-# Every printed "(k.k)" that disagrees with the paper's own printed rounds:
-# the report shows the print as printed, marked, with the value its rounds
-# give in a footnote (McMahan Table 1 and Hsu 2020 Table 5 alike).
+# 99000/2000 = 49.5 (tests/reproduction/test_reproduction_published.py checks
+# them). Every printed "(k.k)" that disagrees with the paper's own printed
+# rounds: the report shows the print as printed, marked, with the value its
+# rounds give in a footnote (McMahan Table 1 and Hsu 2020 Table 5 alike).
 INCONSISTENT_PRINTS = INCONSISTENT_SPEEDUPS | (
     published_hsu2020.INCONSISTENT_RATIOS)
 
@@ -237,8 +237,8 @@ PUBLISHED.update(_mcmahan_table(
 # FedSGD), read in the same Markdown transcription as Table 3
 # (`_MCMAHAN_TABLE3_VIA`); every printed speedup agrees with its rounds
 # (2488/1635 = 1.5, 3906/549 = 7.1, ..., 2488/192 = 13.0, 3906/41 = 95.3:
-# tests/test_shakespeare_presets.py), and §3's text states the last row's
-# "(a 95x speedup vs 13x for the balanced IID data)".
+# tests/reproduction/test_shakespeare_presets.py), and §3's text states the last
+# row's "(a 95x speedup vs 13x for the balanced IID data)".
 MCMAHAN_LSTM_ROWS = ("FedSGD E=1 B=∞", "FedAvg E=1 B=50", "FedAvg E=5 B=∞",
                      "FedAvg E=1 B=10", "FedAvg E=5 B=50", "FedAvg E=5 B=10")
 _MCMAHAN_LSTM_PRINTED = (("2488", "3906"), ("1635 (1.5x)", "549 (7.1x)"),

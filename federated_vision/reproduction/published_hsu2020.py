@@ -2,7 +2,7 @@
 
 Each table is carried as the paper prints it (row labels, then the cells'
 printed text, in the paper's row and column order), transcribed from the
-paper's text (tests/test_reproduction_published_hsu2020.py checks every
+paper's text (tests/reproduction/test_reproduction_hsu2020.py checks every
 number against the printed table rows copied verbatim). `entries()` turns
 them into (key, value, printed text, unit, quote, not-reached budget) rows
 that `published.PUBLISHED` holds; the row and column labels here are also the

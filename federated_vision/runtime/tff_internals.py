@@ -106,9 +106,10 @@ def retire_default_context() -> None:
 # pass after pass; docs/performance.md, "Building a last-layers method").
 # Blocks registered with `skip_constant_folding` are optimised with TFF's
 # options minus constant folding (the worker computes the same numbers:
-# tests/test_runtime_compile.py, and a 2-round `--trainable_last_layers=2`
-# run's metrics.csv and checkpoint are byte-identical); every other
-# computation goes through TFF's compiler unchanged.
+# tests/runtime/test_runtime_compile.py, and a 2-round
+# `--trainable_last_layers=2` run's metrics.csv and checkpoint are
+# byte-identical); every other computation goes through TFF's compiler
+# unchanged.
 
 _SKIP_CONSTANT_FOLDING = set()  # `_block_key`s of registered blocks.
 
