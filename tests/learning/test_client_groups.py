@@ -54,8 +54,8 @@ def _server(kind):
   the ungrouped one does."""
   if kind != "adam":
     return None
-  from federated_vision.algorithms import server_optimizers  # pylint: disable=g-import-not-at-top
-  return server_optimizers.build_adaptive("adam", 0.05, tau=0.01)
+  from federated_vision.algorithms import server_adaptive  # pylint: disable=g-import-not-at-top
+  return server_adaptive.build_adaptive("adam", 0.05, tau=0.01)
 
 
 def _objective(work):

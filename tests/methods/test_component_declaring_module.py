@@ -31,7 +31,8 @@ def test_each_component_names_its_declaring_module():
   builtins = "federated_vision.algorithms."
   assert module["fedavg"] == builtins + "fedavg"
   assert module["fedir"] == builtins + "fedir"
-  assert module["adam"] == builtins + "server_optimizers"
+  assert module["adam"] == builtins + "server_adaptive"
+  assert module["sgdm"] == builtins + "server_sgd"
   # Mixing strategies: the declaring module, not mixing.strategy (whose
   # register_mixing_strategy calls register).
   assert module["parallel"] == "federated_vision.mixing.strategies"
