@@ -19,6 +19,7 @@ import tensorflow_federated as tff
 from federated_vision.learning import compose
 from federated_vision.learning import local
 from federated_vision.mixing import central_data
+from federated_vision.runtime import learning_internals
 
 
 class GradientTransferBroadcast(NamedTuple):
@@ -50,9 +51,9 @@ def build_central_gradient_distributor(
     def gradient():
       model_weights = tff.learning.models.ModelWeights.from_model(model)
       tf.nest.map_structure(lambda v, t: v.assign(t), model_weights, weights)
-      with tf.GradientTape() as tape:
-        output = model.forward_pass(batch, training=True)
-      grads = tape.gradient(output.loss, model_weights.trainable)
+      # As `local.step` computes a client's gradient (see there).
+      output = learning_internals.forward_pass(model, batch, training=True)
+      grads = tf.gradients(output.loss, model_weights.trainable)
       n = tf.cast(output.num_examples, tf.int64)
       return grads, central_data.central_metrics(
           n, output.loss * tf.cast(n, tf.float32))
