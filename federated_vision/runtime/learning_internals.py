@@ -46,16 +46,18 @@ def forward_pass(model: tff.learning.models.VariableModel, batch_input,
 
   Why: TFF's Keras wrapper (`keras_utils._KerasModel`, not exported) makes
   `forward_pass` a `tf.function` that calls `predict_on_batch`, another.
-  A `tf.GradientTape` over a function call differentiates it with respect
-  to every input it captures (`_DelayedRewriteGradientFunctions`), so a
-  step that trains the last layers of a frozen backbone traces the whole
-  backbone's backward pass only for it to be pruned (docs/performance.md,
-  "Building a last-layers method"). Here the wrapper's own Python bodies
-  run, unchanged (`_forward_pass`: loss with the Keras model's losses,
-  metrics updated, examples counted), in the caller's graph, so the tape
-  sees the Keras model's ops and differentiates only what the gradient
-  needs. Any other model (a subclass, a `VariableModel` of one's own) runs
-  its `forward_pass` as it is.
+  TF differentiates a function call with respect to every input it
+  captures (`_DelayedRewriteGradientFunctions`), so a step that trains the
+  last layers of a frozen backbone traced the whole backbone's backward
+  pass only for it to be pruned (docs/performance.md, "Building a
+  last-layers method"). Here the wrapper's own Python bodies run unchanged
+  (`_forward_pass`: the loss with the Keras model's losses, the metrics
+  updated, the examples counted) in the caller's graph, and the outputs
+  leave as the function's did (`_as_function_outputs`): the caller's
+  gradient (`local.step`'s `tf.gradients`) differentiates only the ops
+  between the trainable weights and the loss, and the worker computes the
+  same numbers. Any other model (a subclass, a `VariableModel` of one's
+  own) runs its `forward_pass` as it is, as does an eager call.
 
   Args:
     model: a `tff.learning.models.VariableModel`.
@@ -74,8 +76,9 @@ def forward_pass(model: tff.learning.models.VariableModel, batch_input,
   return _as_function_outputs(output, first)
 
 
-# Graph bookkeeping without control flow: not autograph-converted (converted,
-# it costs ~0.5 CPU-s per trace of a MobileNetV2 step).
+# Graph bookkeeping without tensor control flow: not autograph-converted
+# (converted, its test of each new op goes through autograph's converted
+# calls, slower to trace for nothing).
 @tf.autograph.experimental.do_not_convert
 def _as_function_outputs(output, first: int):
   """`output` as a `tf.function` returns it: each tensor through an Identity
