@@ -74,17 +74,17 @@ def model_loss(output, batch, client):
   return output.loss, None
 
 
-def step(model, optimizer, optimizer_state, batch, client: Client,
-         objective: Callable = model_loss):
-  """One local step: the objective's loss differentiated at w, its gradient
-  term added, `optimizer` applied to the model's trainable variables.
+def loss_gradients(model, batch, client: Client,
+                   objective: Callable = model_loss):
+  """The model's forward pass on `batch` and the gradient at w
+  (`client.weights`) of the objective's loss, its gradient term added.
 
   A traced body (inside a `tf.function`): the gradient is symbolic
   (`tf.gradients`), over the model's ops traced inline
   (`learning_internals.forward_pass`).
 
   Returns:
-    (the optimizer's new state, the model's forward-pass output).
+    (the model's forward-pass output, the gradients: a tuple, one a weight).
   """
   inputs = {k: v for k, v in batch.items()
             if k != client_data_lib.LABEL_COUNTS_KEY}
@@ -101,6 +101,19 @@ def step(model, optimizer, optimizer_state, batch, client: Client,
   gradients = tuple(tf.gradients(loss, client.weights))
   if term is not None:
     gradients = tuple(g + t for g, t in zip(gradients, term))
+  return output, gradients
+
+
+def step(model, optimizer, optimizer_state, batch, client: Client,
+         objective: Callable = model_loss):
+  """One local step: the objective's loss differentiated at w, its gradient
+  term added (`loss_gradients`), `optimizer` applied to the model's
+  trainable variables.
+
+  Returns:
+    (the optimizer's new state, the model's forward-pass output).
+  """
+  output, gradients = loss_gradients(model, batch, client, objective)
   optimizer_state, updated = optimizer.next(optimizer_state, client.weights,
                                             gradients)
   for variable, value in zip(client.weights, updated):

@@ -19,7 +19,6 @@ import tensorflow_federated as tff
 from federated_vision.learning import compose
 from federated_vision.learning import local
 from federated_vision.mixing import central_data
-from federated_vision.runtime import learning_internals
 
 
 class GradientTransferBroadcast(NamedTuple):
@@ -51,11 +50,10 @@ def build_central_gradient_distributor(
     def gradient():
       model_weights = tff.learning.models.ModelWeights.from_model(model)
       tf.nest.map_structure(lambda v, t: v.assign(t), model_weights, weights)
-      # As `local.step` computes a client's gradient (see there).
-      output = learning_internals.forward_pass(model, batch, training=True)
-      grads = tf.gradients(output.loss, model_weights.trainable)
+      output, grads = local.loss_gradients(
+          model, batch, local.Client((), tuple(model_weights.trainable)))
       n = tf.cast(output.num_examples, tf.int64)
-      return grads, central_data.central_metrics(
+      return list(grads), central_data.central_metrics(
           n, output.loss * tf.cast(n, tf.float32))
     return gradient()
 

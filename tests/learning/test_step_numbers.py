@@ -27,20 +27,15 @@ from federated_vision.runtime import learning_internals
 C = 10
 
 
-def _tff_step(model, optimizer, optimizer_state, batch, client, objective):
-  """The step as it was: TFF's `forward_pass` under a tape."""
+def _tff_loss_gradients(model, batch, client, objective):
+  """`local.loss_gradients` as it was: TFF's `forward_pass` under a tape."""
   inputs = {k: v for k, v in batch.items() if k != cdl.LABEL_COUNTS_KEY}
   with tf.GradientTape() as tape:
     output = model.forward_pass(inputs, training=True)
     loss, term = objective(output, batch, client)
-  gradients = tuple(tape.gradient(loss, client.weights))
-  if term is not None:
-    gradients = tuple(g + t for g, t in zip(gradients, term))
-  optimizer_state, updated = optimizer.next(optimizer_state, client.weights,
-                                            gradients)
-  for variable, value in zip(client.weights, updated):
-    variable.assign(value)
-  return optimizer_state, output
+  gradients = tape.gradient(loss, client.weights)
+  return output, tuple(gradients if term is None else
+                       (g + t for g, t in zip(gradients, term)))
 
 
 def _model_fn(frozen: bool):
@@ -103,7 +98,7 @@ def test_step_computes_what_tff_forward_pass_under_a_tape_computed(frozen,
   objective = OBJECTIVES[name]()
   model_fn = _model_fn(frozen)
   start, new = _train(model_fn, objective)
-  with mock.patch.object(local, "step", _tff_step):
+  with mock.patch.object(local, "loss_gradients", _tff_loss_gradients):
     _, old = _train(model_fn, objective)
   assert len(new) == len(old)
   for a, b in zip(new, old):
