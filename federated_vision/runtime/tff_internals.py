@@ -195,7 +195,8 @@ def compile_for_worker(comp):
   except that blocks registered by `skip_constant_folding` are optimised
   without constant folding (the same steps as TFF's
   `transform_to_native_form`, with the Grappler options chosen per block)."""
-  if _SKIP_CONSTANT_FOLDING.isdisjoint(_block_keys(comp)):
+  if not _SKIP_CONSTANT_FOLDING or _SKIP_CONSTANT_FOLDING.isdisjoint(
+      _block_keys(comp)):
     return compiler.desugar_and_transform_to_native(comp)
   full, lean = grappler_config(True), grappler_config(False)
 
