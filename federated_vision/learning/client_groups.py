@@ -35,7 +35,7 @@ unweighted (DP) aggregators (a slot's mean would enter an unweighted mean
 as one client).
 """
 
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -78,6 +78,8 @@ def build_grouped_client_work(
     *,
     message=(),
     client_weighting: tff.learning.ClientWeighting = tff.learning.ClientWeighting.NUM_EXAMPLES,
+    weights_type: Optional[tff.Type] = None,
+    metric_finalizers=None,
 ) -> tff.learning.templates.ClientWorkProcess:
   """A client work whose client values are slots of round keys (string [G]).
 
@@ -95,17 +97,24 @@ def build_grouped_client_work(
     objective: the method's local objective (`local`).
     message: values broadcast to every client (`local.WorkState.message`).
     client_weighting: NUM_EXAMPLES or UNIFORM, per real client.
+    weights_type, metric_finalizers: the model's `ModelWeights` type and
+      `metric_finalizers()` when the caller has them (`compose.
+      initial_weights_and_finalizers`); None: from a model built here.
 
   Returns:
     A `ClientWorkProcess` with the per-client work's state (`local.
     WorkState`) and measurements (`train`, `clients_dropped_non_finite`).
   """
   weighted = local.by_examples(client_weighting)
-  with tf.Graph().as_default():
-    model = model_fn()
-    metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
-        model.metric_finalizers())
-  weights_type = tff.learning.models.weights_type_from_model(model)
+  if (weights_type is None) != (metric_finalizers is None):
+    raise ValueError("weights_type and metric_finalizers go together")
+  if weights_type is None:
+    with tf.Graph().as_default():
+      model = model_fn()
+      metric_finalizers = model.metric_finalizers()
+    weights_type = tff.learning.models.weights_type_from_model(model)
+  metrics_aggregation_fn = tff.learning.metrics.sum_then_finalize(
+      metric_finalizers)
   # A ClientWorkProcess takes sequences: a slot is a dataset of round keys
   # (`GroupedTrainingProcess` composes the str[G] -> dataset step).
   keys_type = tff.SequenceType(tff.TensorType(np.str_))
@@ -260,11 +269,16 @@ class GroupedMethod:
         fed_data.client_data.serializable_dataset_fn, spec,
         fed_data.train_map_fn, label_counts=label_counts)
     client_optimizer, server_optimizer = self._optimizers
+    initial_weights_fn, finalizers = compose.initial_weights_and_finalizers(
+        self._model_fn)
     work = build_grouped_client_work(
         self._model_fn, client_optimizer, dataset_fn, self._objective,
-        message=self._message)
-    process = compose.build_fedavg_process(self._model_fn, work,
-                                           server_optimizer)
+        message=self._message,
+        weights_type=initial_weights_fn.type_signature.result,
+        metric_finalizers=finalizers)
+    process = compose.build_fedavg_process(
+        self._model_fn, work, server_optimizer,
+        initial_weights_fn=initial_weights_fn)
     keys_to_dataset = tff.tensorflow.computation(
         lambda keys: tf.data.Dataset.from_tensor_slices(keys),  # pylint: disable=unnecessary-lambda
         tff.TensorType(np.str_, [None]))

@@ -74,22 +74,46 @@ def model_loss(output, batch, client):
   return output.loss, None
 
 
+def loss_gradients(model, batch, client: Client,
+                   objective: Callable = model_loss):
+  """The model's forward pass on `batch` and the gradient at w
+  (`client.weights`) of the objective's loss, its gradient term added.
+
+  A traced body (inside a `tf.function`): the gradient is symbolic
+  (`tf.gradients`), over the model's ops traced inline
+  (`learning_internals.forward_pass`).
+
+  Returns:
+    (the model's forward-pass output, the gradients: a tuple, one a weight).
+  """
+  inputs = {k: v for k, v in batch.items()
+            if k != client_data_lib.LABEL_COUNTS_KEY}
+  output = learning_internals.forward_pass(model, inputs, training=True)
+  loss, term = objective(output, batch, client)
+  # Symbolic, not a tape: it differentiates only the ops between w and the
+  # loss (a frozen backbone's variables are `trainable` tf.Variables, which
+  # a tape would watch, recording the whole backbone), and it adds a
+  # tensor's gradients in the order TF's gradient of a function call does,
+  # so every step computes, bit for bit, what it computed when the forward
+  # pass was TFF's `tf.function` under a tape (a tape adds them in another
+  # order: the last bits of the weights differ). docs/performance.md,
+  # "Building a last-layers method".
+  gradients = tuple(tf.gradients(loss, client.weights))
+  if term is not None:
+    gradients = tuple(g + t for g, t in zip(gradients, term))
+  return output, gradients
+
+
 def step(model, optimizer, optimizer_state, batch, client: Client,
          objective: Callable = model_loss):
   """One local step: the objective's loss differentiated at w, its gradient
-  term added, `optimizer` applied to the model's trainable variables.
+  term added (`loss_gradients`), `optimizer` applied to the model's
+  trainable variables.
 
   Returns:
     (the optimizer's new state, the model's forward-pass output).
   """
-  inputs = {k: v for k, v in batch.items()
-            if k != client_data_lib.LABEL_COUNTS_KEY}
-  with tf.GradientTape() as tape:
-    output = model.forward_pass(inputs, training=True)
-    loss, term = objective(output, batch, client)
-  gradients = tuple(tape.gradient(loss, client.weights))
-  if term is not None:
-    gradients = tuple(g + t for g, t in zip(gradients, term))
+  output, gradients = loss_gradients(model, batch, client, objective)
   optimizer_state, updated = optimizer.next(optimizer_state, client.weights,
                                             gradients)
   for variable, value in zip(client.weights, updated):

@@ -50,11 +50,10 @@ def build_central_gradient_distributor(
     def gradient():
       model_weights = tff.learning.models.ModelWeights.from_model(model)
       tf.nest.map_structure(lambda v, t: v.assign(t), model_weights, weights)
-      with tf.GradientTape() as tape:
-        output = model.forward_pass(batch, training=True)
-      grads = tape.gradient(output.loss, model_weights.trainable)
+      output, grads = local.loss_gradients(
+          model, batch, local.Client((), tuple(model_weights.trainable)))
       n = tf.cast(output.num_examples, tf.int64)
-      return grads, central_data.central_metrics(
+      return list(grads), central_data.central_metrics(
           n, output.loss * tf.cast(n, tf.float32))
     return gradient()
 

@@ -14,7 +14,8 @@ Modules: `workers` (local `worker_binary`s we start, remote ones we reach),
 contexts over workers, the default context), `signals` (light), `registry`
 (live workers; light), `errors`, and the only modules that touch TFF or TF
 internals: `tff_internals` (executors, contexts, the worker's compile),
-`learning_internals` (FedProx client work, the client training loop),
+`learning_internals` (the client training loop, the Keras model's forward
+pass traced inline),
 `tf_internals` (TF's eager seed state).
 """
 
