@@ -39,7 +39,7 @@ run: env
 	@bash tools/check_no_workers.sh
 
 test: env
-	@status=0; $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests || status=$$?; \
+	@status=0; $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS) tests || status=$$?; \
 	  bash tools/check_no_workers.sh || status=1; exit $$status
 
 bench: env
